@@ -1,0 +1,167 @@
+"""Run the shared NFA over a document's start/end element events and emit path-tuple streams.
+
+The runtime keeps a stack of active state sets, one per open element (YFilter). Sets are interned,
+and the transition from a set on an element name is memoized: after warm-up, an element costs one
+dictionary look-up however many subscriptions there are (a lazily built DFA over the NFA). The
+memo is dropped whenever the NFA changes.
+
+For every distinct path accepted at an element, the runtime emits path-tuples: one node id (pre-order
+position) per location step. Tuples of a stream come out ordered by their last field, because they
+are emitted when their last element starts. Value predicates are not looked at here: the plan
+evaluates them afterwards (paper 000 §2.3).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from feedrouter.engine.nfa import WILDCARD, NavPath, Nfa
+from feedrouter.errors import DocumentError
+from feedrouter.lang.ast import Axis
+
+PathTuple = tuple[int, ...]
+
+# A memo larger than this is dropped and rebuilt: hostile documents may use endless distinct names.
+_MAX_MEMO = 200_000
+
+
+@dataclass
+class Matches:
+    """What the engine found in one document: the nodes in pre-order and one stream per path id."""
+
+    nodes: list = field(default_factory=list)
+    streams: dict[int, list[PathTuple]] = field(default_factory=dict)
+
+
+class _PathShape:
+    """Precomputed facts about one path that make tuple enumeration cheap."""
+
+    __slots__ = ("all_child", "axes", "length", "tags")
+
+    def __init__(self, path: NavPath) -> None:
+        self.length = len(path)
+        self.axes = tuple(step.axis is Axis.CHILD for step in path)
+        self.tags = tuple(step.tag for step in path)
+        self.all_child = all(self.axes)
+
+
+class LazyDfa:
+    """Interned NFA state sets with memoized transitions; rebuilt when the NFA's version moves."""
+
+    def __init__(self, nfa: Nfa) -> None:
+        self._nfa = nfa
+        self._reset()
+
+    def _reset(self) -> None:
+        self._version = self._nfa.version
+        self._ids: dict[frozenset[int], int] = {}
+        self._sets: list[frozenset[int]] = []
+        self._accepts: list[tuple[int, ...]] = []
+        self._memo: dict[tuple[int, str], int] = {}
+        self._shapes: dict[int, _PathShape] = {}
+        self.initial = self._intern(self._nfa.initial())
+
+    def _intern(self, states: frozenset[int]) -> int:
+        did = self._ids.get(states)
+        if did is None:
+            did = self._ids[states] = len(self._sets)
+            self._sets.append(states)
+            self._accepts.append(self._nfa.accepted(states))
+        return did
+
+    def check(self) -> None:
+        if self._version != self._nfa.version or len(self._memo) > _MAX_MEMO:
+            self._reset()
+
+    def step(self, did: int, tag: str) -> int:
+        key = (did, tag)
+        nxt = self._memo.get(key)
+        if nxt is None:
+            nxt = self._memo[key] = self._intern(self._nfa.step(self._sets[did], tag))
+        return nxt
+
+    def accepts(self, did: int) -> tuple[int, ...]:
+        return self._accepts[did]
+
+    def shape(self, pid: int) -> _PathShape:
+        shape = self._shapes.get(pid)
+        if shape is None:
+            shape = self._shapes[pid] = _PathShape(self._nfa.path(pid))
+        return shape
+
+    @property
+    def size(self) -> int:
+        return len(self._sets)
+
+
+def enumerate_tuples(shape: _PathShape, ids: list[int], tags: list[str]) -> Iterator[PathTuple]:
+    """All bindings of the path's steps to the open elements whose last step is the deepest one.
+
+    ``ids`` and ``tags`` describe the chain of open elements from the root element down.
+    """
+    depth = len(ids)
+    if shape.all_child:
+        yield tuple(ids)
+        return
+    fields = [0] * shape.length
+    yield from _bind(shape, ids, tags, shape.length - 1, depth - 1, fields)
+
+
+def _bind(
+    shape: _PathShape, ids: list[int], tags: list[str], step: int, pos: int, fields: list[int]
+) -> Iterator[PathTuple]:
+    tag = shape.tags[step]
+    if tag != WILDCARD and tags[pos] != tag:
+        return
+    fields[step] = ids[pos]
+    if step == 0:
+        if pos == 0 or not shape.axes[0]:
+            yield tuple(fields)
+        return
+    if shape.axes[step]:
+        if pos > 0:
+            yield from _bind(shape, ids, tags, step - 1, pos - 1, fields)
+        return
+    # a '//' step: the previous step may bind any strictly higher open element
+    for prev in range(pos - 1, step - 2, -1):
+        yield from _bind(shape, ids, tags, step - 1, prev, fields)
+
+
+def run(dfa: LazyDfa, events: Iterable[tuple[str, object]], max_depth: int) -> Matches:
+    """Drive the automaton with ``(event, element)`` pairs, ``event`` being ``start`` or ``end``.
+
+    Comments and processing instructions may appear among the events; they are skipped.
+    """
+    dfa.check()
+    matches = Matches()
+    nodes = matches.nodes
+    streams = matches.streams
+    stack = [dfa.initial]
+    ids: list[int] = []
+    tags: list[str] = []
+    for event, element in events:
+        tag = element.tag  # type: ignore[attr-defined]
+        if not isinstance(tag, str):
+            continue
+        if event == "end":
+            stack.pop()
+            ids.pop()
+            tags.pop()
+            continue
+        nid = len(nodes)
+        nodes.append(element)
+        ids.append(nid)
+        tags.append(tag)
+        if len(ids) > max_depth:
+            raise DocumentError(
+                f"the document nests elements deeper than {max_depth} levels", code="FR202"
+            )
+        did = dfa.step(stack[-1], tag)
+        stack.append(did)
+        for pid in dfa.accepts(did):
+            out = streams.get(pid)
+            if out is None:
+                out = streams[pid] = []
+            out.extend(enumerate_tuples(dfa.shape(pid), ids, tags))
+    return matches

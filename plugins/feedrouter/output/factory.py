@@ -1,0 +1,151 @@
+"""The message factory: groupSequence-listSequence results to the bytes a subscriber receives.
+
+The serialization is XQuery's for the result: UTF-8, no XML declaration, no indentation, copied
+nodes with their in-scope namespaces, constructed elements declaring the namespaces they use.
+Constructor templates are compiled once into byte fragments; per document only the selected nodes
+are serialized (each at most once, by the document context).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from feedrouter.lang import ast
+from feedrouter.plan.context import DocumentContext
+
+TextRef = tuple[int, int]  # (element id, index of the text node among the element's text children)
+Item = int | TextRef
+Group = list[list[Item]]  # one list per return slot, in slot order
+
+
+def escape_text(text: str) -> bytes:
+    """Escape character data as XML serialization does (``\\r`` kept as a reference)."""
+    escaped = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("\r", "&#13;")
+    return escaped.encode("utf-8")
+
+
+def _escape_attribute(value: str) -> str:
+    return value.replace("&", "&amp;").replace("<", "&lt;").replace('"', "&quot;")
+
+
+@dataclass(frozen=True)
+class Slot:
+    """Where the nodes of return path ``index`` go; ``default_ns`` is the default namespace in scope."""
+
+    index: int
+    default_ns: str = ""
+
+
+@dataclass(frozen=True)
+class ElementTemplate:
+    """A constructed element: its tags as bytes and its content (templates, slots, literal bytes)."""
+
+    start: bytes
+    end: bytes
+    empty: bytes
+    content: tuple[ElementTemplate | Slot | bytes, ...] = field(default=())
+
+
+Template = ElementTemplate | Slot
+
+
+class _Scope:
+    """Namespace bindings in scope among constructed elements, to declare each one where it starts."""
+
+    def __init__(self, bindings: dict[str, str] | None = None) -> None:
+        self.bindings = dict(bindings or {})
+
+    def open(self, name: ast.QName) -> tuple[str, _Scope]:
+        """The declarations ``name`` needs here, and the scope for its content."""
+        prefix = name.prefix if name.uri else ""
+        if prefix == "xml" or self.bindings.get(prefix, "") == name.uri:
+            return "", self
+        attr = f"xmlns:{prefix}" if prefix else "xmlns"
+        inner = _Scope(self.bindings)
+        inner.bindings[prefix] = name.uri
+        return f' {attr}="{_escape_attribute(name.uri)}"', inner
+
+
+def compile_constructor(ctor: ast.Constructor, slots: list[ast.RelPath], scope: _Scope | None = None) -> ElementTemplate:
+    """Compile a constructor; each enclosed path is appended to ``slots`` and gets its index."""
+    scope = scope or _Scope()
+    qname = str(ctor.name)
+    declarations, inner = scope.open(ctor.name)
+    content: list[ElementTemplate | Slot | bytes] = []
+    for item in ctor.content:
+        if isinstance(item, ast.Constructor):
+            content.append(compile_constructor(item, slots, inner))
+        elif isinstance(item, ast.TextContent):
+            content.append(escape_text(item.text))
+        else:
+            for path in item.paths:
+                slots.append(path)
+                content.append(Slot(len(slots) - 1, inner.bindings.get("", "")))
+    return ElementTemplate(
+        start=f"<{qname}{declarations}>".encode(),
+        end=f"</{qname}>".encode(),
+        empty=f"<{qname}{declarations}/>".encode(),
+        content=tuple(content),
+    )
+
+
+def wrapper_template(name: ast.QName) -> ElementTemplate:
+    """The constant element around a whole FLWR result; its content is the concatenated groups."""
+    declarations, inner = _Scope().open(name)
+    qname = str(name)
+    return ElementTemplate(
+        start=f"<{qname}{declarations}>".encode(),
+        end=f"</{qname}>".encode(),
+        empty=f"<{qname}{declarations}/>".encode(),
+        content=(Slot(0, inner.bindings.get("", "")),),
+    )
+
+
+def render(template: Template, group: Group, ctx: DocumentContext) -> bytes:
+    """One group (one binding's return lists) through its template."""
+    if isinstance(template, Slot):
+        return render_items(group[template.index], ctx, template.default_ns)
+    body = b"".join(
+        part if isinstance(part, bytes) else render(part, group, ctx) for part in template.content
+    )
+    return template.start + body + template.end if body else template.empty
+
+
+def render_items(items: list[Item], ctx: DocumentContext, default_ns: str = "") -> bytes:
+    """Copies of the selected nodes, concatenated (adjacent text nodes merge, as XQuery's do)."""
+    out = []
+    for item in items:
+        if isinstance(item, tuple):
+            out.append(_text_node(ctx, item))
+        else:
+            out.append(_copied_element(ctx, item, default_ns))
+    return b"".join(out)
+
+
+def _text_node(ctx: DocumentContext, ref: TextRef) -> bytes:
+    element = ctx.nodes[ref[0]]
+    text = element.text if ref[1] == 0 else element[ref[1] - 1].tail
+    return escape_text(text or "")
+
+
+def _copied_element(ctx: DocumentContext, nid: int, default_ns: str) -> bytes:
+    data = ctx.serialized(nid)
+    if default_ns and ctx.nodes[nid].nsmap.get(None) is None:
+        # The copy has no default namespace, but the constructed parent declares one: undeclare it,
+        # or a no-namespace element would be read back in the parent's namespace.
+        end = _name_end(data)
+        data = data[:end] + b' xmlns=""' + data[end:]
+    return data
+
+
+def _name_end(data: bytes) -> int:
+    for i in range(1, len(data)):
+        if data[i : i + 1] in b" />\t\r\n":
+            return i
+    return len(data)
+
+
+def render_wrapped(wrapper: ElementTemplate | None, body: bytes) -> bytes:
+    if wrapper is None:
+        return body
+    return wrapper.start + body + wrapper.end if body else wrapper.empty

@@ -1,0 +1,93 @@
+"""Per-document state shared by every subscription's plan: nodes, values, memos, serializations."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from functools import lru_cache
+
+from lxml import etree
+
+from feedrouter.engine.document import iter_text_nodes
+from feedrouter.engine.runtime import Matches, PathTuple
+from feedrouter.plan.patterns import LocalTest, TestKind
+from feedrouter.plan.values import comparator
+
+_ELEMENT = etree.Element  # the tag filter lxml uses for "elements only" in child/descendant iteration
+
+
+class DocumentContext:
+    """Everything the post-processing of one document shares across subscriptions.
+
+    ``memo`` holds results of shared operators for this document (qualifying key sets of branch
+    plans, return-path groups), keyed by the plan object, so identical sub-plans run once.
+    """
+
+    __slots__ = ("_ids", "_serialized", "_string_values", "matches", "memo", "nodes", "source")
+
+    def __init__(self, matches: Matches, source: str | None = None) -> None:
+        self.matches = matches
+        self.nodes: list[etree._Element] = matches.nodes
+        self.source = source
+        self.memo: dict[object, object] = {}
+        self._ids: dict[etree._Element, int] | None = None
+        self._string_values: dict[int, str] = {}
+        self._serialized: dict[int, bytes] = {}
+
+    def stream(self, pid: int) -> list[PathTuple]:
+        return self.matches.streams.get(pid, [])
+
+    def id_of(self, element: etree._Element) -> int:
+        if self._ids is None:
+            # the proxies in self.nodes stay alive, so lxml hands back these same objects
+            self._ids = {el: i for i, el in enumerate(self.nodes)}
+        return self._ids[element]
+
+    def string_value(self, nid: int) -> str:
+        value = self._string_values.get(nid)
+        if value is None:
+            value = self._string_values[nid] = "".join(self.nodes[nid].itertext())
+        return value
+
+    def serialized(self, nid: int) -> bytes:
+        """The node serialized as XML, at most once per document however many results hold it."""
+        data = self._serialized.get(nid)
+        if data is None:
+            data = self._serialized[nid] = etree.tostring(
+                self.nodes[nid], encoding="utf-8", with_tail=False
+            )
+        return data
+
+    def passes(self, nid: int, tests: tuple[LocalTest, ...]) -> bool:
+        return all(_checker(test)(self, nid) for test in tests)
+
+    def children(self, nid: int, tag: str, descendants: bool) -> Iterator[int]:
+        """Ids of the element children (or descendants) of a node named ``tag`` (``*``: any)."""
+        element = self.nodes[nid]
+        name = _ELEMENT if tag == "*" else tag
+        found = element.iterdescendants(name) if descendants else element.iterchildren(name)
+        return (self.id_of(el) for el in found)
+
+
+Checker = Callable[[DocumentContext, int], bool]
+
+
+@lru_cache(maxsize=65536)
+def _checker(test: LocalTest) -> Checker:
+    """Compile a local test once into a function of (context, node id)."""
+    kind, attribute = test.kind, test.attribute
+    if kind is TestKind.ATTR_EXISTS:
+        return lambda ctx, nid: ctx.nodes[nid].get(attribute) is not None
+    if kind is TestKind.TEXT_EXISTS:
+        return lambda ctx, nid: any(True for _ in iter_text_nodes(ctx.nodes[nid]))
+    assert test.op is not None and test.literal is not None
+    holds = comparator(test.op, test.literal)
+    if kind is TestKind.ATTR_CMP:
+
+        def attr_cmp(ctx: DocumentContext, nid: int) -> bool:
+            value = ctx.nodes[nid].get(attribute)
+            return value is not None and holds(value)
+
+        return attr_cmp
+    if kind is TestKind.TEXT_CMP:
+        return lambda ctx, nid: any(holds(text) for _, text in iter_text_nodes(ctx.nodes[nid]))
+    return lambda ctx, nid: holds(ctx.string_value(nid))

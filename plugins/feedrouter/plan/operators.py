@@ -1,0 +1,216 @@
+"""Relational post-processing operators over path-tuple streams (paper 000 §3).
+
+A :class:`PatternPlan` turns the engine's stream for one navigation path into the tuples that satisfy
+the pattern's tests and branches: Selection first, then one join per branch (a semijoin against the
+branch's own plan when its path is in the NFA, a Where-Filter tree search when it is not), then
+DupElim where duplicates can arise. Plans are interned by the planner, and the results that several
+subscriptions consume (branch key sets, return groups) are memoized per document in the context, so
+identical sub-plans run once per document.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from feedrouter.engine.runtime import PathTuple
+from feedrouter.lang.ast import Axis
+from feedrouter.plan.context import DocumentContext
+from feedrouter.plan.patterns import LocalTest, PathPattern, format_pattern
+
+
+class Selection:
+    """Keeps the tuples whose nodes pass the local tests of every tested field."""
+
+    def __init__(self, pattern: PathPattern) -> None:
+        self.fields = tuple((i, pattern.tests[i]) for i in pattern.tested_fields)
+
+    def apply(self, ctx: DocumentContext, tuples: list[PathTuple]) -> list[PathTuple]:
+        passes = ctx.passes
+        return [t for t in tuples if all(passes(t[i], tests) for i, tests in self.fields)]
+
+    def describe(self) -> str:
+        return "Selection(" + "; ".join(f"${i + 1}: " + ", ".join(map(str, ts)) for i, ts in self.fields) + ")"
+
+
+class DupElimScan:
+    """Drops tuples repeating the previous tuple's node in ``field``: the stream is ordered on it."""
+
+    def __init__(self, field: int) -> None:
+        self.field = field
+
+    def apply(self, ctx: DocumentContext, tuples: list[PathTuple]) -> list[PathTuple]:
+        out, previous, f = [], -1, self.field
+        for t in tuples:
+            if t[f] != previous:
+                out.append(t)
+                previous = t[f]
+        return out
+
+    def describe(self) -> str:
+        return f"DupElim[scan](${self.field + 1})"
+
+
+class DupElimHash:
+    """Keeps the first tuple for each node in ``field`` when the stream is not ordered on it."""
+
+    def __init__(self, field: int) -> None:
+        self.field = field
+
+    def apply(self, ctx: DocumentContext, tuples: list[PathTuple]) -> list[PathTuple]:
+        seen: set[int] = set()
+        out, f = [], self.field
+        for t in tuples:
+            if t[f] not in seen:
+                seen.add(t[f])
+                out.append(t)
+        return out
+
+    def describe(self) -> str:
+        return f"DupElim[hash](${self.field + 1})"
+
+
+class SemiJoinHash:
+    """Left tuples whose node in ``field`` has a qualifying match of the right plan (hash probe)."""
+
+    def __init__(self, field: int, right: PatternPlan) -> None:
+        self.field, self.right = field, right
+
+    def apply(self, ctx: DocumentContext, tuples: list[PathTuple]) -> list[PathTuple]:
+        if not tuples:
+            return tuples
+        keys = self.right.key_set(ctx, self.field)
+        f = self.field
+        return [t for t in tuples if t[f] in keys]
+
+    def describe(self) -> str:
+        return f"SemiJoin[hash](${self.field + 1}, {format_pattern(self.right.pattern)})"
+
+
+class SemiJoinMerge:
+    """The same semijoin by merging: both inputs are ordered on ``field`` (Claim 4)."""
+
+    def __init__(self, field: int, right: PatternPlan) -> None:
+        self.field, self.right = field, right
+
+    def apply(self, ctx: DocumentContext, tuples: list[PathTuple]) -> list[PathTuple]:
+        if not tuples:
+            return tuples
+        keys = self.right.key_list(ctx, self.field)
+        out, f, j, n = [], self.field, 0, len(keys)
+        for t in tuples:
+            while j < n and keys[j] < t[f]:
+                j += 1
+            if j < n and keys[j] == t[f]:
+                out.append(t)
+        return out
+
+    def describe(self) -> str:
+        return f"SemiJoin[merge](${self.field + 1}, {format_pattern(self.right.pattern)})"
+
+
+class WhereFilter:
+    """Checks a branch by searching the document tree below the node of ``field`` (PathSharing-F)."""
+
+    def __init__(self, field: int, branch: PathPattern) -> None:
+        self.field, self.branch = field, branch
+
+    def apply(self, ctx: DocumentContext, tuples: list[PathTuple]) -> list[PathTuple]:
+        f, branch = self.field, self.branch
+        return [t for t in tuples if branch_holds(ctx, t[f], branch)]
+
+    def describe(self) -> str:
+        return f"WhereFilter[tree](${self.field + 1}, {format_pattern(self.branch)})"
+
+
+class PatternPlan:
+    """The operators that turn the stream of one path id into the tuples satisfying a pattern."""
+
+    def __init__(self, pattern: PathPattern, pid: int, operators: tuple) -> None:
+        self.pattern = pattern
+        self.pid = pid
+        self.operators = operators
+
+    def tuples(self, ctx: DocumentContext) -> list[PathTuple]:
+        tuples = ctx.stream(self.pid)
+        for op in self.operators:
+            if not tuples:
+                break
+            tuples = op.apply(ctx, tuples)
+        return tuples
+
+    def key_set(self, ctx: DocumentContext, field: int) -> set[int]:
+        """The nodes of ``field`` in qualifying tuples: the build side of a hash semijoin."""
+        key = (self, field, "set")
+        keys = ctx.memo.get(key)
+        if keys is None:
+            keys = ctx.memo[key] = {t[field] for t in self.tuples(ctx)}
+        return keys  # type: ignore[return-value]
+
+    def key_list(self, ctx: DocumentContext, field: int) -> list[int]:
+        """The distinct nodes of ``field`` in stream order (ordered on it, by Claim 4)."""
+        key = (self, field, "list")
+        keys = ctx.memo.get(key)
+        if keys is None:
+            keys = ctx.memo[key] = list(dict.fromkeys(t[field] for t in self.tuples(ctx)))
+        return keys  # type: ignore[return-value]
+
+    def groups(self, ctx: DocumentContext, field: int) -> dict[int, list[int]]:
+        """Shared GroupBy: last-field nodes per node of ``field``, distinct and in document order."""
+        key = (self, field, "groups")
+        groups = ctx.memo.get(key)
+        if groups is None:
+            groups = ctx.memo[key] = _group_by(self.tuples(ctx), field)
+        return groups  # type: ignore[return-value]
+
+    def describe(self) -> list[str]:
+        return [f"Stream(path {self.pid}: {format_pattern(self.pattern)})"] + [
+            op.describe() for op in self.operators
+        ]
+
+
+def _group_by(tuples: list[PathTuple], field: int) -> dict[int, list[int]]:
+    groups: dict[int, list[int]] = {}
+    for t in tuples:
+        members = groups.get(t[field])
+        if members is None:
+            groups[t[field]] = [t[-1]]
+        elif members[-1] != t[-1]:  # scan DupElim: the stream is ordered on its last field
+            members.append(t[-1])
+    return groups
+
+
+# -- tree search (PathSharing-F and -FW use it for what is not in the NFA) --------------------------
+
+
+def search(ctx: DocumentContext, nid: int, pattern: PathPattern) -> Iterator[int]:
+    """Nodes reached from node ``nid`` (bound to field ``base - 1``) along the rest of ``pattern``."""
+    return _search_from(ctx, nid, pattern, pattern.base)
+
+
+def _search_from(ctx: DocumentContext, nid: int, pattern: PathPattern, k: int) -> Iterator[int]:
+    step = pattern.nav[k]
+    tests: tuple[LocalTest, ...] = pattern.tests[k]
+    branches = [b.pattern for b in pattern.branches if b.field == k]
+    last = k == len(pattern.nav) - 1
+    for cid in ctx.children(nid, step.tag, step.axis is Axis.DESCENDANT):
+        if tests and not ctx.passes(cid, tests):
+            continue
+        if branches and not all(branch_holds(ctx, cid, b) for b in branches):
+            continue
+        if last:
+            yield cid
+        else:
+            yield from _search_from(ctx, cid, pattern, k + 1)
+
+
+def branch_holds(ctx: DocumentContext, nid: int, branch: PathPattern) -> bool:
+    key = (branch, nid)
+    held = ctx.memo.get(key)
+    if held is None:
+        held = ctx.memo[key] = next(search(ctx, nid, branch), None) is not None
+    return held  # type: ignore[return-value]
+
+
+def search_all(ctx: DocumentContext, nid: int, pattern: PathPattern) -> list[int]:
+    """Every node a return path reaches from ``nid``: distinct, in document order."""
+    return sorted(set(search(ctx, nid, pattern)))

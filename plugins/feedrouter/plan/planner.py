@@ -1,0 +1,215 @@
+"""Build each subscription's post-processing plan over the shared NFA (paper 000 §3, §4).
+
+The strategy says which paths go into the NFA: PathSharing-F puts only the binding (or filter) path
+there and checks branches and return paths by searching the tree; -FW adds the predicate paths
+(semijoins); -FWR adds the return paths too (OuterJoin-Select over shared GroupBys). Pattern plans
+are interned and reference counted, so identical patterns share one plan, one NFA path and one
+per-document result, and removing a subscription releases exactly what it held.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+from feedrouter.engine.document import iter_text_nodes
+from feedrouter.engine.nfa import Nfa
+from feedrouter.errors import CompileError
+from feedrouter.lang import ast
+from feedrouter.output.factory import ElementTemplate, Group, Item, Slot, Template, compile_constructor
+from feedrouter.output.factory import wrapper_template as make_wrapper
+from feedrouter.plan.context import DocumentContext
+from feedrouter.plan.operators import (
+    DupElimScan,
+    PatternPlan,
+    SemiJoinHash,
+    SemiJoinMerge,
+    Selection,
+    WhereFilter,
+    search_all,
+)
+from feedrouter.plan.patterns import PathPattern, absolute_pattern, format_pattern, relative_pattern
+
+
+class Strategy(Enum):
+    F = "F"
+    FW = "FW"
+    FWR = "FWR"
+
+    @classmethod
+    def parse(cls, name: str) -> Strategy:
+        if name == "auto":
+            return cls.FWR  # with the optimizations, the paper's best performer (§6)
+        try:
+            return cls(name)
+        except ValueError:
+            raise CompileError(
+                f"unknown strategy {name!r}; use 'auto', 'F', 'FW' or 'FWR'", code="FR302"
+            ) from None
+
+    @property
+    def branches_in_nfa(self) -> bool:
+        return self is not Strategy.F
+
+    @property
+    def returns_in_nfa(self) -> bool:
+        return self is Strategy.FWR
+
+
+@dataclass
+class ReturnItem:
+    """One return slot: the bound node itself, or a path from it (through the NFA or a tree search)."""
+
+    pattern: PathPattern | None
+    text: bool = False
+    plan: PatternPlan | None = None
+
+    def items(self, ctx: DocumentContext, bound: int) -> list[Item]:
+        if self.pattern is None:
+            nodes = [bound]
+        elif self.plan is not None:
+            nodes = self.plan.groups(ctx, self.pattern.base - 1).get(bound, [])
+        else:
+            nodes = search_all(ctx, bound, self.pattern)
+        if not self.text:
+            return list(nodes)
+        return [(nid, index) for nid in nodes for index, _ in iter_text_nodes(ctx.nodes[nid])]
+
+    def describe(self) -> str:
+        if self.pattern is None:
+            return "$bound"
+        how = "OuterJoin-Select over GroupBy" if self.plan is not None else "Return-Select[tree]"
+        return f"{how}({format_pattern(self.pattern)}{'/text()' if self.text else ''})"
+
+
+@dataclass
+class SubscriptionPlan:
+    """Everything needed to turn the engine's streams into one subscription's result."""
+
+    sid: str
+    text: str
+    tree: ast.Subscription
+    main: PatternPlan
+    returns: tuple[ReturnItem, ...]
+    template: Template
+    wrapper: ElementTemplate | None
+    held: list[PatternPlan] = field(default_factory=list)
+
+    @property
+    def is_flwr(self) -> bool:
+        return isinstance(self.tree.body, ast.Flwr)
+
+    def bindings(self, ctx: DocumentContext) -> list[int]:
+        """The bound nodes (FLWR) or selected nodes (filter), distinct and in document order."""
+        key = (self.main, "bindings")
+        bound = ctx.memo.get(key)
+        if bound is None:
+            bound = ctx.memo[key] = [t[-1] for t in self.main.tuples(ctx)]
+        return bound  # type: ignore[return-value]
+
+    def groups(self, ctx: DocumentContext, bound: list[int]) -> list[Group]:
+        """groupSequence-listSequence: per binding, one list of nodes per return slot."""
+        return [[item.items(ctx, b) for item in self.returns] for b in bound]
+
+
+class Planner:
+    """Interns pattern plans over one NFA and builds subscription plans for one strategy."""
+
+    def __init__(self, nfa: Nfa, strategy: Strategy) -> None:
+        self.nfa = nfa
+        self.strategy = strategy
+        self._plans: dict[tuple[PathPattern, bool], PatternPlan] = {}
+        self._refs: dict[int, int] = {}
+        self._children: dict[int, list[PatternPlan]] = {}
+        self._keys: dict[int, tuple[PathPattern, bool]] = {}
+
+    # -- pattern plans ------------------------------------------------------------------------------
+
+    def acquire(self, pattern: PathPattern, main: bool) -> PatternPlan:
+        key = (pattern, main)
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans[key] = self._build(pattern, main)
+            self._keys[id(plan)] = key
+            self._refs[id(plan)] = 0
+        self._refs[id(plan)] += 1
+        return plan
+
+    def release(self, plan: PatternPlan) -> None:
+        self._refs[id(plan)] -= 1
+        if self._refs[id(plan)] == 0:
+            del self._refs[id(plan)]
+            del self._plans[self._keys.pop(id(plan))]
+            self.nfa.release_path(plan.pattern.nav)
+            for child in self._children.pop(id(plan), []):
+                self.release(child)
+
+    @property
+    def pattern_plan_count(self) -> int:
+        return len(self._plans)
+
+    def _build(self, pattern: PathPattern, main: bool) -> PatternPlan:
+        pid = self.nfa.add_path(pattern.nav)
+        operators: list[object] = []
+        children: list[PatternPlan] = []
+        if pattern.tested_fields:
+            operators.append(Selection(pattern))
+        for branch in pattern.branches:
+            operators.append(self._join(pattern, branch.field, branch.pattern, children))
+        if main and pattern.descendant_steps() > 1:
+            # Claim 1: with at most one '//' no two tuples share their last node; otherwise scan
+            # DupElim, valid because the stream is ordered on its last field.
+            operators.append(DupElimScan(pattern.last))
+        plan = PatternPlan(pattern, pid, tuple(operators))
+        self._children[id(plan)] = children
+        return plan
+
+    def _join(self, parent: PathPattern, at: int, branch: PathPattern, children: list[PatternPlan]) -> object:
+        if not self.strategy.branches_in_nfa:
+            return WhereFilter(at, branch)
+        right = self.acquire(branch, main=False)
+        children.append(right)
+        if _ordered_on(parent, at):
+            return SemiJoinMerge(at, right)
+        return SemiJoinHash(at, right)
+
+    # -- subscription plans -------------------------------------------------------------------------
+
+    def plan(self, sid: str, tree: ast.Subscription, text: str) -> SubscriptionPlan:
+        body = tree.body
+        if isinstance(body, ast.Filter):
+            main = self.acquire(absolute_pattern(body.path), main=True)
+            returns = (ReturnItem(None),)
+            return SubscriptionPlan(sid, text, tree, main, returns, Slot(0), None, [main])
+        main = self.acquire(absolute_pattern(body.binding, body.where), main=True)
+        held = [main]
+        slots: list[ast.RelPath] = []
+        template: Template
+        if isinstance(body.ret, ast.Constructor):
+            template = compile_constructor(body.ret, slots)
+        else:
+            slots.append(body.ret)
+            template = Slot(0)
+        returns = tuple(self._return_item(main.pattern, path, held) for path in slots)
+        wrapper = make_wrapper(body.wrapper) if body.wrapper else None
+        return SubscriptionPlan(sid, text, tree, main, returns, template, wrapper, held)
+
+    def _return_item(self, bound: PathPattern, path: ast.RelPath, held: list[PatternPlan]) -> ReturnItem:
+        text = isinstance(path.tail, ast.TextTest)
+        if not path.steps:
+            return ReturnItem(None, text)
+        pattern = relative_pattern(bound.nav, path)
+        if not self.strategy.returns_in_nfa:
+            return ReturnItem(pattern, text)
+        plan = self.acquire(pattern, main=False)
+        held.append(plan)
+        return ReturnItem(pattern, text, plan)
+
+    def drop(self, plan: SubscriptionPlan) -> None:
+        for held in plan.held:
+            self.release(held)
+
+
+def _ordered_on(pattern: PathPattern, at: int) -> bool:
+    """Claim 4: with no '//' in steps 1..at, both join inputs are ordered on field ``at``."""
+    return all(step.axis is ast.Axis.CHILD for step in pattern.nav[: at + 1])

@@ -1,0 +1,208 @@
+"""The public entry point: compile subscriptions once, route many documents.
+
+>>> router = Router.compile([("s1", "//title")])
+>>> router.route(b"<book><title>XML</title></book>")
+{'s1': b'<title>XML</title>'}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Literal as TypingLiteral
+
+from feedrouter.engine.document import DocumentLimits, DocumentParser
+from feedrouter.engine.nfa import Nfa, format_path
+from feedrouter.engine.runtime import LazyDfa, run
+from feedrouter.errors import CompileError, CompileWarning, FeedrouterError, SubscriptionError
+from feedrouter import lang
+from feedrouter.output.factory import render, render_items, render_wrapped
+from feedrouter.plan.context import DocumentContext
+from feedrouter.plan.planner import Planner, Strategy, SubscriptionPlan
+
+OnError = TypingLiteral["raise", "collect"]
+
+
+class Router:
+    """Routes documents to the subscriptions they match, one shared pass per document.
+
+    Build one with :meth:`compile`; change it with :meth:`add` and :meth:`remove`.
+    """
+
+    def __init__(self, *, dtd: object = None, strategy: str = "auto", limits: DocumentLimits | None = None):
+        self.strategy = Strategy.parse(strategy)
+        self.dtd = dtd
+        self._nfa = Nfa()
+        self._dfa = LazyDfa(self._nfa)
+        self._planner = Planner(self._nfa, self.strategy)
+        self._parser = DocumentParser(_dtd_text(dtd), limits)
+        self._plans: dict[str, SubscriptionPlan] = {}
+        self._by_path: dict[int, list[SubscriptionPlan]] = {}
+        self._order: dict[str, int] = {}
+        self._next_order = 0
+        self.errors: dict[str, FeedrouterError] = {}
+        self.warnings: list[CompileWarning] = []
+
+    @classmethod
+    def compile(
+        cls,
+        subscriptions: Iterable[tuple[str, str]] | Mapping[str, str],
+        dtd: object = None,
+        strategy: str = "auto",
+        on_error: OnError = "raise",
+        limits: DocumentLimits | None = None,
+    ) -> Router:
+        """Compile ``(subscription_id, text)`` pairs into one router.
+
+        With ``on_error="collect"`` a bad text is reported in :attr:`errors` and the others are served;
+        with ``"raise"`` the first bad text raises after all were checked (its error lists them all).
+        """
+        router = cls(dtd=dtd, strategy=strategy, limits=limits)
+        items = subscriptions.items() if isinstance(subscriptions, Mapping) else subscriptions
+        for sid, text in items:
+            try:
+                router.add(sid, text)
+            except FeedrouterError as exc:
+                router.errors[str(sid)] = exc
+        if router.errors and on_error == "raise":
+            raise _combined(list(router.errors.values()))
+        return router
+
+    # -- changing the population ----------------------------------------------------------------
+
+    def add(self, subscription_id: str, text: str) -> None:
+        """Compile one more subscription into the running router (no rebuild)."""
+        sid = str(subscription_id)
+        if sid in self._plans:
+            raise CompileError(f"subscription {sid!r} is already compiled; remove it first", code="FR300")
+        try:
+            tree = lang.parse(text, source=sid)
+        except SubscriptionError as exc:
+            raise exc.with_source(sid) if exc.source is None else exc
+        plan = self._planner.plan(sid, tree, text)
+        self._plans[sid] = plan
+        self._by_path.setdefault(plan.main.pid, []).append(plan)
+        self._order[sid] = self._next_order
+        self._next_order += 1
+        self.errors.pop(sid, None)
+
+    def remove(self, subscription_id: str) -> None:
+        """Take a subscription out; the NFA and shared plans release what only it used."""
+        sid = str(subscription_id)
+        plan = self._plans.pop(sid, None)
+        if plan is None:
+            raise CompileError(f"no subscription {sid!r} is compiled in this router", code="FR301")
+        users = self._by_path[plan.main.pid]
+        users.remove(plan)
+        if not users:
+            del self._by_path[plan.main.pid]
+        del self._order[sid]
+        self._planner.drop(plan)
+
+    # -- routing --------------------------------------------------------------------------------
+
+    def route(self, document: bytes, source: str | None = None) -> dict[str, bytes]:
+        """Route one document: ``{subscription_id: result bytes}`` for the subscriptions it matches.
+
+        Raises :class:`DocumentError` (with line and column) for a malformed or hostile document.
+        """
+        events = self._parser.events(document, source)
+        matches = run(self._dfa, events, self._parser.limits.max_depth)
+        ctx = DocumentContext(matches, source)
+        candidates = [p for pid in matches.streams for p in self._by_path.get(pid, ())]
+        candidates.sort(key=lambda p: self._order[p.sid])
+        results: dict[str, bytes] = {}
+        for plan in candidates:
+            result = self._result(plan, ctx)
+            if result is not None:
+                results[plan.sid] = result
+        return results
+
+    @staticmethod
+    def _result(plan: SubscriptionPlan, ctx: DocumentContext) -> bytes | None:
+        bound = plan.bindings(ctx)
+        if not bound:
+            return None
+        if not plan.is_flwr:
+            return render_items(list(bound), ctx)
+        body = b"".join(render(plan.template, group, ctx) for group in plan.groups(ctx, bound))
+        return render_wrapped(plan.wrapper, body)
+
+    # -- introspection --------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._plans)
+
+    def __contains__(self, subscription_id: object) -> bool:
+        return str(subscription_id) in self._plans
+
+    @property
+    def subscription_ids(self) -> list[str]:
+        return list(self._plans)
+
+    @property
+    def nfa(self) -> Nfa:
+        return self._nfa
+
+    def stats(self) -> dict[str, int]:
+        return {
+            "subscriptions": len(self._plans),
+            "distinct_paths": self._nfa.path_count,
+            "nfa_states": self._nfa.state_count,
+            "pattern_plans": self._planner.pattern_plan_count,
+            "dfa_states": self._dfa.size,
+        }
+
+    def explain(self, subscription_id: str) -> str:
+        """A readable account of a subscription: its paths, the NFA states it shares, its plan."""
+        sid = str(subscription_id)
+        plan = self._plans.get(sid)
+        if plan is None:
+            raise CompileError(f"no subscription {sid!r} is compiled in this router", code="FR301")
+        lines = [f"subscription {sid} ({'FLWR' if plan.is_flwr else 'filter'}), strategy {self.strategy.value}"]
+        lines.append("paths in the shared NFA:")
+        for held in plan.held:
+            lines.extend(self._explain_path(held))
+        lines.append("plan:")
+        lines.extend(f"  {step}" for step in plan.main.describe())
+        lines.extend(f"  return slot {i}: {item.describe()}" for i, item in enumerate(plan.returns))
+        return "\n".join(lines)
+
+    def _explain_path(self, held) -> list[str]:  # type: ignore[no-untyped-def]
+        out = []
+        for pattern in held.pattern.walk():
+            pid = self._nfa.path_id(pattern.nav)
+            if pid is None:
+                continue
+            states = self._nfa.states_of(pattern.nav)
+            shared = sum(1 for s in states[1:] if self._nfa.sharing_of(s) > 1)
+            out.append(
+                f"  path {pid}: {format_path(pattern.nav)}  states {states[1:]}"
+                f" ({shared} shared with other paths)"
+            )
+        return out
+
+
+def _dtd_text(dtd: object) -> str | None:
+    if dtd is None:
+        return None
+    if isinstance(dtd, bytes):
+        return dtd.decode("utf-8")
+    if isinstance(dtd, str):
+        return dtd
+    text = getattr(dtd, "text", None)
+    if isinstance(text, bytes):
+        return text.decode("utf-8")
+    if isinstance(text, str):
+        return text
+    raise CompileError(f"dtd must be DTD text or a DtdGraph, not {type(dtd).__name__}", code="FR303")
+
+
+def _combined(errors: list[FeedrouterError]) -> FeedrouterError:
+    """One error that reports every bad subscription of a compile, each under its own id."""
+    if len(errors) == 1:
+        return errors[0]
+    first = errors[0]
+    message = "\n".join(str(error) for error in errors)
+    combined = type(first)(f"{len(errors)} subscriptions failed to compile:\n{message}", code=first.code)
+    combined.details = [detail for error in errors for detail in error.details]
+    return combined
