@@ -1,0 +1,93 @@
+"""The runtime's path-tuple streams equal a brute-force enumeration over the document tree."""
+
+from __future__ import annotations
+
+import itertools
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from lxml import etree
+
+from feedrouter.engine.document import DocumentParser
+from feedrouter.engine.nfa import Nfa
+from feedrouter.engine.runtime import LazyDfa, run
+from tests.unit.engine.test_nfa import nav
+
+
+def streams_for(doc: bytes, paths: list[str]) -> dict[str, list[tuple[int, ...]]]:
+    nfa = Nfa()
+    pids = {p: nfa.add_path(nav(p)) for p in paths}
+    matches = run(LazyDfa(nfa), DocumentParser().events(doc), 256)
+    return {p: matches.streams.get(pid, []) for p, pid in pids.items()}
+
+
+def brute_force(doc: bytes, path: str) -> list[tuple[int, ...]]:
+    """Every assignment of elements to steps that satisfies axes and names, by definition."""
+    root = etree.fromstring(doc)
+    elements = list(root.iter(etree.Element))
+    ids = {el: i for i, el in enumerate(elements)}
+    steps = nav(path)
+    out = []
+    for combo in itertools.product(elements, repeat=len(steps)):
+        if _fits(combo, steps, root):
+            out.append(tuple(ids[e] for e in combo))
+    return sorted(out, key=lambda t: (t[-1], t))
+
+
+def _fits(combo, steps, root) -> bool:  # type: ignore[no-untyped-def]
+    parent = None
+    for element, step in zip(combo, steps):
+        if step.tag != "*" and element.tag != step.tag:
+            return False
+        ancestors = list(element.iterancestors())
+        if parent is None:
+            if step.axis.value == "/" and element is not root:
+                return False
+        elif step.axis.value == "/" and element.getparent() is not parent:
+            return False
+        elif step.axis.value == "//" and parent not in ancestors:
+            return False
+        parent = element
+    return True
+
+
+def test_streams_are_ordered_by_their_last_field() -> None:
+    doc = b"<a><b><c/></b><c/><b><b><c/></b></b></a>"
+    streams = streams_for(doc, ["//b//c", "/a//c", "//*"])
+    for tuples in streams.values():
+        lasts = [t[-1] for t in tuples]
+        assert lasts == sorted(lasts)
+
+
+def test_descendant_paths_give_one_tuple_per_binding() -> None:
+    doc = b"<a><a><b/></a></a>"
+    assert sorted(streams_for(doc, ["//a//b"])["//a//b"]) == [(0, 2), (1, 2)]
+
+
+def test_comments_and_processing_instructions_are_not_nodes() -> None:
+    doc = b"<a><!-- c --><?pi x?><b/></a>"
+    assert streams_for(doc, ["/a/b"])["/a/b"] == [(0, 1)]
+
+
+_tags = st.sampled_from(["a", "b", "c"])
+
+
+@st.composite
+def trees(draw, depth: int = 0) -> str:  # type: ignore[no-untyped-def]
+    tag = draw(_tags)
+    children = draw(st.lists(trees(depth + 1), max_size=3)) if depth < 4 else []
+    return f"<{tag}>{''.join(children)}</{tag}>"
+
+
+_step = st.tuples(st.sampled_from(["/", "//"]), st.sampled_from(["a", "b", "c", "*"]))
+_path = st.lists(_step, min_size=1, max_size=3).map(lambda steps: "".join(a + t for a, t in steps))
+
+
+@settings(max_examples=120, deadline=None)
+@given(trees(), st.lists(_path, min_size=1, max_size=5, unique=True))
+def test_streams_equal_brute_force_enumeration(doc: str, paths: list[str]) -> None:
+    data = doc.encode()
+    streams = streams_for(data, paths)
+    for p in paths:
+        got = sorted(streams[p], key=lambda t: (t[-1], t))
+        assert got == brute_force(data, p), p
