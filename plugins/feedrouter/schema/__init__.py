@@ -1,0 +1,5 @@
+"""Schema knowledge for feedrouter: the DTD element graph (see :mod:`feedrouter.schema.dtd`)."""
+
+from feedrouter.schema.dtd import AttributeDecl, DtdGraph, ElementDecl, EntityDecl, Particle
+
+__all__ = ["AttributeDecl", "DtdGraph", "ElementDecl", "EntityDecl", "Particle"]

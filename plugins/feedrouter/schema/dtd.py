@@ -1,0 +1,429 @@
+"""The element graph of a DTD: which elements may contain which, and what they carry.
+
+Built with lxml's DTD API (``etree.DTD``) and then copied into plain data (dicts of frozensets and
+frozen dataclasses), so a :class:`DtdGraph` pickles cleanly for Spark and never holds lxml objects.
+
+It answers what schema-driven cleaning (paper 003, section 3) and the duplicate/order claims of
+paper 000 need: possible children, attributes and text of an element, reachability, loops
+(recursion), and the finite set of element chains that a ``//`` step may stand for.
+
+Namespaced names are kept exactly as the DTD writes them (``prefix:local``); a DTD knows no
+namespace URIs, except the ones it fixes with ``xmlns:prefix`` attributes (see
+:meth:`DtdGraph.namespaces`).
+
+Example:
+    >>> graph = DtdGraph.from_text("<!ELEMENT r (a+)> <!ELEMENT a (b*)> <!ELEMENT b (#PCDATA|a)*>")
+    >>> graph.root, sorted(graph.children("a")), graph.on_loop("b"), graph.child_chains("r", "b")
+    ('r', ['b'], True, None)
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections import deque
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Literal
+
+from lxml import etree
+
+from feedrouter.errors import CompileError, Span
+
+Occur = Literal["once", "opt", "mult", "plus"]
+ParticleKind = Literal["name", "seq", "or", "pcdata"]
+ContentKind = Literal["empty", "any", "mixed", "element"]
+
+#: lxml spells ``+`` as "plus", ``*`` as "mult", ``?`` as "opt".
+OCCUR_SUFFIX: dict[str, str] = {"once": "", "opt": "?", "mult": "*", "plus": "+"}
+
+
+@dataclass(frozen=True)
+class Particle:
+    """One node of a content model: an element name, ``#PCDATA``, a sequence or a choice."""
+
+    kind: ParticleKind
+    occur: Occur = "once"
+    name: str | None = None
+    items: tuple[Particle, ...] = ()
+
+    def __str__(self) -> str:
+        if self.kind == "name":
+            body = str(self.name)
+        elif self.kind == "pcdata":
+            body = "#PCDATA"
+        else:
+            sep = ", " if self.kind == "seq" else " | "
+            body = "(" + sep.join(str(item) for item in self.items) + ")"
+        return body + OCCUR_SUFFIX[self.occur]
+
+
+@dataclass(frozen=True)
+class AttributeDecl:
+    """One declared attribute. ``type`` and ``default`` use lxml's lower-case spellings.
+
+    ``type`` is e.g. "cdata", "id", "idref", "nmtoken", "enumeration"; ``default`` is one of
+    "required", "implied", "fixed" or "none" (a plain default value).
+    """
+
+    name: str
+    type: str
+    default: str
+    default_value: str | None = None
+    values: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ElementDecl:
+    """One declared element: its content kind, content model (None for EMPTY/ANY) and attributes."""
+
+    name: str
+    kind: ContentKind
+    model: Particle | None
+    attributes: tuple[AttributeDecl, ...] = ()
+
+    @property
+    def text_only(self) -> bool:
+        """True for ``(#PCDATA)``: the element holds text and never a child element."""
+        return self.kind == "mixed" and (self.model is None or self.model.kind == "pcdata")
+
+
+@dataclass(frozen=True)
+class EntityDecl:
+    """An internal general entity: ``orig`` is the literal as written, ``content`` its expansion."""
+
+    name: str
+    orig: str
+    content: str
+
+
+@dataclass(frozen=True)
+class DtdGraph:
+    """The element graph of one DTD (plain, picklable data). Build it with :meth:`from_text`.
+
+    Attributes:
+        text: the DTD text as given (decoded as UTF-8 when given as bytes).
+        root: the document element.
+        source: the name used in error messages, if any.
+        declarations: element name -> its declaration (content model and attributes).
+        child_map: element name -> the declared elements that may be its children.
+        entities: the internal general entities (parameter and external entities left out).
+        reach: element name -> its proper descendants (precomputed transitive closure).
+
+    Graphs compare by value and hash by their text and root, so they can key caches.
+    """
+
+    text: str = field(repr=False)
+    root: str
+    source: str | None
+    declarations: dict[str, ElementDecl] = field(repr=False)
+    child_map: dict[str, frozenset[str]] = field(repr=False)
+    entities: tuple[EntityDecl, ...] = field(default=(), repr=False)
+    reach: dict[str, frozenset[str]] = field(default_factory=dict, repr=False)
+
+    # ----------------------------------------------------------------------------- construction
+
+    @classmethod
+    def from_text(cls, text: str | bytes, root: str | None = None, source: str | None = None) -> DtdGraph:
+        """Read a DTD (external-subset syntax) and build its graph.
+
+        Args:
+            text: the DTD text.
+            root: the document element; inferred when None as the one declared element that no
+                other element's content model contains.
+            source: a name for the DTD used in error messages (a file name, a catalog key).
+
+        Raises:
+            CompileError: [FR303] when lxml rejects the DTD, it declares no element, or the root is
+                unknown or cannot be inferred unambiguously.
+        """
+        raw = text.encode("utf-8") if isinstance(text, str) else text
+        name = source
+        dtd = _parse(raw, name)
+        elements = list(dtd.elements())
+        by_local = _names_by_local(elements)
+        decls = {decl.name: decl for decl in (_element_decl(el, by_local) for el in elements)}
+        if not decls:
+            raise _error(name, "it declares no element")
+        child_map = {n: _children_of(decl, decls) for n, decl in decls.items()}
+        general = _general_entity_names(raw.decode("utf-8", errors="replace"))
+        entities = tuple(_entity_decls(dtd, general))
+        chosen = _choose_root(decls, child_map, root, name)
+        str_text = text if isinstance(text, str) else raw.decode("utf-8", errors="replace")
+        return cls(str_text, chosen, source, decls, child_map, entities, _closure(child_map))
+
+    def __hash__(self) -> int:
+        return hash((self.text, self.root))
+
+    # ----------------------------------------------------------------------------- element facts
+
+    @cached_property
+    def element_names(self) -> frozenset[str]:
+        """Every declared element name."""
+        return frozenset(self.declarations)
+
+    def declaration(self, name: str) -> ElementDecl:
+        """The declaration of ``name``; KeyError names the element when it is not declared."""
+        try:
+            return self.declarations[name]
+        except KeyError:
+            raise KeyError(f"element {name!r} is not declared in {self.source or 'the DTD'}") from None
+
+    def children(self, name: str) -> frozenset[str]:
+        """Declared elements that may appear as children of ``name`` (ANY: every declared element)."""
+        return self.child_map[self.declaration(name).name]
+
+    def parents(self, name: str) -> frozenset[str]:
+        """Declared elements that may contain ``name`` as a child."""
+        return frozenset(p for p, kids in self.child_map.items() if name in kids)
+
+    def attributes(self, name: str) -> frozenset[str]:
+        """Names of the attributes declared for ``name`` (``xmlns:*`` declarations included)."""
+        return frozenset(a.name for a in self.declaration(name).attributes)
+
+    def attribute(self, element: str, attr: str) -> AttributeDecl | None:
+        """The declaration of one attribute, or None when ``element`` does not declare it."""
+        return next((a for a in self.declaration(element).attributes if a.name == attr), None)
+
+    def has_text(self, name: str) -> bool:
+        """True when ``name`` may hold character data (``#PCDATA``, mixed content or ANY)."""
+        return self.declaration(name).kind in ("mixed", "any")
+
+    def text_only(self, name: str) -> bool:
+        """True when ``name`` holds text and no child element (``(#PCDATA)``)."""
+        return self.declaration(name).text_only
+
+    # ----------------------------------------------------------------------------- reachability
+
+    def reachable(self, name: str) -> frozenset[str]:
+        """Proper descendants: elements that may occur anywhere below ``name``."""
+        self.declaration(name)
+        return self.reach[name]
+
+    def on_loop(self, name: str) -> bool:
+        """True when ``name`` may occur below itself (it is recursive)."""
+        return name in self.reachable(name)
+
+    def same_loop(self, a: str, b: str) -> bool:
+        """True when ``a`` and ``b`` lie on a common cycle of the element graph."""
+        if a == b:
+            return self.on_loop(a)
+        return b in self.reachable(a) and a in self.reachable(b)
+
+    @cached_property
+    def is_recursive(self) -> bool:
+        """True when some element may occur below itself (documents have unbounded depth)."""
+        return any(self.on_loop(n) for n in self.declarations)
+
+    @cached_property
+    def recursive_elements(self) -> frozenset[str]:
+        """Every element on a loop."""
+        return frozenset(n for n in self.declarations if self.on_loop(n))
+
+    def descendants_from(self, context: str | None) -> frozenset[str]:
+        """Elements a ``//`` step from ``context`` may select; None stands for the document node."""
+        if context is None:
+            return self.reachable(self.root) | {self.root}
+        return self.reachable(context)
+
+    def distances(self, context: str | None) -> dict[str, int]:
+        """Shortest number of child steps from ``context`` (None: the document node) to each element."""
+        start = {self.root} if context is None else self.children(context)
+        seen = {n: 1 for n in start}
+        queue = deque(start)
+        while queue:
+            current = queue.popleft()
+            for child in self.child_map[current]:
+                if child not in seen:
+                    seen[child] = seen[current] + 1
+                    queue.append(child)
+        return seen
+
+    def child_chains(
+        self, a: str | None, b: str, max_len: int | None = None
+    ) -> frozenset[tuple[str, ...]] | None:
+        """The element chains a ``a//b`` step may stand for, as child steps (paper 003, section 3).
+
+        Each chain lists the elements below ``a`` down to ``b`` inclusive, so ``a//b`` selects exactly
+        what the union of ``a/c1/.../b`` selects. ``a`` None stands for the document node.
+
+        Returns:
+            The set of chains (empty when ``b`` cannot occur below ``a``), or None when the set is
+            infinite (a loop lies between ``a`` and ``b``) and ``max_len`` does not bound it. With
+            ``max_len`` only chains of at most that many steps are listed and the result is finite.
+        """
+        start = {self.root} if a is None else self.children(a)
+        if max_len is None and self._loop_between(start, b):
+            return None
+        limit = max_len if max_len is not None else len(self.declarations)
+        chains: set[tuple[str, ...]] = set()
+        stack: list[tuple[str, ...]] = [(s,) for s in start if s == b or b in self.reach[s]]
+        while stack:
+            chain = stack.pop()
+            if chain[-1] == b:
+                chains.add(chain)
+            if len(chain) < limit:
+                stack.extend((*chain, c) for c in self.child_map[chain[-1]] if c == b or b in self.reach[c])
+        return frozenset(chains)
+
+    def _loop_between(self, start: set[str], b: str) -> bool:
+        """True when some element on a path from ``start`` to ``b`` is on a loop."""
+        between = {s for s in start if s == b or b in self.reach[s]}
+        between |= {n for s in between for n in self.reach[s] if n == b or b in self.reach[n]}
+        return any(n in self.reach[n] for n in between)
+
+    # ----------------------------------------------------------------------------- entities, namespaces
+
+    def entity_declarations(self) -> str:
+        """The internal general entities as DTD text, e.g. for a document's internal subset."""
+        return "\n".join(_entity_text(e) for e in self.entities)
+
+    def namespaces(self) -> dict[str, str]:
+        """Prefix -> URI from ``xmlns:prefix`` attributes the DTD fixes (``#FIXED`` or a default).
+
+        The key "" holds the default element namespace when an ``xmlns`` attribute fixes one.
+        """
+        found: dict[str, str] = {}
+        for decl in self.declarations.values():
+            for attr in decl.attributes:
+                if (attr.name == "xmlns" or attr.name.startswith("xmlns:")) and attr.default_value:
+                    found.setdefault(attr.name[6:], attr.default_value)
+        return found
+
+
+# --------------------------------------------------------------------------------------- helpers
+
+
+def _error(source: str | None, problem: str, span: Span | None = None) -> CompileError:
+    # The error renders as "<source>, [FR303] invalid DTD: <problem>" when the DTD has a name.
+    return CompileError(f"invalid DTD: {problem}", code="FR303", source=source, span=span)
+
+
+def _parse(raw: bytes, source: str | None) -> etree.DTD:
+    try:
+        return etree.DTD(io.BytesIO(raw))
+    except etree.DTDParseError as exc:
+        entries = list(exc.error_log)
+        detail = "; ".join(f"line {e.line}, column {e.column}: {e.message}" for e in entries)
+        span = Span(entries[0].line, entries[0].column) if entries else None
+        raise _error(source, detail or str(exc), span) from None
+
+
+def _qualified(prefix: str | None, name: str) -> str:
+    return f"{prefix}:{name}" if prefix else name
+
+
+def _names_by_local(elements: list[etree._DTDElementDecl]) -> dict[str, list[str]]:
+    """Local name -> declared qualified names, to restore the prefixes lxml drops in content models."""
+    found: dict[str, list[str]] = {}
+    for el in elements:
+        found.setdefault(el.name, []).append(_qualified(el.prefix, el.name))
+    return {local: sorted(names, key=lambda n: (":" in n, n)) for local, names in found.items()}
+
+
+def _element_decl(el: etree._DTDElementDecl, by_local: dict[str, list[str]]) -> ElementDecl:
+    kind: ContentKind = el.type if el.type in ("empty", "any", "mixed") else "element"
+    model = _particle(el.content, by_local) if el.content is not None else None
+    attrs = tuple(_attribute_decl(a) for a in el.attributes())
+    return ElementDecl(_qualified(el.prefix, el.name), kind, model, attrs)
+
+
+def _attribute_decl(attr: etree._DTDAttributeDecl) -> AttributeDecl:
+    values = tuple(attr.values()) if attr.type in ("enumeration", "notation") else ()
+    return AttributeDecl(
+        _qualified(attr.prefix, attr.name), attr.type, attr.default, attr.default_value, values
+    )
+
+
+def _particle(node: etree._DTDElementContentDecl, by_local: dict[str, list[str]]) -> Particle:
+    """Copy lxml's binary content tree, flattening the nested once-groups lxml uses for lists."""
+    occur: Occur = node.occur
+    if node.type == "element":
+        # lxml gives only the local name here; an unprefixed declaration wins, then the first prefixed.
+        return Particle("name", occur, by_local.get(node.name, [node.name])[0])
+    if node.type == "pcdata":
+        return Particle("pcdata", occur)
+    items = tuple(_flatten(node.type, node.left, by_local) + _flatten(node.type, node.right, by_local))
+    return Particle("seq" if node.type == "seq" else "or", occur, None, items)
+
+
+def _flatten(
+    kind: str, node: etree._DTDElementContentDecl | None, by_local: dict[str, list[str]]
+) -> list[Particle]:
+    # lxml nests (a, b, c) as seq(a, seq(b, c)); a once-group of the same kind adds nothing.
+    if node is None:
+        return []
+    if node.type == kind and node.occur == "once":
+        return _flatten(kind, node.left, by_local) + _flatten(kind, node.right, by_local)
+    return [_particle(node, by_local)]
+
+
+def _names_in(particle: Particle | None) -> set[str]:
+    if particle is None:
+        return set()
+    if particle.kind == "name":
+        return {str(particle.name)}
+    return {n for item in particle.items for n in _names_in(item)}
+
+
+def _children_of(decl: ElementDecl, decls: dict[str, ElementDecl]) -> frozenset[str]:
+    # Names used in a model but never declared cannot occur in a valid document: leave them out.
+    if decl.kind == "any":
+        return frozenset(decls)
+    return frozenset(n for n in _names_in(decl.model) if n in decls)
+
+
+def _closure(child_map: dict[str, frozenset[str]]) -> dict[str, frozenset[str]]:
+    reach: dict[str, frozenset[str]] = {}
+    for start in child_map:
+        seen: set[str] = set()
+        stack = list(child_map[start])
+        while stack:
+            node = stack.pop()
+            if node not in seen:
+                seen.add(node)
+                stack.extend(child_map[node])
+        reach[start] = frozenset(seen)
+    return reach
+
+
+def _choose_root(
+    decls: dict[str, ElementDecl], child_map: dict[str, frozenset[str]], root: str | None, source: str | None
+) -> str:
+    if root is not None:
+        if root not in decls:
+            raise _error(source, f"root element {root!r} is not declared")
+        return root
+    # ANY contains everything, so it says nothing about which element is the document element.
+    contained = {c for p, kids in child_map.items() if decls[p].kind != "any" for c in kids if c != p}
+    candidates = sorted(n for n in decls if n not in contained)
+    if len(candidates) == 1:
+        return candidates[0]
+    found = ", ".join(candidates) if candidates else "none (every element is contained by another)"
+    raise _error(source, f"cannot infer the root element; candidates: {found}; pass root=")
+
+
+_COMMENT = re.compile(r"<!--.*?-->", re.S)
+_GENERAL_ENTITY = re.compile(r"<!ENTITY\s+([^\s%]+)\s")
+
+
+def _general_entity_names(text: str) -> set[str]:
+    # lxml lists parameter and general entities alike; only the declaration's '%' tells them apart.
+    return set(_GENERAL_ENTITY.findall(_COMMENT.sub("", text)))
+
+
+def _entity_decls(dtd: etree.DTD, general: set[str]) -> list[EntityDecl]:
+    found: dict[str, EntityDecl] = {}
+    for ent in dtd.entities():
+        if ent.name in general and ent.content is not None and ent.system_url is None:
+            found.setdefault(ent.name, EntityDecl(ent.name, ent.orig or "", ent.content))
+    return list(found.values())
+
+
+def _entity_text(entity: EntityDecl) -> str:
+    # '%' would start a parameter-entity reference inside an internal subset; write it as a char ref.
+    value = entity.orig.replace("%", "&#37;")
+    quote = "'" if '"' in value else '"'
+    if quote in value:
+        value = value.replace("'", "&#39;")
+    return f"<!ENTITY {entity.name} {quote}{value}{quote}>"

@@ -1,0 +1,441 @@
+"""Random subscription texts that follow a DTD (the query generator of paper 000, section 6.1).
+
+Paths are random walks down the DTD element graph, so they can select something; predicates compare
+nodes only with values the document generator gives them (:mod:`feedrouter.workload.values`), so
+they can hold. The workload parameters of the paper (Table 1):
+
+* ``D1``: the most steps of a binding path (``for``) or of a filter path;
+* ``PP``: how many ``where`` predicate paths (an int or an inclusive ``(low, high)`` range);
+* ``RP``: how many return paths (int or range);
+* ``D2``: the most element steps of a predicate or return path;
+* ``DSProb``: the probability that a step is ``//`` instead of ``/``;
+* ``max_value`` (MaxValue): numeric literals are 1..max_value;
+* ``wildcard``: the probability that a name test is ``*``.
+
+Texts are unique within one call when the DTD leaves room for it (the paper hashes sorted texts; we
+compare texts).
+
+What the texts use (all inside SUBSCRIPTIONS.md): absolute binding and filter paths with ``/``,
+``//`` and ``*``; step predicates ``[@a op lit]``, ``[. op lit]``, ``[text() op lit]``,
+``[a/b op lit]``, ``[a/@b op lit]``, ``[.//c]``, nested ``[a[@b = 2]]`` and ``and``; where conditions
+``$v/a/b op lit``, ``$v//c op lit``, ``$v/@a op lit``, ``$v/text() op lit`` and existence ``$v/d``
+joined by ``and``; returns ``{ $v }``, ``{ $v/a }``, ``{ $v//b }``, ``{ $v/a/text() }``, a leading
+``{ $v/@a }``, nested ``<part>{ ... }</part>``, literal text (``r&amp;d`` included), bare
+``return $v/a``; an optional ``<results>{ ... }</results>`` wrapper; ``declare namespace`` lines when
+the DTD uses prefixes. String literals escape ``"`` as ``""`` and ``&`` as ``&amp;``. A numeric literal
+is only compared with nodes that always hold numbers, so Saxon never raises FORG0001 on them.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Literal
+
+from feedrouter.schema import DtdGraph
+from feedrouter.workload.values import (
+    SPECIAL_WORDS,
+    WORDS,
+    Domain,
+    attribute_domain,
+    element_domain,
+    is_namespace_attribute,
+)
+
+Form = Literal["flwr", "filter", "mixed"]
+Range = int | tuple[int, int]
+Context = frozenset[str] | None  # None: the document node
+
+COMPARISONS = ("=", "!=", "<", "<=", ">", ">=")
+
+
+@dataclass(frozen=True)
+class SubscriptionOptions:
+    """The knobs of :func:`generate_subscriptions` (see its docstring)."""
+
+    form: Form = "flwr"
+    D1: int = 6
+    PP: Range = (1, 3)
+    RP: Range = (1, 4)
+    D2: int = 2
+    DSProb: float = 0.2
+    wildcard: float = 0.1
+    max_value: int = 20
+    numeric_ratio: float = 0.7
+    step_predicate_prob: float = 0.15
+    filter_predicate_prob: float = 0.5
+    exists_prob: float = 0.2
+    special_prob: float = 0.1
+    wrapper_prob: float = 0.3
+    prefix: str | None = None
+
+
+def generate_subscriptions(
+    graph: DtdGraph,
+    count: int,
+    *,
+    seed: int,
+    form: Form = "flwr",
+    D1: int = 6,
+    PP: Range = (1, 3),
+    RP: Range = (1, 4),
+    D2: int = 2,
+    DSProb: float = 0.2,
+    wildcard: float = 0.1,
+    max_value: int = 20,
+    numeric_ratio: float = 0.7,
+    prefix: str | None = None,
+    **options: object,
+) -> list[str]:
+    """Generate ``count`` subscription texts for documents of ``graph``'s DTD.
+
+    Args:
+        graph: the DTD the subscriptions are written against.
+        count: how many subscriptions.
+        seed: the seed; the same seed (and arguments) give the same texts.
+        form: "flwr" (for/where/return, paper 000), "filter" (one absolute path with nested path
+            predicates, paper 002) or "mixed" (each text picks one at random).
+        D1, PP, RP, D2, DSProb, wildcard, max_value: the workload parameters (see the module doc).
+        numeric_ratio: how often a comparison of a numeric node uses a numeric literal (the others
+            compare its string with a string literal, which XQuery compares as strings).
+        prefix: text put before every subscription, e.g. a comment ``(: bench :)`` or a prolog of
+            ``declare namespace`` lines (namespace declarations the DTD fixes are added anyway).
+        **options: further :class:`SubscriptionOptions` fields: ``step_predicate_prob`` (a predicate
+            on a binding step), ``filter_predicate_prob`` (on a filter step), ``exists_prob``
+            (existence tests among predicates), ``special_prob`` (string literals with escapes or
+            non-ASCII text), ``wrapper_prob`` (a constant element around a FLWR).
+
+    Example:
+        >>> from feedrouter.workload import dtds
+        >>> generate_subscriptions(dtds.load("bib"), 1, seed=3, form="filter", D1=2)[0].startswith("/")
+        True
+    """
+    opts = SubscriptionOptions(
+        form, D1, PP, RP, D2, DSProb, wildcard, max_value, numeric_ratio, prefix=prefix, **options
+    )  # type: ignore[arg-type]
+    rng = random.Random(f"subs:{seed}")
+    writer = SubscriptionWriter(graph, opts, rng)
+    texts: list[str] = []
+    seen: set[str] = set()
+    for _ in range(count * 20):
+        text = writer.subscription()
+        if text not in seen:
+            seen.add(text)
+            texts.append(text)
+        if len(texts) == count:
+            return texts
+    # The DTD is too small for this many distinct texts: repeat rather than return fewer.
+    return (texts * (count // max(1, len(texts)) + 1))[:count]
+
+
+def namespace_prolog(graph: DtdGraph) -> str:
+    """``declare namespace`` lines for the prefixes the DTD's names use (its fixed URIs, else a URN)."""
+    fixed = graph.namespaces()
+    names = set(graph.element_names) | {a for e in graph.element_names for a in graph.attributes(e)}
+    prefixes = sorted({n.split(":", 1)[0] for n in names if ":" in n and not is_namespace_attribute(n)})
+    lines = [
+        f'declare namespace {p} = "{fixed.get(p, "urn:feedrouter:" + p)}";' for p in prefixes if p != "xml"
+    ]
+    if "" in fixed:
+        lines.append(f'declare default element namespace "{fixed[""]}";')
+    return "\n".join(lines)
+
+
+def xquery_string(value: str) -> str:
+    """A string literal for ``value``: quotes doubled, ``&`` as ``&amp;`` (XQuery expands references)."""
+    return '"' + value.replace("&", "&amp;").replace('"', '""') + '"'
+
+
+@dataclass
+class SubscriptionWriter:
+    """Writes random subscription texts for one DTD; the building block of the public generators."""
+
+    graph: DtdGraph
+    opts: SubscriptionOptions
+    rng: random.Random
+    prolog: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        parts = [self.opts.prefix or "", namespace_prolog(self.graph)]
+        self.prolog = "".join(p + "\n" for p in parts if p)
+
+    def subscription(self) -> str:
+        form = self.opts.form
+        if form == "mixed":
+            form = self.rng.choice(("flwr", "filter"))
+        body = self.filter() if form == "filter" else self.flwr()
+        return self.prolog + body
+
+    # ------------------------------------------------------------------------------------ forms
+
+    def filter(self) -> str:
+        """``/a[b/c[@d = 1]]//e[.//f]``: an absolute path with nested path predicates."""
+        text, _ = self.path(None, self._length(self.opts.D1), self.opts.filter_predicate_prob)
+        return text
+
+    def flwr(self) -> str:
+        """``for $v in <path> where <PP conditions> return <RP paths in a constructor>``."""
+        var = "$" + self.rng.choice(("v", "x", "s", "b", "item"))
+        path, bound = self.path(None, self._length(self.opts.D1), self.opts.step_predicate_prob, inner=True)
+        conditions = self.conditions(var, bound, self._count(self.opts.PP))
+        where = f"\nwhere {' and '.join(conditions)}" if conditions else ""
+        text = f"for {var} in {path}{where}\nreturn {self.result(var, bound)}"
+        if self.rng.random() < self.opts.wrapper_prob:
+            text = f"<results>{{\n{text}\n}}</results>"
+        return text
+
+    # ------------------------------------------------------------------------------------ paths
+
+    def path(
+        self, context: Context, length: int, predicate_prob: float, inner: bool = False
+    ) -> tuple[str, frozenset[str]]:
+        """A path of up to ``length`` steps from ``context``; returns its text and end elements."""
+        text, current = "", context
+        for _ in range(length):
+            step = self.step(current, inner)
+            if step is None:
+                break
+            axis, test, current = step
+            preds = ""
+            while self.rng.random() < predicate_prob and len(preds) < 200:
+                found = self.predicate(current, 2)
+                preds += f"[{found}]" if found else ""
+            text += f"{axis}{test}{preds}"
+        assert current is not None, "the document node always has the root below it"
+        return text, current
+
+    def step(self, context: Context, inner: bool = False) -> tuple[str, str, frozenset[str]] | None:
+        """One random step: axis, name test and the elements it may select (None: nowhere to go).
+
+        With ``inner`` the step prefers elements with children, so that a binding variable usually
+        has something below it for where and return paths.
+        """
+        descendant = self.rng.random() < self.opts.DSProb
+        candidates = self._candidates(context, descendant)
+        if not candidates:
+            return None
+        if inner and self.rng.random() < 0.7:
+            candidates = [n for n in candidates if self.graph.children(n)] or candidates
+        if self.rng.random() < self.opts.wildcard:
+            return ("//" if descendant else "/"), "*", frozenset(candidates)
+        name = self._pick(context, candidates, descendant)
+        return ("//" if descendant else "/"), name, frozenset({name})
+
+    def _candidates(self, context: Context, descendant: bool) -> list[str]:
+        if context is None:
+            found = self.graph.descendants_from(None) if descendant else {self.graph.root}
+        else:
+            pick = self.graph.reachable if descendant else self.graph.children
+            found = {n for e in context for n in pick(e)}
+        return sorted(found)
+
+    def _pick(self, context: Context, candidates: list[str], descendant: bool) -> str:
+        # '//' should usually skip levels, as in the paper's workloads; a child is allowed too.
+        if descendant and context is not None and self.rng.random() < 0.7:
+            far = [n for n in candidates if all(n not in self.graph.children(e) for e in context)]
+            if far:
+                return self.rng.choice(far)
+        return self.rng.choice(candidates)
+
+    def relative(
+        self, context: frozenset[str], length: int, *, leading: str = ""
+    ) -> tuple[str, frozenset[str]]:
+        """A relative element path of 1..length steps (``a/b``, ``.//c``, ``$v//*``) and its end elements.
+
+        ``leading`` is the variable the path starts from; without it the path is written for a
+        predicate (``a/b``, ``.//c``). The text is empty when nothing lies below ``context``.
+        """
+        text, current = "", context
+        for index in range(length):
+            step = self.step(current)
+            if step is None:
+                break
+            axis, test, current = step
+            if index == 0:
+                # Inside a predicate a child path is bare (``a/b``) and a descendant one is ``.//a``.
+                axis = leading + axis if leading else ("" if axis == "/" else ".//")
+            text += f"{axis}{test}"
+        return text, current
+
+    # ------------------------------------------------------------------------------------ predicates
+
+    def predicate(self, context: frozenset[str], depth: int) -> str | None:
+        """One step predicate (comparison or existence test), sometimes two joined by ``and``.
+
+        None when the context offers nothing to test (an EMPTY element without attributes).
+        """
+        first = self._predicate_part(context, depth)
+        second = self._predicate_part(context, depth) if first and self.rng.random() < 0.15 else None
+        return f"{first} and {second}" if second else first
+
+    def _predicate_part(self, context: frozenset[str], depth: int) -> str | None:
+        roll = self.rng.random()
+        if roll < self.opts.exists_prob:
+            found = self._exists(context, depth)
+            if found:
+                return found
+        if roll < 0.5:
+            found = self._attribute_comparison(context, "")
+            if found:
+                return found
+        if roll < 0.65:
+            found = self._self_comparison(context, ".")
+            if found:
+                return found
+        return (
+            self._path_comparison(context, "")
+            or self._attribute_comparison(context, "")
+            or self._self_comparison(context, ".")
+        )
+
+    def _exists(self, context: frozenset[str], depth: int) -> str | None:
+        text, target = self.relative(context, self._length(self.opts.D2))
+        if not text:
+            return None
+        nested = self.predicate(target, depth - 1) if depth > 1 and self.rng.random() < 0.4 else None
+        return f"{text}[{nested}]" if nested else text
+
+    def _self_comparison(self, context: frozenset[str], lead: str) -> str | None:
+        """``. = "x"`` / ``text() >= 3`` in a predicate, ``$v/text() >= 3`` in where."""
+        domains = [element_domain(self.graph, e) for e in context]
+        if not all(d.comparable for d in domains):
+            return None
+        if lead != ".":  # where conditions are paths from the variable: ``$v/text()``, never ``$v``
+            return f"{lead}/text() {self.comparison(domains)}"
+        lhs = "text()" if self.rng.random() < 0.3 else "."
+        return f"{lhs} {self.comparison(domains)}"
+
+    def _attribute_comparison(self, context: frozenset[str], lead: str) -> str | None:
+        attrs = self._attributes(context)
+        if not attrs:
+            return None
+        attr = self.rng.choice(attrs)
+        domains = [attribute_domain(self.graph, e, attr) for e in context if attr in self.graph.attributes(e)]
+        if not all(d.comparable or d.kind == "id" for d in domains):
+            return f"{lead}@{attr}"
+        return f"{lead}@{attr} {self.comparison(domains)}"
+
+    def _path_comparison(self, context: frozenset[str], lead: str) -> str | None:
+        """``a/b = 3``, ``.//c/@d != "x"``, ``a/text() = "y"``: a relative path ending at a value."""
+        for _ in range(6):
+            text, target = self.relative(context, self._length(self.opts.D2), leading=lead)
+            if not text:
+                return None
+            attrs = self._attributes(target)
+            if attrs and self.rng.random() < 0.4:
+                attr = self.rng.choice(attrs)
+                domains = [
+                    attribute_domain(self.graph, e, attr) for e in target if attr in self.graph.attributes(e)
+                ]
+                if all(d.comparable for d in domains):
+                    return f"{text}/@{attr} {self.comparison(domains)}"
+            domains = [element_domain(self.graph, e) for e in target]
+            if all(d.comparable for d in domains):
+                tail = "/text()" if self.rng.random() < 0.15 else ""
+                return f"{text}{tail} {self.comparison(domains)}"
+        return None
+
+    def _attributes(self, context: frozenset[str]) -> list[str]:
+        return sorted({a for e in context for a in self.graph.attributes(e) if not is_namespace_attribute(a)})
+
+    # ------------------------------------------------------------------------------------ literals
+
+    def comparison(self, domains: list[Domain]) -> str:
+        """``op literal`` that the nodes of ``domains`` can satisfy (numeric only if all are numbers)."""
+        if all(d.kind == "number" for d in domains) and self.rng.random() < self.opts.numeric_ratio:
+            op = self.rng.choice(COMPARISONS)
+            return f"{op} {self.rng.randint(1, self.opts.max_value)}"
+        op = self.rng.choices(COMPARISONS, weights=(10, 6, 1, 0.5, 1, 0.5))[0]
+        return f"{op} {xquery_string(self._string_value(self.rng.choice(domains)))}"
+
+    def _string_value(self, domain: Domain) -> str:
+        if domain.kind == "number":
+            return str(self.rng.randint(1, self.opts.max_value))
+        if domain.kind == "enum":
+            return self.rng.choice(domain.values)
+        if domain.kind == "id":
+            return f"n{self.rng.randint(1, 10)}"
+        special = domain.kind == "word" and self.rng.random() < self.opts.special_prob
+        return self.rng.choice(SPECIAL_WORDS if special else WORDS)
+
+    # ------------------------------------------------------------------------------------ where, return
+
+    def conditions(self, var: str, bound: frozenset[str], count: int) -> list[str]:
+        """``count`` where conditions, each on a different path (``$v/@a = 1 and $v/@a = 2`` is dead)."""
+        found: dict[str, str] = {}
+        for _ in range(count * 3):
+            condition = self.condition(var, bound)
+            lhs = condition.split(" ", 1)[0].removesuffix("/text()")
+            if condition and lhs not in found:
+                found[lhs] = condition
+            if len(found) == count:
+                break
+        return list(found.values())
+
+    def condition(self, var: str, bound: frozenset[str]) -> str:
+        """One ``where`` condition on ``var``: a comparison of a relative path, or an existence test."""
+        if self.rng.random() < self.opts.exists_prob:
+            text, _ = self.relative(bound, self._length(self.opts.D2), leading=var)
+            if text:
+                return text
+        roll = self.rng.random()
+        found = self._attribute_comparison(bound, var + "/") if roll < 0.3 else None
+        found = found or self._path_comparison(bound, var)
+        found = found or self._attribute_comparison(bound, var + "/") or self._self_comparison(bound, var)
+        return found or ""
+
+    def result(self, var: str, bound: frozenset[str]) -> str:
+        """The return clause: RP paths, bare or in (possibly nested) element constructors."""
+        paths = [self._return_path(var, bound) for _ in range(self._count(self.opts.RP))]
+        if len(paths) == 1 and paths[0] != var and self.rng.random() < 0.15:
+            return paths[0]
+        parts = [self._enclose(p) for p in paths]
+        if self.rng.random() < 0.15:
+            parts.insert(0, self.rng.choice(("match: ", "hit ", "r&amp;d ")))
+        name = self.rng.choice(("r", "result", "match", "hit"))
+        return f"<{name}>{''.join(parts)}</{name}>"
+
+    def _enclose(self, path: str) -> str:
+        if self.rng.random() < 0.2:
+            return f"<part>{{ {path} }}</part>"
+        return f"{{ {path} }}"
+
+    def _return_path(self, var: str, bound: frozenset[str]) -> str:
+        if self.rng.random() < 0.1:
+            return var
+        text, target = self.relative(bound, self._length(self.opts.D2), leading=var)
+        if not text:
+            return var
+        if all(self.graph.text_only(e) for e in target) and self.rng.random() < 0.2:
+            return text + "/text()"
+        return text
+
+    # ------------------------------------------------------------------------------------ counts
+
+    def _length(self, bound: int) -> int:
+        return self.rng.randint(1, max(1, bound))
+
+    def _count(self, value: Range) -> int:
+        low, high = (value, value) if isinstance(value, int) else value
+        return self.rng.randint(low, high)
+
+
+def match_probe(text: str) -> str:
+    """An XQuery boolean expression that holds when a text made here matches the context document.
+
+    For a FLWR text it is ``exists(for ... where ... return 1)``; for a filter, ``exists(path)``. It
+    relies on the layout this module writes (``for``, ``where`` and ``return`` clauses on their own
+    lines), so it is for generated texts only, e.g. to check match rates with a real XQuery processor.
+    """
+    prolog, body = _split_prolog(text)
+    if not body.startswith(("for ", "<results>")):
+        return f"{prolog}exists({body})"
+    body = body.removeprefix("<results>{\n")
+    head = body[: body.index("\nreturn ")]
+    return f"{prolog}exists({head}\nreturn 1)"
+
+
+def _split_prolog(text: str) -> tuple[str, str]:
+    lines = text.split("\n")
+    cut = next(i for i, line in enumerate(lines) if not line.startswith(("declare ", "(:")) or not line)
+    return "".join(line + "\n" for line in lines[:cut]), "\n".join(lines[cut:])
