@@ -18,7 +18,7 @@ _DOCUMENT_SUFFIXES = (".xml", ".xml.gz")
 
 
 def load_subscriptions(path: Path) -> list[tuple[str, str]]:
-    """Subscriptions from a JSON object ``{id: text}``, JSON Lines ``{"id":…, "text":…}`` or a folder of .xq files."""
+    """Subscriptions from JSON ``{id: text}``, JSON Lines ``{"id":…, "text":…}`` or a folder of .xq files."""
     if path.is_dir():
         return [(p.stem, p.read_text(encoding="utf-8")) for p in sorted(path.glob("*.xq"))]
     raw = path.read_text(encoding="utf-8")
@@ -35,7 +35,9 @@ def iter_documents(inputs: tuple[Path, ...]) -> Iterator[Path]:
     """Every .xml and .xml.gz file named or found below the named folders, in sorted order."""
     for item in inputs:
         if item.is_dir():
-            yield from sorted(p for p in item.rglob("*") if p.is_file() and p.name.endswith(_DOCUMENT_SUFFIXES))
+            yield from sorted(
+                p for p in item.rglob("*") if p.is_file() and p.name.endswith(_DOCUMENT_SUFFIXES)
+            )
         else:
             yield item
 
@@ -60,17 +62,38 @@ def main() -> None:
 
 
 @main.command()
-@click.option("--subscriptions", "subscriptions_path", required=True, type=click.Path(exists=True, path_type=Path),
-              help="JSON {id: text}, JSON Lines, or a folder of .xq files.")
-@click.option("--input", "inputs", required=True, multiple=True, type=click.Path(exists=True, path_type=Path),
-              help="A document (.xml, .xml.gz) or a folder of them; repeatable.")
-@click.option("--output", "output", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="Folder for results: OUTPUT/<subscription>/<document>.xml")
-@click.option("--dtd", "dtd_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="The feed's DTD: its entity declarations apply to the documents.")
+@click.option(
+    "--subscriptions",
+    "subscriptions_path",
+    required=True,
+    type=click.Path(exists=True, path_type=Path),
+    help="JSON {id: text}, JSON Lines, or a folder of .xq files.",
+)
+@click.option(
+    "--input",
+    "inputs",
+    required=True,
+    multiple=True,
+    type=click.Path(exists=True, path_type=Path),
+    help="A document (.xml, .xml.gz) or a folder of them; repeatable.",
+)
+@click.option(
+    "--output",
+    "output",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder for results: OUTPUT/<subscription>/<document>.xml",
+)
+@click.option(
+    "--dtd",
+    "dtd_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="The feed's DTD: its entity declarations apply to the documents.",
+)
 @click.option("--strategy", default="auto", type=click.Choice(["auto", "F", "FW", "FWR"]), show_default=True)
-def route(subscriptions_path: Path, inputs: tuple[Path, ...], output: Path, dtd_path: Path | None,
-          strategy: str) -> None:
+def route(
+    subscriptions_path: Path, inputs: tuple[Path, ...], output: Path, dtd_path: Path | None, strategy: str
+) -> None:
     """Route documents through subscriptions and write each match to the output folder."""
     from feedrouter import Router
 
@@ -113,13 +136,20 @@ def _route_one(router, path: Path, output: Path, stats: dict[str, int]) -> None:
 def _write_rejection(output: Path, stem: str, path: Path, exc: Exception) -> None:
     folder = output / "_rejected"
     folder.mkdir(exist_ok=True)
-    report = {"source": str(path), "error": str(exc), "code": getattr(exc, "code", None),
-              "line": getattr(exc, "line", None), "column": getattr(exc, "column", None)}
+    report = {
+        "source": str(path),
+        "error": str(exc),
+        "code": getattr(exc, "code", None),
+        "line": getattr(exc, "line", None),
+        "column": getattr(exc, "column", None),
+    }
     (folder / f"{stem}.error.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
 
 
 @main.command()
-@click.option("--subscriptions", "subscriptions_path", required=True, type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "--subscriptions", "subscriptions_path", required=True, type=click.Path(exists=True, path_type=Path)
+)
 @click.option("--id", "subscription_id", required=True, help="The subscription to explain.")
 @click.option("--strategy", default="auto", type=click.Choice(["auto", "F", "FW", "FWR"]), show_default=True)
 def explain(subscriptions_path: Path, subscription_id: str, strategy: str) -> None:
@@ -134,7 +164,9 @@ def explain(subscriptions_path: Path, subscription_id: str, strategy: str) -> No
 
 @main.command()
 @click.option("--output", required=True, type=click.Path(file_okay=False, path_type=Path))
-@click.option("--dtd", "dtd_name", default="news", type=click.Choice(["news", "book", "bib"]), show_default=True)
+@click.option(
+    "--dtd", "dtd_name", default="news", type=click.Choice(["news", "book", "bib"]), show_default=True
+)
 @click.option("--documents", default=50, show_default=True)
 @click.option("--subscriptions", default=200, show_default=True)
 @click.option("--seed", default=7, show_default=True)

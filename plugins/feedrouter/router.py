@@ -10,13 +10,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Literal as TypingLiteral
 
+from feedrouter import lang
 from feedrouter.engine.document import DocumentLimits, DocumentParser
 from feedrouter.engine.nfa import Nfa, format_path
 from feedrouter.engine.runtime import LazyDfa, run
 from feedrouter.errors import CompileError, CompileWarning, FeedrouterError, SubscriptionError
-from feedrouter import lang
 from feedrouter.output.factory import render, render_items, render_wrapped
 from feedrouter.plan.context import DocumentContext
+from feedrouter.plan.index import Probe, SelectionIndex, find_probe
 from feedrouter.plan.planner import Planner, Strategy, SubscriptionPlan
 
 OnError = TypingLiteral["raise", "collect"]
@@ -28,15 +29,24 @@ class Router:
     Build one with :meth:`compile`; change it with :meth:`add` and :meth:`remove`.
     """
 
-    def __init__(self, *, dtd: object = None, strategy: str = "auto", limits: DocumentLimits | None = None):
+    def __init__(
+        self,
+        *,
+        dtd: object = None,
+        strategy: str = "auto",
+        limits: DocumentLimits | None = None,
+        shared_selection: bool = True,
+    ) -> None:
         self.strategy = Strategy.parse(strategy)
+        self.shared_selection = shared_selection
         self.dtd = dtd
         self._nfa = Nfa()
         self._dfa = LazyDfa(self._nfa)
         self._planner = Planner(self._nfa, self.strategy)
         self._parser = DocumentParser(_dtd_text(dtd), limits)
         self._plans: dict[str, SubscriptionPlan] = {}
-        self._by_path: dict[int, list[SubscriptionPlan]] = {}
+        self._index = SelectionIndex()
+        self._probes: dict[str, Probe | None] = {}
         self._order: dict[str, int] = {}
         self._next_order = 0
         self.errors: dict[str, FeedrouterError] = {}
@@ -50,13 +60,16 @@ class Router:
         strategy: str = "auto",
         on_error: OnError = "raise",
         limits: DocumentLimits | None = None,
+        shared_selection: bool = True,
     ) -> Router:
         """Compile ``(subscription_id, text)`` pairs into one router.
 
         With ``on_error="collect"`` a bad text is reported in :attr:`errors` and the others are served;
         with ``"raise"`` the first bad text raises after all were checked (its error lists them all).
+        ``shared_selection`` files subscriptions by the constant of an equality test so that a
+        document only evaluates the subscriptions whose constants it contains.
         """
-        router = cls(dtd=dtd, strategy=strategy, limits=limits)
+        router = cls(dtd=dtd, strategy=strategy, limits=limits, shared_selection=shared_selection)
         items = subscriptions.items() if isinstance(subscriptions, Mapping) else subscriptions
         for sid, text in items:
             try:
@@ -77,10 +90,18 @@ class Router:
         try:
             tree = lang.parse(text, source=sid)
         except SubscriptionError as exc:
-            raise exc.with_source(sid) if exc.source is None else exc
+            if exc.source is None:
+                exc.with_source(sid)
+            raise
         plan = self._planner.plan(sid, tree, text)
+        probe = (
+            find_probe(plan.main.pattern, self._nfa.path_id, self.strategy.branches_in_nfa)
+            if self.shared_selection
+            else None
+        )
         self._plans[sid] = plan
-        self._by_path.setdefault(plan.main.pid, []).append(plan)
+        self._probes[sid] = probe
+        self._index.add(plan, plan.main.pid, probe)
         self._order[sid] = self._next_order
         self._next_order += 1
         self.errors.pop(sid, None)
@@ -91,10 +112,7 @@ class Router:
         plan = self._plans.pop(sid, None)
         if plan is None:
             raise CompileError(f"no subscription {sid!r} is compiled in this router", code="FR301")
-        users = self._by_path[plan.main.pid]
-        users.remove(plan)
-        if not users:
-            del self._by_path[plan.main.pid]
+        self._index.remove(plan, plan.main.pid, self._probes.pop(sid))
         del self._order[sid]
         self._planner.drop(plan)
 
@@ -108,7 +126,7 @@ class Router:
         events = self._parser.events(document, source)
         matches = run(self._dfa, events, self._parser.limits.max_depth)
         ctx = DocumentContext(matches, source)
-        candidates = [p for pid in matches.streams for p in self._by_path.get(pid, ())]
+        candidates: list[SubscriptionPlan] = self._index.candidates(ctx)  # type: ignore[assignment]
         candidates.sort(key=lambda p: self._order[p.sid])
         results: dict[str, bytes] = {}
         for plan in candidates:
@@ -158,13 +176,22 @@ class Router:
         plan = self._plans.get(sid)
         if plan is None:
             raise CompileError(f"no subscription {sid!r} is compiled in this router", code="FR301")
-        lines = [f"subscription {sid} ({'FLWR' if plan.is_flwr else 'filter'}), strategy {self.strategy.value}"]
+        lines = [
+            f"subscription {sid} ({'FLWR' if plan.is_flwr else 'filter'}), strategy {self.strategy.value}"
+        ]
         lines.append("paths in the shared NFA:")
         for held in plan.held:
             lines.extend(self._explain_path(held))
         lines.append("plan:")
         lines.extend(f"  {step}" for step in plan.main.describe())
         lines.extend(f"  return slot {i}: {item.describe()}" for i, item in enumerate(plan.returns))
+        probe = self._probes[sid]
+        if probe is not None:
+            site = probe.site
+            lines.append(
+                f"shared selection: filed under path {site.pid} field ${site.field + 1} "
+                f"({site.kind.value}{site.attribute}) = {probe.key!r}"
+            )
         return "\n".join(lines)
 
     def _explain_path(self, held) -> list[str]:  # type: ignore[no-untyped-def]

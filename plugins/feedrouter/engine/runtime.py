@@ -154,9 +154,7 @@ def run(dfa: LazyDfa, events: Iterable[tuple[str, object]], max_depth: int) -> M
         ids.append(nid)
         tags.append(tag)
         if len(ids) > max_depth:
-            raise DocumentError(
-                f"the document nests elements deeper than {max_depth} levels", code="FR202"
-            )
+            raise DocumentError(f"the document nests elements deeper than {max_depth} levels", code="FR202")
         did = dfa.step(stack[-1], tag)
         stack.append(did)
         for pid in dfa.accepts(did):

@@ -66,7 +66,9 @@ class _Scope:
         return f' {attr}="{_escape_attribute(name.uri)}"', inner
 
 
-def compile_constructor(ctor: ast.Constructor, slots: list[ast.RelPath], scope: _Scope | None = None) -> ElementTemplate:
+def compile_constructor(
+    ctor: ast.Constructor, slots: list[ast.RelPath], scope: _Scope | None = None
+) -> ElementTemplate:
     """Compile a constructor; each enclosed path is appended to ``slots`` and gets its index."""
     scope = scope or _Scope()
     qname = str(ctor.name)

@@ -52,9 +52,7 @@ class DocumentContext:
         """The node serialized as XML, at most once per document however many results hold it."""
         data = self._serialized.get(nid)
         if data is None:
-            data = self._serialized[nid] = etree.tostring(
-                self.nodes[nid], encoding="utf-8", with_tail=False
-            )
+            data = self._serialized[nid] = etree.tostring(self.nodes[nid], encoding="utf-8", with_tail=False)
         return data
 
     def passes(self, nid: int, tests: tuple[LocalTest, ...]) -> bool:

@@ -29,7 +29,9 @@ class Selection:
         return [t for t in tuples if all(passes(t[i], tests) for i, tests in self.fields)]
 
     def describe(self) -> str:
-        return "Selection(" + "; ".join(f"${i + 1}: " + ", ".join(map(str, ts)) for i, ts in self.fields) + ")"
+        return (
+            "Selection(" + "; ".join(f"${i + 1}: " + ", ".join(map(str, ts)) for i, ts in self.fields) + ")"
+        )
 
 
 class DupElimScan:

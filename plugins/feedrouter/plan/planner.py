@@ -22,9 +22,9 @@ from feedrouter.plan.context import DocumentContext
 from feedrouter.plan.operators import (
     DupElimScan,
     PatternPlan,
+    Selection,
     SemiJoinHash,
     SemiJoinMerge,
-    Selection,
     WhereFilter,
     search_all,
 )

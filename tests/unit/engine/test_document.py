@@ -19,10 +19,8 @@ def parse(data: bytes, dtd: str | None = None, **limits: int) -> list:
 
 
 def billion_laughs(levels: int = 10) -> bytes:
-    decls = ['<!ENTITY l0 "lol">'] + [
-        f'<!ENTITY l{i} "{f"&l{i - 1};" * 10}">' for i in range(1, levels)
-    ]
-    return f'<!DOCTYPE a [{"".join(decls)}]><a>&l{levels - 1};</a>'.encode()
+    decls = ['<!ENTITY l0 "lol">'] + [f'<!ENTITY l{i} "{f"&l{i - 1};" * 10}">' for i in range(1, levels)]
+    return f"<!DOCTYPE a [{''.join(decls)}]><a>&l{levels - 1};</a>".encode()
 
 
 def test_entity_expansion_bomb_is_refused() -> None:
@@ -59,7 +57,7 @@ def test_external_parameter_entity_is_not_read(tmp_path: Path) -> None:
 class _Recorder(http.server.BaseHTTPRequestHandler):
     hits: list[str] = []
 
-    def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+    def do_GET(self) -> None:
         _Recorder.hits.append(self.path)
         self.send_response(200)
         self.end_headers()
@@ -87,7 +85,9 @@ def test_no_network_access_for_entities_or_dtds() -> None:
                 continue
             assert all("FROM-NETWORK" not in (el.text or "") for _, el in events)
         # with a feed DTD configured, a DOCTYPE pointing at a URL gets the feed's DTD instead
-        events = parse(f'<!DOCTYPE story SYSTEM "{url}/d.dtd"><story>a&nbsp;b</story>'.encode(), NEWS_ENTITIES)
+        events = parse(
+            f'<!DOCTYPE story SYSTEM "{url}/d.dtd"><story>a&nbsp;b</story>'.encode(), NEWS_ENTITIES
+        )
         assert events[0][1].text == "a\u00a0b"
     finally:
         server.shutdown()

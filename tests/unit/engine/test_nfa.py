@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from feedrouter.engine.nfa import Nfa, NavStep
+from feedrouter.engine.nfa import NavStep, Nfa
 from feedrouter.lang.ast import Axis
 
 

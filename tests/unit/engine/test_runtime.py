@@ -36,16 +36,16 @@ def brute_force(doc: bytes, path: str) -> list[tuple[int, ...]]:
 
 def _fits(combo, steps, root) -> bool:  # type: ignore[no-untyped-def]
     parent = None
-    for element, step in zip(combo, steps):
+    for element, step in zip(combo, steps, strict=True):
         if step.tag != "*" and element.tag != step.tag:
             return False
-        ancestors = list(element.iterancestors())
         if parent is None:
-            if step.axis.value == "/" and element is not root:
-                return False
-        elif step.axis.value == "/" and element.getparent() is not parent:
-            return False
-        elif step.axis.value == "//" and parent not in ancestors:
+            linked = step.axis.value == "//" or element is root
+        elif step.axis.value == "/":
+            linked = element.getparent() is parent
+        else:
+            linked = parent in list(element.iterancestors())
+        if not linked:
             return False
         parent = element
     return True

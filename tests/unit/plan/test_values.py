@@ -12,14 +12,26 @@ from feedrouter.plan.values import compare, to_double
 
 @pytest.mark.parametrize(
     ("text", "expected"),
-    [("12", 12.0), (" 12 ", 12.0), ("\n-3.5\t", -3.5), (".5", 0.5), ("5.", 5.0), ("1e3", 1000.0),
-     ("+7", 7.0), ("-INF", -math.inf), ("INF", math.inf), ("+INF", math.inf)],
+    [
+        ("12", 12.0),
+        (" 12 ", 12.0),
+        ("\n-3.5\t", -3.5),
+        (".5", 0.5),
+        ("5.", 5.0),
+        ("1e3", 1000.0),
+        ("+7", 7.0),
+        ("-INF", -math.inf),
+        ("INF", math.inf),
+        ("+INF", math.inf),
+    ],
 )
 def test_valid_doubles(text: str, expected: float) -> None:
     assert to_double(text) == expected
 
 
-@pytest.mark.parametrize("text", ["", "abc", "1_000", "inf", "Infinity", "nan", "1e", "0x10", "١٢", "1,5", "--1"])
+@pytest.mark.parametrize(
+    "text", ["", "abc", "1_000", "inf", "Infinity", "nan", "1e", "0x10", "١٢", "1,5", "--1"]
+)
 def test_values_xquery_cannot_cast_are_not_numbers(text: str) -> None:
     assert to_double(text) is None
 
