@@ -1,0 +1,985 @@
+"""A recursive-descent parser for the subscription subset of XQuery 3.1 (see SUBSCRIPTIONS.md).
+
+>>> parse('//item[@id = 3]').body.path.steps[0].name.local
+'item'
+
+Everything the subset does not cover is rejected with a :class:`SubscriptionError` that names the
+construct; the parser goes on after cheap-to-skip problems (an unsupported predicate, clause or
+operator, an unknown prefix or variable) so that one error lists every problem it found.
+
+Decisions where XQuery offers more than the subset: explicit axes (``child::a`` too) are rejected
+with FR109 and a hint to write ``/`` or ``//``; a second ``where`` clause is rejected (join with
+``and``); ``Q{uri}name`` names are accepted in paths; ``{}`` is an empty enclosed expression.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+from feedrouter.errors import Span, SubscriptionError
+from feedrouter.lang.ast import (
+    AbsPath,
+    AttributeTest,
+    Axis,
+    Comparison,
+    CompOp,
+    Condition,
+    Constructor,
+    Enclosed,
+    Exists,
+    Filter,
+    Flwr,
+    Literal,
+    QName,
+    RelPath,
+    Return,
+    Step,
+    Subscription,
+    Tail,
+    TextContent,
+    TextTest,
+)
+from feedrouter.lang.lexer import (
+    Diagnostics,
+    Lexer,
+    RawName,
+    Recover,
+    Stop,
+    Token,
+    collapse_whitespace,
+    invalid_character,
+)
+
+XML_NS = "http://www.w3.org/XML/1998/namespace"
+XMLNS_NS = "http://www.w3.org/2000/xmlns/"
+#: The prefixes XQuery 3.1 declares in every query (a prolog may rebind all but ``xml``).
+PREDECLARED = {
+    "xml": XML_NS,
+    "xs": "http://www.w3.org/2001/XMLSchema",
+    "xsi": "http://www.w3.org/2001/XMLSchema-instance",
+    "fn": "http://www.w3.org/2005/xpath-functions",
+    "local": "http://www.w3.org/2005/xquery-local-functions",
+    "math": "http://www.w3.org/2005/xpath-functions/math",
+    "map": "http://www.w3.org/2005/xpath-functions/map",
+    "array": "http://www.w3.org/2005/xpath-functions/array",
+    "err": "http://www.w3.org/2005/xqt-errors",
+}
+COMPARISONS = {op.value: op for op in CompOp}
+VALUE_COMPARISONS = {"eq": "=", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+KIND_TESTS = {
+    "node", "comment", "element", "attribute", "document-node", "processing-instruction",
+    "schema-element", "schema-attribute", "namespace-node",
+}  # fmt: skip
+COMPUTED = ("element", "attribute", "processing-instruction", "namespace")
+CLAUSES = {"for", "let", "where", "order", "stable", "group", "count", "return"}
+MAX_DEPTH = 64
+
+Where = str  # "predicate" or "where": which kind of condition is being read
+
+
+def parse(text: str, source: str | None = None) -> Subscription:
+    """Parse a subscription text into its :class:`~feedrouter.lang.ast.Subscription`.
+
+    Args:
+        text: the subscription, in the XQuery subset of SUBSCRIPTIONS.md.
+        source: what to call the text in messages (a subscription id).
+
+    Raises:
+        SubscriptionError: the text is not in the subset; ``details`` lists every problem found.
+    """
+    return _Parser(text).subscription(source)
+
+
+class _Parser:
+    def __init__(self, text: str) -> None:
+        self.original = text
+        # XQuery normalizes line ends before parsing, inside string literals too.
+        self.text = text.replace("\r\n", "\n").replace("\r", "\n")
+        self.diag = Diagnostics(self.text)
+        self.lexer = Lexer(self.text, self.diag)
+        self.namespaces = dict(PREDECLARED)
+        self.declared: list[tuple[str, str]] = []
+        self.default_ns: str | None = None
+        self.var: str | None = None
+        self.depth = 0
+        self.tok = Token("eof", "", 0, 0)
+
+    # -- token plumbing ----------------------------------------------------------------------------
+
+    def advance(self) -> Token:
+        """Consume the current token and return it."""
+        tok = self.tok
+        self.tok = self.lexer.token_at(tok.end)
+        return tok
+
+    def peek(self) -> Token:
+        return self.lexer.token_at(self.tok.end)
+
+    def jump(self, pos: int) -> None:
+        self.tok = self.lexer.token_at(pos)
+
+    def span(self, offset: int) -> Span:
+        return self.diag.span(offset)
+
+    def enter(self) -> None:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise self.diag.fail(
+                "FR104", f"nesting deeper than {MAX_DEPTH} levels is not supported", self.tok.start
+            )
+
+    def close(self, char: str, opener: Token, what: str) -> Token:
+        """Check that the current token closes ``what`` (opened by ``opener``); it is not consumed."""
+        tok = self.tok
+        if tok.is_punct(char):
+            return tok
+        found = _operator_message(tok)
+        if found:
+            raise self.diag.fail("FR104", found, tok.start)
+        at = f"{what} opened at {self.where_at(opener.start)}"
+        if tok.kind == "eof":
+            raise self.diag.fail("FR103", f"missing '{char}' to close {at}", tok.start)
+        raise self.diag.fail("FR103", f"expected '{char}' to close {at}, found {tok.describe()}", tok.start)
+
+    def skip_until(self, stop: Callable[[Token], bool]) -> None:
+        """Error recovery: skip balanced tokens up to one ``stop`` accepts or an unmatched closer."""
+        depth = 0
+        while self.tok.kind != "eof":
+            tok = self.tok
+            if depth == 0 and (stop(tok) or tok.is_punct("]", ")", "}")):
+                return
+            depth += 1 if tok.is_punct("[", "(", "{") else -1 if tok.is_punct("]", ")", "}") else 0
+            self.advance()
+        raise Stop()
+
+    def skip_call(self) -> None:
+        """Skip ``name(...)`` (already reported) so that parsing can go on after it."""
+        self.advance()
+        self.skip_group()
+
+    def skip_group(self) -> None:
+        """Skip ``(...)`` (already reported)."""
+        opener = self.advance()
+        self.skip_until(lambda t: False)
+        self.close(")", opener, "the argument list")
+        self.advance()
+
+    # -- subscription and prolog -------------------------------------------------------------------
+
+    def subscription(self, source: str | None) -> Subscription:
+        body: Flwr | Filter | None = None
+        try:
+            bad = invalid_character(self.text)
+            if bad is not None:
+                code = f"U+{ord(self.text[bad]):04X}"
+                raise self.diag.fail("FR100", f"character {code} is not allowed in XQuery text", bad)
+            self.jump(0)
+            self.prolog()
+            body = self.body()
+            self.expect_end()
+        except (Stop, Recover):
+            pass
+        except RecursionError:
+            self.diag.add("FR104", "the subscription is nested too deeply", self.tok.start)
+        if self.diag.details or body is None:
+            raise self.error(source)
+        return Subscription(body, tuple(self.declared), self.default_ns or "", self.original)
+
+    def error(self, source: str | None) -> SubscriptionError:
+        if not self.diag.details:  # cannot happen: every Stop is raised after a diagnostic
+            self.diag.add("FR100", "syntax error", self.tok.start)
+        return self.diag.error(source)
+
+    def prolog(self) -> None:
+        while True:
+            tok, nxt = self.tok, self.peek()
+            if tok.is_name("declare") and (nxt.kind == "name" or nxt.is_punct("%")):
+                self.declaration()
+            elif (
+                (tok.is_name("xquery") and nxt.is_name("version", "encoding"))
+                or (tok.is_name("import") and nxt.is_name("schema", "module"))
+                or (tok.is_name("module") and nxt.is_name("namespace"))
+            ):
+                message = f"'{tok.text} {nxt.text}' is not supported; a prolog may only declare namespaces"
+                self.diag.add("FR104", message, tok.start)
+                self.skip_declaration()
+            else:
+                return
+
+    def skip_declaration(self) -> None:
+        self.skip_until(lambda t: t.is_punct(";"))
+        self.close(";", self.tok, "the declaration")
+        self.advance()
+
+    def declaration(self) -> None:
+        start = self.advance()
+        keyword = self.advance()
+        if keyword.is_name("namespace"):
+            self.namespace_declaration()
+        elif keyword.is_name("default") and self.tok.is_name("element"):
+            self.advance()
+            self.expect_name("namespace", "after 'declare default element'")
+            uri = self.uri_literal()
+            if self.default_ns is not None:
+                self.diag.add("FR100", "the default element namespace is declared twice", start.start)
+            self.default_ns = uri
+        else:
+            what = f"{keyword.text} {self.tok.text}" if keyword.is_name("default") else keyword.text
+            what = f"%{self.tok.text}" if keyword.is_punct("%") else what
+            message = (
+                f"'declare {what}' is not supported; a prolog may only have 'declare namespace p = \"uri\";'"
+                " and 'declare default element namespace \"uri\";'"
+            )
+            self.diag.add("FR104", message, start.start)
+            self.tok = keyword
+            self.skip_declaration()
+            return
+        if not self.tok.is_punct(";"):
+            raise self.diag.fail("FR100", "expected ';' after the namespace declaration", self.tok.start)
+        self.advance()
+
+    def namespace_declaration(self) -> None:
+        prefix = self.advance()
+        if prefix.kind != "name" or ":" in prefix.text or "{" in prefix.text:
+            raise self.diag.fail("FR100", "expected a prefix after 'declare namespace'", prefix.start)
+        if not self.tok.is_punct("="):
+            raise self.diag.fail(
+                "FR100", f"expected '=' after 'declare namespace {prefix.text}'", self.tok.start
+            )
+        self.advance()
+        uri = self.uri_literal()
+        if prefix.text in ("xml", "xmlns") or uri in (XML_NS, XMLNS_NS):
+            self.diag.add("FR100", f"the prefix '{prefix.text}' cannot be bound to \"{uri}\"", prefix.start)
+        elif any(p == prefix.text for p, _ in self.declared):
+            self.diag.add("FR100", f"the prefix '{prefix.text}' is declared twice", prefix.start)
+        self.declared.append((prefix.text, uri))
+        if uri:
+            self.namespaces[prefix.text] = uri
+        else:  # XQuery 3.1: an empty URI undeclares the prefix
+            self.namespaces.pop(prefix.text, None)
+
+    def uri_literal(self) -> str:
+        tok = self.tok
+        if tok.kind != "string":
+            raise self.diag.fail("FR100", "expected a namespace URI in quotes", tok.start)
+        self.advance()
+        return collapse_whitespace(str(tok.value))
+
+    def expect_name(self, name: str, context: str) -> None:
+        if not self.tok.is_name(name):
+            raise self.diag.fail(
+                "FR100", f"expected '{name}' {context}, found {self.tok.describe()}", self.tok.start
+            )
+        self.advance()
+
+    # -- forms -------------------------------------------------------------------------------------
+
+    def body(self) -> Flwr | Filter:
+        tok = self.tok
+        if tok.kind == "eof":
+            raise self.diag.fail(
+                "FR113",
+                "empty subscription: write a filter path such as //item or a FLWR expression",
+                tok.start,
+            )
+        if tok.is_name("for") and self.peek().is_punct("$"):
+            return self.flwr()
+        if tok.is_punct("<"):
+            return self.wrapped()
+        if tok.is_punct("/", "//"):
+            return Filter(self.abs_path("filter"), self.span(tok.start))
+        raise self.unexpected(tok, "a subscription (a path starting with '/' or '//', or 'for ...')", "top")
+
+    def expect_end(self) -> None:
+        tok = self.tok
+        if tok.kind == "eof":
+            return
+        message = _operator_message(tok) or _comparison_message(tok)
+        if tok.is_punct(","):
+            message = "sequences (',') are not supported; write one subscription per path"
+        if message:
+            raise self.diag.fail("FR104", message, tok.start)
+        raise self.diag.fail(
+            "FR100", f"unexpected {tok.describe()} after the end of the subscription", tok.start
+        )
+
+    def flwr(self) -> Flwr:
+        start = self.advance()
+        self.advance()
+        name = self.advance()
+        if not _plain(name):
+            raise self.diag.fail("FR100", "expected a variable name after '$'", name.start)
+        self.before_in()
+        binding = self.abs_path("binding")
+        self.var = name.text
+        where = self.clauses()
+        self.advance()
+        ret = self.return_expr()
+        return Flwr(name.text, binding, where, ret, None, self.span(start.start))
+
+    def before_in(self) -> None:
+        tok = self.tok
+        if tok.is_name("at"):
+            raise self.diag.fail("FR104", "positional variables ('at $i') are not supported", tok.start)
+        if tok.is_name("as"):
+            raise self.diag.fail("FR104", "type declarations ('as ...') are not supported", tok.start)
+        if tok.is_name("allowing"):
+            raise self.diag.fail("FR104", "'allowing empty' is not supported", tok.start)
+        if tok.kind == "eof":
+            raise self.diag.fail("FR101", "unexpected end of text: expected 'in'", tok.start)
+        if not tok.is_name("in"):
+            raise self.diag.fail(
+                "FR100", f"expected 'in' after the variable, found {tok.describe()}", tok.start
+            )
+        self.advance()
+
+    def clauses(self) -> tuple[Condition, ...]:
+        """The clauses between the binding and ``return``: at most one ``where``."""
+        where: list[Condition] = []
+        seen = False
+        while not self.tok.is_name("return"):
+            tok = self.tok
+            if tok.is_name("where"):
+                if seen:
+                    self.diag.add(
+                        "FR104", "only one 'where' clause is supported; join conditions with 'and'", tok.start
+                    )
+                seen = True
+                self.advance()
+                where.extend(self.conditions("where"))
+                continue
+            message = _clause_message(tok, self.peek())
+            if message is None:
+                raise self.unexpected(tok, "'where' or 'return'", "clause")
+            self.diag.add("FR104", message, tok.start)
+            if self.advance().is_name("stable"):
+                self.advance()
+            self.skip_until(lambda t: t.is_name(*CLAUSES) or t.is_punct(","))
+        return tuple(where)
+
+    def wrapped(self) -> Flwr:
+        """``<w>{ for ... }</w>``: a FLWR inside one constant element."""
+        lt = self.tok.start
+        ctor, end, offsets = self.constructor(lt, self.wrapper_body)
+        items = ctor.content
+        if len(items) == 1 and isinstance(items[0], Flwr):
+            self.jump(end)
+            return replace(items[0], wrapper=ctor.name, span=self.span(lt))
+        offset = next((o for o, i in zip(offsets, items, strict=True) if not isinstance(i, Flwr)), lt)
+        if len(items) > 1 and all(isinstance(i, Flwr) for i in items):
+            offset = offsets[1]
+        message = "the element around a subscription may contain only one FLWR in braces: <w>{ for ... }</w>"
+        raise self.diag.fail("FR104", message, offset)
+
+    def wrapper_body(self, brace: int) -> tuple[Flwr, int]:
+        self.jump(brace + 1)
+        opener, tok = Token("punct", "{", brace, brace + 1), self.tok
+        if not (tok.is_name("for") and self.peek().is_punct("$")):
+            if tok.is_punct("/", "//"):
+                message = "a filter path cannot be wrapped in an element; write the path alone"
+                raise self.diag.fail("FR104", message, tok.start)
+            raise self.unexpected(tok, "a FLWR expression ('for $v in ...')", "wrapper")
+        flwr = self.flwr()
+        return flwr, self.close("}", opener, "the enclosed expression").end
+
+    # -- paths -------------------------------------------------------------------------------------
+
+    def abs_path(self, role: str) -> AbsPath:
+        """A binding or filter path: ``/`` or ``//`` steps from the document node, elements only."""
+        start = self.tok
+        if not start.is_punct("/", "//"):
+            raise self.unexpected(start, "an absolute path starting with '/' or '//'", role)
+        steps: list[Step] = []
+        while self.tok.is_punct("/", "//"):
+            axis_tok = self.advance()
+            at = self.tok.start
+            item = self.step(Axis(axis_tok.text), lone_slash=not steps and axis_tok.text == "/")
+            if isinstance(item, Step):
+                steps.append(item)
+                continue
+            what = "attributes" if isinstance(item, AttributeTest) else "text nodes"
+            self.diag.add("FR111", f"a {role} path must select elements, not {what}", at)
+        return AbsPath(tuple(steps), self.span(start.start))
+
+    def rel_steps(self) -> tuple[tuple[Step, ...], Tail | None]:
+        """``/a//b/@c`` after a context (``.``, ``$v`` or a first step): steps and an optional tail."""
+        steps: list[Step] = []
+        while self.tok.is_punct("/", "//"):
+            axis = Axis(self.advance().text)
+            item = self.step(axis)
+            if isinstance(item, Step):
+                steps.append(item)
+                continue
+            self.no_more_steps(item)
+            return tuple(steps), item
+        return tuple(steps), None
+
+    def no_more_steps(self, tail: Tail) -> None:
+        tok = self.tok
+        what = "an attribute" if isinstance(tail, AttributeTest) else "text()"
+        if tok.is_punct("/", "//"):
+            raise self.diag.recover("FR104", f"{what} can only be the last step of a path", tok.start)
+        if tok.is_punct("["):
+            message = f"predicates on {what} are not supported; compare it directly, e.g. [@a = 1]"
+            raise self.diag.recover("FR104", message, tok.start)
+
+    def step(self, axis: Axis, lone_slash: bool = False) -> Step | Tail:
+        """One step after ``/`` or ``//`` (or the first step of a relative path, on the child axis)."""
+        tok, nxt = self.tok, self.peek()
+        if tok.is_punct("@"):
+            return self.attribute_step(axis)
+        if tok.is_name("text") and nxt.is_punct("("):
+            return self.text_step(axis)
+        if self.unsupported_step(tok, nxt):
+            return Step(axis, None, self.predicates(), self.span(tok.start))
+        if tok.is_punct("*"):
+            name = None
+        elif tok.kind == "name":
+            name = self.resolve(tok, element=True)
+        elif lone_slash:
+            message = "'/' alone (the document node) is not supported; select elements, e.g. '/*'"
+            raise self.diag.fail("FR104", message, tok.start)
+        elif tok.kind == "eof":
+            raise self.diag.fail(
+                "FR101", f"unexpected end of text: expected a step after '{axis.value}'", tok.start
+            )
+        else:
+            found = f"expected a name, '*', '@' or 'text()' after '{axis.value}', found {tok.describe()}"
+            raise self.diag.fail("FR100", found, tok.start)
+        self.advance()
+        return Step(axis, name, self.predicates(), self.span(tok.start))
+
+    def unsupported_step(self, tok: Token, nxt: Token) -> bool:
+        """Report a step outside the subset and skip it (True), so that parsing goes on."""
+        found = _construct_message(tok, nxt)
+        if found is not None:
+            self.diag.add(*found, tok.start)
+            if tok.is_punct("("):
+                self.skip_group()
+            elif nxt.is_punct("("):
+                self.skip_call()
+            elif nxt.is_punct("::"):
+                self.advance()
+                self.advance()
+                if self.tok.kind == "name" or self.tok.is_punct("*", "."):
+                    self.advance()
+            else:
+                self.advance()
+            return True
+        if tok.kind == "wildcard":
+            self.diag.add("FR104", f"namespace wildcards such as '{tok.text}' are not supported", tok.start)
+            self.advance()
+            return True
+        if tok.is_punct("."):
+            self.diag.add("FR104", "'.' is only allowed at the start of a relative path", tok.start)
+            self.advance()
+            return True
+        return False
+
+    def attribute_step(self, axis: Axis) -> AttributeTest:
+        at = self.advance()
+        tok = self.tok
+        if axis is Axis.DESCENDANT:
+            a = f"@{tok.text}" if tok.kind == "name" else "@a"
+            message = (
+                f"'//{a}' is not supported (it reaches the attributes of the node itself and of all its "
+                f"descendants); write '/{a}' for the node's own attributes or '//*/{a}' for those of its "
+                "descendant elements"
+            )
+            self.diag.add("FR104", message, at.start)
+        if tok.is_punct("*") or tok.kind == "wildcard":
+            self.diag.add("FR104", "attribute wildcards such as '@*' are not supported", tok.start)
+            self.advance()
+            return AttributeTest(QName("", "*"))
+        if tok.kind != "name":
+            raise self.diag.fail(
+                "FR100", f"expected an attribute name after '@', found {tok.describe()}", tok.start
+            )
+        if self.peek().is_punct("(", "::"):
+            raise self.diag.fail("FR104", f"'@{tok.text}{self.peek().text}' is not supported", tok.start)
+        self.advance()
+        return AttributeTest(self.resolve(tok, element=False))
+
+    def text_step(self, axis: Axis) -> TextTest:
+        tok = self.advance()
+        opener = self.advance()
+        self.close(")", opener, "'text('")
+        self.advance()
+        if axis is Axis.DESCENDANT:
+            message = (
+                "'//text()' is not supported (it selects every text node below); write '/text()' for the "
+                "node's own text, or compare the node itself ('.') for its whole string value"
+            )
+            self.diag.add("FR104", message, tok.start)
+        return TextTest()
+
+    def predicates(self) -> tuple[Condition, ...]:
+        found: list[Condition] = []
+        while self.tok.is_punct("["):
+            found.extend(self.predicate())
+        return tuple(found)
+
+    def predicate(self) -> tuple[Condition, ...]:
+        opener = self.advance()
+        self.enter()
+        try:
+            if self.tok.is_punct("]"):
+                self.diag.add("FR100", "empty predicate '[]'", opener.start)
+                conditions: tuple[Condition, ...] = ()
+            else:
+                conditions = self.conditions("predicate")
+            self.close("]", opener, "the predicate")
+            self.advance()
+        finally:
+            self.depth -= 1
+        return conditions
+
+    def rel_path(self) -> RelPath:
+        """A predicate's path: ``.``, ``@a``, ``text()``, ``a/b/@c``, ``.//x``, ``./x[...]``."""
+        tok = self.tok
+        if tok.is_punct("."):
+            self.advance()
+            if self.tok.is_punct("["):
+                raise self.diag.recover("FR104", "predicates on '.' are not supported", self.tok.start)
+            steps, tail = self.rel_steps()
+            return RelPath(steps, tail, self.span(tok.start))
+        if tok.is_punct("/", "//"):
+            message = (
+                "absolute paths are not supported in predicates; use a relative path such as 'a/b' or './/b'"
+            )
+            raise self.diag.recover("FR104", message, tok.start)
+        if tok.is_punct("$"):
+            raise self.variable_in_predicate(tok)
+        if not (tok.kind in ("name", "wildcard") or tok.is_punct("*", "@", "..")):
+            raise self.unexpected(tok, "a path or a literal", "predicate")
+        first = self.step(Axis.CHILD)
+        if not isinstance(first, Step):
+            self.no_more_steps(first)
+            return RelPath((), first, self.span(tok.start))
+        steps, tail = self.rel_steps()
+        return RelPath((first, *steps), tail, self.span(tok.start))
+
+    def variable_in_predicate(self, tok: Token) -> Recover:
+        name = self.peek()
+        if self.var is not None and name.text == self.var:
+            message = (
+                f"variables are not supported in predicates; use '.' for the context node, not '${self.var}'"
+            )
+            return self.diag.recover("FR104", message, tok.start)
+        return self.diag.recover("FR106", f"unknown variable '${name.text}'", tok.start)
+
+    def var_path(self, role: str) -> RelPath:
+        """``$v``, ``$v/a/b``, ``$v//c/@d``: a path from the bound variable."""
+        tok = self.tok
+        if not tok.is_punct("$"):
+            raise self.unexpected(tok, f"a path from ${self.var}", role)
+        self.advance()
+        name = self.advance()
+        if not _plain(name):
+            raise self.diag.fail("FR100", "expected a variable name after '$'", name.start)
+        if name.text != self.var:
+            self.diag.add(
+                "FR106", f"unknown variable '${name.text}'; the only variable is '${self.var}'", tok.start
+            )
+        if self.tok.is_punct("["):
+            message = "predicates on the variable are not supported; put the condition in the where clause"
+            raise self.diag.recover("FR104", message, self.tok.start)
+        steps, tail = self.rel_steps()
+        return RelPath(steps, tail, self.span(tok.start))
+
+    # -- conditions --------------------------------------------------------------------------------
+
+    def conditions(self, where: Where) -> tuple[Condition, ...]:
+        """Conditions joined by ``and``; a bad one is reported and skipped up to the next ``and``."""
+        found: list[Condition] = []
+        while True:
+            try:
+                found.append(self.condition(where))
+            except Recover:
+                self.skip_until(lambda t: t.is_name("and", "or", "return"))
+            tok = self.tok
+            if tok.is_name("or"):
+                place = "predicates" if where == "predicate" else "where clauses"
+                self.diag.add("FR104", f"'or' is not supported in {place}; use two subscriptions", tok.start)
+            elif not tok.is_name("and"):
+                return tuple(found)
+            self.advance()
+
+    def condition(self, where: Where) -> Condition:
+        start = self.tok
+        left = self.operand(where)
+        tok = self.tok
+        op = COMPARISONS.get(tok.text) if tok.kind == "punct" else None
+        if op is None and tok.is_name(*VALUE_COMPARISONS):
+            general = VALUE_COMPARISONS[tok.text]
+            message = (
+                f"the value comparison '{tok.text}' is not supported; use the general comparison '{general}'"
+            )
+            self.diag.add("FR104", message, tok.start)
+            op = COMPARISONS[general]
+        if op is None:
+            return self.existence(left, start, where)
+        self.advance()
+        right = self.operand(where)
+        if COMPARISONS.get(self.tok.text) and self.tok.kind == "punct":
+            raise self.diag.recover("FR100", "comparisons cannot be chained", self.tok.start)
+        return self.comparison(left, op, right, start)
+
+    def existence(self, left: RelPath | Literal, start: Token, where: Where) -> Exists:
+        message = _operator_message(self.tok)
+        if message:
+            raise self.diag.recover("FR104", message, self.tok.start)
+        if isinstance(left, Literal):
+            if left.numeric and where == "predicate":
+                message = (
+                    "positional predicates such as [1] are not supported; compare a value, e.g. [@n = 1]"
+                )
+                raise self.diag.recover("FR107", message, start.start)
+            raise self.diag.recover(
+                "FR104", "a literal alone is not a condition; compare a path with it", start.start
+            )
+        return Exists(left, self.span(start.start))
+
+    def comparison(
+        self, left: RelPath | Literal, op: CompOp, right: RelPath | Literal, start: Token
+    ) -> Comparison:
+        span = self.span(start.start)
+        if isinstance(left, RelPath) and isinstance(right, Literal):
+            return Comparison(left, op, right, span)
+        if isinstance(left, Literal) and isinstance(right, RelPath):
+            return Comparison(right, op.flipped, left, span)
+        if isinstance(left, RelPath):
+            message = "comparing two paths is not supported; compare a path with a literal"
+        else:
+            message = "comparing two literals is not supported; compare a path with a literal"
+        raise self.diag.recover("FR104", message, start.start)
+
+    def operand(self, where: Where) -> RelPath | Literal:
+        tok = self.tok
+        if tok.kind in ("string", "number") or tok.is_punct("-", "+"):
+            return self.literal()
+        nxt = self.peek()
+        # steps report calls and axes themselves; here only what cannot start a path at all
+        found = _construct_message(tok, nxt) if tok.is_punct("(") or nxt.is_punct("$") else None
+        if found is not None:
+            raise self.diag.recover(*found, tok.start)
+        if where == "where":
+            if self.var is not None and not tok.is_punct("$"):
+                raise self.unexpected(tok, f"a path from ${self.var} or a literal", "where")
+            return self.var_path("where")
+        return self.rel_path()
+
+    def literal(self) -> Literal:
+        start = self.tok
+        sign = 1.0
+        while self.tok.is_punct("-", "+"):
+            sign = -sign if self.advance().text == "-" else sign
+        tok = self.tok
+        if tok.kind == "string" and tok is start:
+            self.advance()
+            return Literal(str(tok.value), self.span(start.start))
+        if tok.kind != "number":
+            raise self.diag.recover("FR104", "arithmetic is not supported", start.start)
+        self.advance()
+        assert isinstance(tok.value, float)
+        return Literal(sign * tok.value, self.span(start.start))
+
+    # -- return and constructors ---------------------------------------------------------------------
+
+    def return_expr(self) -> Return:
+        tok = self.tok
+        if tok.is_punct("<"):
+            ctor, end, _ = self.constructor(tok.start, self.enclosed)
+            self.jump(end)
+            return ctor
+        if not tok.is_punct("$"):
+            raise self.unexpected(tok, f"'${self.var}', a path from it or an element constructor", "return")
+        path = self.var_path("return")
+        if isinstance(path.tail, AttributeTest):
+            message = f"an attribute cannot be returned; return the element, e.g. '${self.var}'"
+            self.diag.add("FR111", message, tok.start)
+        return path
+
+    def enclosed(self, brace: int) -> tuple[Enclosed, int]:
+        """``{ $v/a, $v//b }`` in a return constructor; ``{}`` is empty."""
+        self.jump(brace + 1)
+        opener = Token("punct", "{", brace, brace + 1)
+        paths: list[RelPath] = []
+        while not self.tok.is_punct("}"):
+            try:
+                paths.append(self.enclosed_path())
+            except Recover:
+                self.skip_until(lambda t: t.is_punct(","))
+            if not self.tok.is_punct(","):
+                break
+            self.advance()
+        end = self.close("}", opener, "the enclosed expression").end
+        return Enclosed(tuple(paths), self.span(brace)), end
+
+    def enclosed_path(self) -> RelPath:
+        tok = self.tok
+        if tok.kind == "string":
+            raise self.diag.recover(
+                "FR104", "write literal text directly in the element, not in braces", tok.start
+            )
+        path = self.var_path("enclosed")
+        if isinstance(path.tail, AttributeTest):
+            message = "attributes cannot be returned; return elements or text()"
+            self.diag.add("FR111", message, tok.start)
+        return path
+
+    def constructor(
+        self, lt: int, on_enclosed: Callable[[int], tuple[object, int]]
+    ) -> tuple[Constructor, int, list[int]]:
+        """A direct element constructor at ``lt``; returns it, its end and its items' offsets."""
+        found = self.lexer.tag_name(lt + 1)
+        if found is None:
+            raise self.diag.fail("FR100", "expected an element name right after '<'", lt + 1)
+        raw, pos = found
+        name = self.resolve_raw(raw, lt + 1, element=True)
+        pos, empty = self.start_tag_rest(pos, raw)
+        if empty:
+            return Constructor(name, (), self.span(lt)), pos, []
+        self.enter()
+        items: list = []
+        offsets: list[int] = []
+        while True:
+            piece = self.lexer.content_at(pos)
+            if piece.kind == "end":
+                pos = self.end_tag(piece.end, raw, lt)
+                break
+            if piece.kind == "eof":
+                raise self.diag.fail(
+                    "FR103", f"missing end tag </{raw}> for the element at {self.where_at(lt)}", pos
+                )
+            item, pos = self.content_item(piece.kind, piece.start, piece.end, piece.value, on_enclosed)
+            if item is not None and not (piece.kind == "text" and piece.boundary):
+                items.append(item)
+                offsets.append(piece.start)
+        self.depth -= 1
+        return Constructor(name, tuple(items), self.span(lt)), pos, offsets
+
+    def content_item(
+        self, kind: str, start: int, end: int, value: str, on_enclosed: Callable[[int], tuple[object, int]]
+    ) -> tuple[object, int]:
+        if kind == "text":
+            return TextContent(value), end
+        if kind == "enclosed":
+            return on_enclosed(start)
+        if kind == "start":
+            ctor, pos, _ = self.constructor(start, on_enclosed)
+            return ctor, pos
+        return None, end  # skipped markup, already reported
+
+    def where_at(self, offset: int) -> str:
+        span = self.span(offset)
+        return f"line {span.line}, column {span.column}"
+
+    def start_tag_rest(self, pos: int, raw: RawName) -> tuple[int, bool]:
+        """Read the rest of a start tag: attributes are reported and skipped; ``/>`` or ``>``."""
+        text = self.text
+        while True:
+            after = self.lexer.skip_space(pos)
+            if text.startswith("/>", after):
+                return after + 2, True
+            if text.startswith(">", after):
+                return after + 1, False
+            attribute = self.lexer.tag_name(after) if after > pos else None
+            if attribute is not None:
+                message = f"attributes in element constructors are not supported (found '{attribute[0]}')"
+                self.diag.add("FR104", message, after)
+                pos = self.lexer.attribute_end(attribute[1])
+                continue
+            if after >= len(text):
+                raise self.diag.fail("FR103", f"unterminated start tag <{raw}>: close it with '>'", after)
+            raise self.diag.fail("FR100", f"expected '>' to end the start tag <{raw}>", after)
+
+    def end_tag(self, pos: int, raw: RawName, lt: int) -> int:
+        found = self.lexer.tag_name(pos)
+        if found is None:
+            raise self.diag.fail("FR100", "expected an element name after '</'", pos)
+        end_raw, after = found
+        after = self.lexer.skip_space(after)
+        if not self.text.startswith(">", after):
+            raise self.diag.fail("FR100", f"expected '>' to end the end tag </{end_raw}>", after)
+        if str(end_raw) != str(raw):
+            message = f"end tag </{end_raw}> does not match the start tag <{raw}> at {self.where_at(lt)}"
+            self.diag.add("FR110", message, pos - 2)
+        return after + 1
+
+    # -- names -------------------------------------------------------------------------------------
+
+    def resolve(self, tok: Token, element: bool) -> QName:
+        assert isinstance(tok.value, RawName)
+        return self.resolve_raw(tok.value, tok.start, element)
+
+    def resolve_raw(self, raw: RawName, offset: int, element: bool) -> QName:
+        """Resolve a name against the prolog; the default element namespace applies to elements only."""
+        if raw.uri is not None:
+            return QName(raw.uri, raw.local)
+        if raw.prefix:
+            uri = self.namespaces.get(raw.prefix)
+            if uri is None:
+                message = (
+                    f"unknown namespace prefix '{raw.prefix}'; declare it with "
+                    f"'declare namespace {raw.prefix} = \"...\";'"
+                )
+                self.diag.add("FR105", message, offset)
+                uri = ""
+            return QName(uri, raw.local, raw.prefix)
+        return QName((self.default_ns or "") if element else "", raw.local)
+
+    # -- messages ----------------------------------------------------------------------------------
+
+    def unexpected(self, tok: Token, expected: str, role: str) -> Stop:
+        """The error for a token that cannot start what ``role`` needs: specific when we can be."""
+        nxt = self.peek()
+        found = _construct_message(tok, nxt)
+        if found is not None:
+            return self.diag.fail(*found, tok.start)
+        if tok.is_name(*COMPUTED) and nxt.kind == "name":
+            message = f"computed constructors ('{tok.text} {nxt.text} {{...}}') are not supported"
+            return self.diag.fail("FR104", message, tok.start)
+        if tok.kind == "eof":
+            return self.diag.fail("FR101", f"unexpected end of text: expected {expected}", tok.start)
+        if tok.is_punct("$"):
+            name = self.peek().text
+            if role in ("top", "binding") or self.var is None:
+                return self.diag.fail("FR106", f"unknown variable '${name}'", tok.start)
+        message = _role_message(tok, role, self.var)
+        if message:
+            return self.diag.fail("FR104", message, tok.start)
+        return self.diag.fail("FR100", f"expected {expected}, found {tok.describe()}", tok.start)
+
+
+def _plain(tok: Token) -> bool:
+    """An unprefixed name (variables in the subset have no namespace)."""
+    return (
+        tok.kind == "name"
+        and isinstance(tok.value, RawName)
+        and not tok.value.prefix
+        and tok.value.uri is None
+    )
+
+
+def _role_message(tok: Token, role: str, var: str | None) -> str | None:
+    """Why ``tok`` cannot start what ``role`` needs, for the usual mistakes."""
+    relative = tok.kind in ("name", "wildcard") or tok.is_punct("*", "@", ".")
+    if role == "top" and relative:
+        return "a filter path must be absolute: start it with '/' or '//'"
+    if role == "binding" and (relative or tok.is_punct("$")):
+        return "the 'for' binding path must be absolute: start it with '/' or '//'"
+    if role in ("where", "return", "enclosed") and (relative or tok.is_punct("/", "//")):
+        return f"paths here must start from the variable: write '${var}/...' or '${var}//...'"
+    if tok.kind in ("string", "number"):
+        return {
+            "top": "a literal alone is not a subscription",
+            "return": f"return a path from '${var}' or an element constructor, not a literal",
+        }.get(role)
+    if tok.is_punct("<") and role in ("enclosed", "wrapper"):
+        return "element constructors inside braces are not supported; write them directly in the element"
+    if tok.is_punct("-", "+"):
+        return "arithmetic is not supported"
+    return None
+
+
+def _construct_message(tok: Token, nxt: Token) -> tuple[str, str] | None:
+    """(code, message) for a recognizable construct outside the subset that starts at ``tok``."""
+    if tok.is_punct(".."):
+        return "FR109", "the parent step '..' is not supported (no backward axes)"
+    if tok.is_punct("("):
+        return "FR104", "parenthesized expressions and sequences are not supported"
+    if tok.kind != "name":
+        return None
+    name = tok.text
+    if nxt.is_punct("$") and name in ("let", "some", "every", "for"):
+        return "FR104", {
+            "let": "'let' clauses are not supported",
+            "for": "nested FLWR expressions are not supported; a subscription has one 'for' clause",
+        }.get(name, f"quantified expressions ('{name}') are not supported; use an existence test")
+    if nxt.is_punct("("):
+        return _call_message(name)
+    if nxt.is_punct("::"):
+        return "FR109", _axis_message(name)
+    if nxt.is_punct("{") and name in (
+        "ordered", "unordered", "validate", "try", "document", "element", "attribute", "text", "comment",
+        "processing-instruction", "namespace", "map", "array",
+    ):  # fmt: skip
+        return "FR104", f"'{name} {{...}}' is not supported"
+    return None
+
+
+def _call_message(name: str) -> tuple[str, str]:
+    if name in ("if", "switch", "typeswitch"):
+        return "FR104", f"'{name}' expressions are not supported"
+    if name in KIND_TESTS:
+        return "FR104", f"the kind test '{name}()' is not supported; only text() may end a path"
+    if name in ("last", "position"):
+        return "FR107", f"positional predicates such as [{name}()] are not supported"
+    return "FR108", f"function calls such as '{name}(...)' are not supported"
+
+
+def _axis_message(name: str) -> str:
+    hint = "; write 'a/b' for child::, 'a//b' for descendant::, '@a' for attribute::"
+    if name in ("parent", "ancestor", "ancestor-or-self", "preceding", "preceding-sibling"):
+        return f"the backward axis '{name}::' is not supported"
+    if name in ("following", "following-sibling", "namespace"):
+        return f"the axis '{name}::' is not supported"
+    if name in ("child", "descendant", "attribute", "self", "descendant-or-self"):
+        return f"explicit axes such as '{name}::' are not supported{hint}"
+    return f"'{name}::' is not an axis"
+
+
+def _clause_message(tok: Token, nxt: Token) -> str | None:
+    """The message for a FLWR clause outside the subset at ``tok``, if it is one."""
+    if tok.is_punct(","):
+        return "only one 'for' binding is supported"
+    if tok.is_name("let"):
+        return "'let' clauses are not supported"
+    if tok.is_name("for"):
+        return "only one 'for' clause is supported"
+    if (tok.is_name("order") and nxt.is_name("by")) or (tok.is_name("stable") and nxt.is_name("order")):
+        return "'order by' is not supported: results come in document order"
+    if tok.is_name("group") and nxt.is_name("by"):
+        return "'group by' is not supported"
+    if tok.is_name("count") and nxt.is_punct("$"):
+        return "'count' clauses are not supported"
+    return None
+
+
+def _operator_message(tok: Token) -> str | None:
+    """The message for an operator outside the subset (after an operand), if ``tok`` is one."""
+    if tok.kind == "punct":
+        return {
+            "|": "union ('|') is not supported; use two subscriptions",
+            "+": "arithmetic is not supported",
+            "-": "arithmetic is not supported",
+            "*": "arithmetic is not supported",
+            "||": "string concatenation ('||') is not supported",
+            "!": "the simple map operator '!' is not supported",
+            "=>": "the arrow operator '=>' is not supported",
+            "<<": "node order comparisons ('<<') are not supported",
+            ">>": "node order comparisons ('>>') are not supported",
+        }.get(tok.text)
+    if tok.is_name("union", "intersect", "except"):
+        return f"'{tok.text}' is not supported; use two subscriptions"
+    if tok.is_name("div", "idiv", "mod"):
+        return "arithmetic is not supported"
+    if tok.is_name("to"):
+        return "range expressions ('to') are not supported"
+    if tok.is_name("is"):
+        return "node identity comparisons ('is') are not supported"
+    if tok.is_name("instance", "treat", "castable", "cast"):
+        return f"'{tok.text}' expressions are not supported"
+    return None
+
+
+def _comparison_message(tok: Token) -> str | None:
+    if tok.is_name("or"):
+        return "'or' is not supported; use two subscriptions"
+    if tok.is_name("and"):
+        return "'and' is only supported between conditions in a predicate or a where clause"
+    if (tok.kind == "punct" and tok.text in COMPARISONS) or tok.is_name(*VALUE_COMPARISONS):
+        return "a subscription cannot be a comparison; put it in a predicate, e.g. //a[b = 1]"
+    return None

@@ -1,0 +1,248 @@
+"""Print the AST back as text: canonical XQuery, an XPath 1.0 selection for lxml, an XQuery match probe.
+
+>>> from feedrouter.lang.parser import parse
+>>> sub = parse('declare namespace n = "urn:n"; for $s in //n:a where $s/b > 2 return $s')
+>>> to_xpath(sub)
+('//n:a[b > 2]', {'n': 'urn:n'})
+>>> match_probe(parse("//a[@id]"))
+'exists(//a[@id])'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from decimal import Decimal
+
+from feedrouter.lang.ast import (
+    AbsPath,
+    AttributeTest,
+    Comparison,
+    CompOp,
+    Condition,
+    Constructor,
+    Enclosed,
+    Filter,
+    Flwr,
+    Literal,
+    QName,
+    RelPath,
+    Step,
+    Subscription,
+    TextContent,
+)
+from feedrouter.lang.parser import PREDECLARED, XML_NS
+
+
+def to_xquery(sub: Subscription) -> str:
+    """A canonical XQuery text for ``sub``; ``parse(to_xquery(sub)) == sub``."""
+    writer = _XQueryWriter(sub)
+    return writer.prolog() + writer.body()
+
+
+def to_xpath(sub: Subscription) -> tuple[str, dict[str, str]]:
+    """An XPath 1.0 expression selecting what ``sub`` binds (filter nodes, or the FLWR's bound nodes).
+
+    Where conditions become a predicate on the binding's last step. Returns the expression and the
+    namespace map to give lxml (prefixes are invented for the default element namespace).
+
+    XPath 1.0 compares a node with a number as ``number(node) op number`` (NaN for non-numbers, so
+    ``!=`` holds where XQuery raises FORG0001, and ``1e3`` in a document is NaN in XPath 1.0); it has
+    no codepoint ordering of strings, so ``<``, ``<=``, ``>``, ``>=`` with a string literal raise
+    :class:`ValueError`.
+    """
+    writer = _XPathWriter(sub)
+    body = sub.body
+    if isinstance(body, Filter):
+        return writer.abs_path(body.path), writer.prefixes
+    text = writer.abs_path(body.binding)
+    if body.where:
+        # the predicate goes after the last step's own predicates: it filters the bound nodes
+        text += "[" + " and ".join(writer.condition(c, writer.rel_path) for c in body.where) + "]"
+    return text, writer.prefixes
+
+
+def match_probe(sub: Subscription) -> str:
+    """An XQuery text (with ``sub``'s prolog) returning ``true``/``false``: does ``sub`` match?"""
+    writer = _XQueryWriter(sub)
+    body = sub.body
+    if isinstance(body, Filter):
+        return writer.prolog() + f"exists({writer.abs_path(body.path)})"
+    return writer.prolog() + f"exists({writer.for_where(body)} return 1)"
+
+
+class _Writer:
+    """What XQuery and XPath 1.0 spell the same: paths, predicates and comparisons."""
+
+    def __init__(self, sub: Subscription) -> None:
+        self.sub = sub
+        self.default = sub.default_element_namespace
+        self.namespaces = dict(PREDECLARED)
+        for prefix, uri in sub.namespaces:
+            if uri:
+                self.namespaces[prefix] = uri
+            else:
+                self.namespaces.pop(prefix, None)
+
+    def name(self, name: QName, element: bool) -> str:
+        raise NotImplementedError
+
+    def literal(self, literal: Literal, op: CompOp) -> str:
+        raise NotImplementedError
+
+    def abs_path(self, path: AbsPath) -> str:
+        return "".join(self.step(step) for step in path.steps)
+
+    def step(self, step: Step) -> str:
+        test = "*" if step.name is None else self.name(step.name, element=True)
+        return step.axis.value + test + "".join(self.predicate(c) for c in step.predicates)
+
+    def predicate(self, condition: Condition) -> str:
+        return f"[{self.condition(condition, self.rel_path)}]"
+
+    def condition(self, condition: Condition, path_writer: Callable[[RelPath], str]) -> str:
+        path = path_writer(condition.path)
+        if isinstance(condition, Comparison):
+            return f"{path} {condition.op.value} {self.literal(condition.literal, condition.op)}"
+        return path
+
+    def rel_path(self, path: RelPath) -> str:
+        """A path relative to a predicate's context node: ``.``, ``@a``, ``a/b``, ``.//c/text()``."""
+        if not path.steps:
+            return self.tail(path) if path.tail else "."
+        first, *rest = path.steps
+        lead = self.step(first)
+        lead = lead[1:] if first.axis.value == "/" else "." + lead
+        return lead + "".join(self.step(s) for s in rest) + ("/" + self.tail(path) if path.tail else "")
+
+    def tail(self, path: RelPath) -> str:
+        if isinstance(path.tail, AttributeTest):
+            return "@" + self.name(path.tail.name, element=False)
+        return "text()"
+
+
+class _XQueryWriter(_Writer):
+    def prolog(self) -> str:
+        lines = [f"declare namespace {p} = {_string(uri)};\n" for p, uri in self.sub.namespaces]
+        if self.default:
+            lines.append(f"declare default element namespace {_string(self.default)};\n")
+        return "".join(lines)
+
+    def name(self, name: QName, element: bool, constructor: bool = False) -> str:
+        if name.prefix and self.namespaces.get(name.prefix) == name.uri:
+            return f"{name.prefix}:{name.local}"
+        if name.uri == (self.default if element else ""):
+            return name.local
+        prefix = next((p for p, u in self.namespaces.items() if u == name.uri), None)
+        if prefix is not None:
+            return f"{prefix}:{name.local}"
+        if constructor:
+            raise ValueError(f"the constructor name {name.clark} cannot be written without a prefix for it")
+        return f"Q{{{name.uri}}}{name.local}"
+
+    def literal(self, literal: Literal, op: CompOp) -> str:
+        return _number(literal.value) if isinstance(literal.value, float) else _string(literal.value)
+
+    def body(self) -> str:
+        body = self.sub.body
+        if isinstance(body, Filter):
+            return self.abs_path(body.path)
+        text = f"{self.for_where(body)}\nreturn {self.ret(body)}"
+        if body.wrapper is None:
+            return text
+        tag = self.name(body.wrapper, element=True, constructor=True)
+        return f"<{tag}>{{\n{text}\n}}</{tag}>"
+
+    def for_where(self, flwr: Flwr) -> str:
+        text = f"for ${flwr.var} in {self.abs_path(flwr.binding)}"
+        if flwr.where:
+            text += "\nwhere " + " and ".join(self.condition(c, self.var_path) for c in flwr.where)
+        return text
+
+    def var_path(self, path: RelPath) -> str:
+        var = f"${self.flwr_var}"
+        steps = "".join(self.step(s) for s in path.steps)
+        return var + steps + ("/" + self.tail(path) if path.tail else "")
+
+    @property
+    def flwr_var(self) -> str:
+        assert isinstance(self.sub.body, Flwr)
+        return self.sub.body.var
+
+    def ret(self, flwr: Flwr) -> str:
+        if isinstance(flwr.ret, RelPath):
+            return self.var_path(flwr.ret)
+        return self.constructor(flwr.ret)
+
+    def constructor(self, ctor: Constructor) -> str:
+        tag = self.name(ctor.name, element=True, constructor=True)
+        if not ctor.content:
+            return f"<{tag}/>"
+        return f"<{tag}>{''.join(self.content(item) for item in ctor.content)}</{tag}>"
+
+    def content(self, item: Constructor | Enclosed | TextContent) -> str:
+        if isinstance(item, Constructor):
+            return self.constructor(item)
+        if isinstance(item, Enclosed):
+            return "{ " + ", ".join(self.var_path(p) for p in item.paths) + " }" if item.paths else "{}"
+        return _text(item.text)
+
+
+class _XPathWriter(_Writer):
+    def __init__(self, sub: Subscription) -> None:
+        super().__init__(sub)
+        self.prefixes: dict[str, str] = {}
+
+    def name(self, name: QName, element: bool) -> str:
+        if not name.uri:
+            return name.local
+        return f"{self.prefix_for(name)}:{name.local}"
+
+    def prefix_for(self, name: QName) -> str:
+        if name.uri == XML_NS:
+            return "xml"  # bound in every XPath context
+        for prefix, uri in self.prefixes.items():
+            if uri == name.uri:
+                return prefix
+        prefix = name.prefix
+        if not prefix or prefix == "xml" or prefix in self.prefixes:
+            prefix = next(f"ns{i}" for i in range(len(self.prefixes) + 1) if f"ns{i}" not in self.prefixes)
+        self.prefixes[prefix] = name.uri
+        return prefix
+
+    def literal(self, literal: Literal, op: CompOp) -> str:
+        value = literal.value
+        if isinstance(value, float):
+            text = format(Decimal(repr(value)), "f")
+            return text.rstrip("0").rstrip(".") if "." in text else text
+        if op not in (CompOp.EQ, CompOp.NE):
+            raise ValueError(f"XPath 1.0 cannot order strings: '{op.value}' with the string {value!r}")
+        return _xpath_string(value)
+
+
+def _string(value: str) -> str:
+    """An XQuery string literal: ``"`` doubled, ``&`` and CR as references (CR would read as LF)."""
+    return '"' + value.replace("&", "&amp;").replace('"', '""').replace("\r", "&#13;") + '"'
+
+
+def _number(value: float) -> str:
+    if value.is_integer() and abs(value) < 1e16:
+        return str(int(value))
+    return repr(value)
+
+
+def _text(value: str) -> str:
+    """Literal constructor content; whitespace-only text as references so it is not boundary space."""
+    if value and all(ch in " \t\r\n" for ch in value):
+        return "".join(f"&#{ord(ch)};" for ch in value)
+    escaped = value.replace("&", "&amp;").replace("<", "&lt;").replace("\r", "&#13;")
+    return escaped.replace("{", "{{").replace("}", "}}")
+
+
+def _xpath_string(value: str) -> str:
+    """An XPath 1.0 string literal (no escapes in XPath 1.0: concat() when both quotes occur)."""
+    if '"' not in value:
+        return f'"{value}"'
+    if "'" not in value:
+        return f"'{value}'"
+    parts = value.split('"')
+    return "concat(" + ", '\"', ".join(f'"{p}"' for p in parts) + ")"
