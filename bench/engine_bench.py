@@ -4,7 +4,8 @@ For each population size (selective: each document matches a few percent of the 
 measures, on the same generated documents:
 
 * ``parse``: lxml parsing alone (the floor under any approach);
-* ``feedrouter-F/FW/FWR``: Router.route per document, each strategy (results built);
+* ``feedrouter-F/FW/FWR``: Router.route per document, each strategy (results built); FWR also
+  without the lazy DFA (``FWR:nodfa``) and without the shared selection index (``FWR:noindex``);
 * ``lxml-xpath``: one compiled lxml XPath per subscription (its for+where part), evaluated on the
   parsed document: the matched set only, no results built;
 * ``saxon``: saxonche evaluating each subscription text, on a sample of subscriptions and
@@ -112,7 +113,8 @@ def run(
     dtd_name: str,
 ) -> list[dict]:
     graph = dtds.load(dtd_name)
-    documents = generate_documents(graph, n_documents, seed=2026)
+    # news-sized messages: a few KB, up to ~10 KB
+    documents = generate_documents(graph, n_documents, seed=2026, doc_depth=8, max_repeats=5)
     parse_s = time_per_document(lambda d: etree.fromstring(d, secure_parser()), documents, repeat=3)
     rows = []
     for size in sizes:
@@ -122,10 +124,13 @@ def run(
         subs = [(f"s{i}", t) for i, t in enumerate(texts)]
         lxml_s, lxml_matched, lxml_full = measure_lxml(subs, documents, lxml_budget)
         saxon_s = measure_saxon(subs, documents, saxon_sample)
-        for strategy in strategies:
+        for label in strategies:
+            strategy, _, variant = label.partition(":")
             gc.collect()
             started = time.perf_counter()
-            router = Router.compile(subs, strategy=strategy)
+            router = Router.compile(
+                subs, strategy=strategy, lazy_dfa=variant != "nodfa", shared_selection=variant != "noindex"
+            )
             compile_s = time.perf_counter() - started
             route_s = time_per_document(router.route, documents, repeat=1)
             mismatches = sum(1 for d in lxml_matched if set(router.route(documents[d])) != lxml_matched[d])
@@ -134,10 +139,11 @@ def run(
                 {
                     "dtd": dtd_name,
                     "subscriptions": size,
-                    "strategy": strategy,
+                    "strategy": label,
                     "compile_s": round(compile_s, 3),
                     "route_ms_per_doc": round(route_s * 1e3, 3),
-                    "parse_ms_per_doc": round(parse_s * 1e3, 3),
+                    "doc_bytes_avg": round(statistics.mean(map(len, documents))),
+                "parse_ms_per_doc": round(parse_s * 1e3, 3),
                     "lxml_xpath_ms_per_doc": round(lxml_s * 1e3, 3),
                     "lxml_docs_measured": len(lxml_matched),
                     "lxml_all_docs": lxml_full,
@@ -184,7 +190,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="1000,10000,100000")
     ap.add_argument("--documents", type=int, default=20)
-    ap.add_argument("--strategies", default="F,FW,FWR")
+    ap.add_argument(
+        "--strategies",
+        default="F,FW,FWR,FWR:nodfa,FWR:noindex",
+        help="strategies; ':nodfa' turns the lazy DFA off, ':noindex' the shared selection index",
+    )
     ap.add_argument("--lxml-budget", type=float, default=60.0, help="seconds lxml may run per size")
     ap.add_argument("--saxon-sample", type=int, default=300)
     ap.add_argument("--dtd", default="news")

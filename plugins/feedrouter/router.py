@@ -36,12 +36,13 @@ class Router:
         strategy: str = "auto",
         limits: DocumentLimits | None = None,
         shared_selection: bool = True,
+        lazy_dfa: bool = True,
     ) -> None:
         self.strategy = Strategy.parse(strategy)
         self.shared_selection = shared_selection
         self.dtd = dtd
         self._nfa = Nfa()
-        self._dfa = LazyDfa(self._nfa)
+        self._dfa = LazyDfa(self._nfa, memoize=lazy_dfa)
         self._planner = Planner(self._nfa, self.strategy)
         self._parser = DocumentParser(_dtd_text(dtd), limits)
         self._plans: dict[str, SubscriptionPlan] = {}
@@ -61,15 +62,19 @@ class Router:
         on_error: OnError = "raise",
         limits: DocumentLimits | None = None,
         shared_selection: bool = True,
+        lazy_dfa: bool = True,
     ) -> Router:
         """Compile ``(subscription_id, text)`` pairs into one router.
 
         With ``on_error="collect"`` a bad text is reported in :attr:`errors` and the others are served;
         with ``"raise"`` the first bad text raises after all were checked (its error lists them all).
         ``shared_selection`` files subscriptions by the constant of an equality test so that a
-        document only evaluates the subscriptions whose constants it contains.
+        document only evaluates the subscriptions whose constants it contains. ``lazy_dfa`` memoizes
+        the NFA's transitions between state sets (off: every element recomputes them).
         """
-        router = cls(dtd=dtd, strategy=strategy, limits=limits, shared_selection=shared_selection)
+        router = cls(
+            dtd=dtd, strategy=strategy, limits=limits, shared_selection=shared_selection, lazy_dfa=lazy_dfa
+        )
         items = subscriptions.items() if isinstance(subscriptions, Mapping) else subscriptions
         for sid, text in items:
             try:

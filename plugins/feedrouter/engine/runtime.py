@@ -49,8 +49,9 @@ class _PathShape:
 class LazyDfa:
     """Interned NFA state sets with memoized transitions; rebuilt when the NFA's version moves."""
 
-    def __init__(self, nfa: Nfa) -> None:
+    def __init__(self, nfa: Nfa, memoize: bool = True) -> None:
         self._nfa = nfa
+        self.memoize = memoize  # False: recompute every transition from the NFA (the plain YFilter run)
         self._reset()
 
     def _reset(self) -> None:
@@ -78,7 +79,9 @@ class LazyDfa:
         key = (did, tag)
         nxt = self._memo.get(key)
         if nxt is None:
-            nxt = self._memo[key] = self._intern(self._nfa.step(self._sets[did], tag))
+            nxt = self._intern(self._nfa.step(self._sets[did], tag))
+            if self.memoize:
+                self._memo[key] = nxt
         return nxt
 
     def accepts(self, did: int) -> tuple[int, ...]:
