@@ -6,15 +6,14 @@ dictionary look-up however many subscriptions there are (a lazily built DFA over
 memo is dropped whenever the NFA changes.
 
 For every distinct path accepted at an element, the runtime emits path-tuples: one node id (pre-order
-position) per location step. Tuples of a stream come out ordered by their last field, because they
-are emitted when their last element starts. Value predicates are not looked at here: the plan
+position) per location step. Tuples of a stream come out ordered by their last field. The run only
+records each element's DFA state; a stream's tuples are built when a plan first asks for them. Value predicates are not looked at here: the plan
 evaluates them afterwards (paper 000 §2.3).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 
 from feedrouter.engine.nfa import WILDCARD, NavPath, Nfa
 from feedrouter.errors import DocumentError
@@ -24,14 +23,6 @@ PathTuple = tuple[int, ...]
 
 # A memo larger than this is dropped and rebuilt: hostile documents may use endless distinct names.
 _MAX_MEMO = 200_000
-
-
-@dataclass
-class Matches:
-    """What the engine found in one document: the nodes in pre-order and one stream per path id."""
-
-    nodes: list = field(default_factory=list)
-    streams: dict[int, list[PathTuple]] = field(default_factory=dict)
 
 
 class _PathShape:
@@ -131,38 +122,104 @@ def _bind(
         yield from _bind(shape, ids, tags, step - 1, prev, fields)
 
 
+class Matches:
+    """What the engine found in one document, with streams built only for the paths asked for.
+
+    The run itself records, per element, its parent, its name and its DFA state; a path's stream
+    (its path-tuples, ordered by the last field) is built the first time a plan asks for it, so
+    paths that no candidate subscription consumes cost nothing beyond the state transition.
+    """
+
+    __slots__ = ("_chains", "_dfa", "_last", "_pids", "_tuples", "by_state", "nodes", "parents", "tags")
+
+    def __init__(self, dfa: LazyDfa) -> None:
+        self._dfa = dfa
+        self.nodes: list = []
+        self.parents: list[int] = []
+        self.tags: list[str] = []
+        self.by_state: dict[int, list[int]] = {}
+        self._pids: dict[int, list[int]] | None = None
+        self._last: dict[int, list[int]] = {}
+        self._tuples: dict[int, list[PathTuple]] = {}
+        self._chains: dict[int, tuple[list[int], list[str]]] = {}
+
+    def matched(self) -> dict[int, list[int]]:
+        """Path id -> the DFA states (seen in this document) that accept it."""
+        if self._pids is None:
+            pids: dict[int, list[int]] = {}
+            for did in self.by_state:
+                for pid in self._dfa.accepts(did):
+                    pids.setdefault(pid, []).append(did)
+            self._pids = pids
+        return self._pids
+
+    def last_nodes(self, pid: int) -> list[int]:
+        """The nodes a path ends on, in document order."""
+        nodes = self._last.get(pid)
+        if nodes is None:
+            dids = self.matched().get(pid, ())
+            lists = [self.by_state[did] for did in dids]
+            nodes = lists[0] if len(lists) == 1 else sorted(n for part in lists for n in part)
+            self._last[pid] = nodes
+        return nodes
+
+    def stream(self, pid: int) -> list[PathTuple]:
+        """The path-tuples of a path, ordered by their last field."""
+        tuples = self._tuples.get(pid)
+        if tuples is None:
+            shape = self._dfa.shape(pid)
+            tuples = []
+            for nid in self.last_nodes(pid):
+                ids, tags = self._chain(nid)
+                tuples.extend(enumerate_tuples(shape, ids, tags))
+            self._tuples[pid] = tuples
+        return tuples
+
+    def _chain(self, nid: int) -> tuple[list[int], list[str]]:
+        """The open elements from the root element down to ``nid``: their ids and names."""
+        chain = self._chains.get(nid)
+        if chain is None:
+            ids = []
+            node = nid
+            while node >= 0:
+                ids.append(node)
+                node = self.parents[node]
+            ids.reverse()
+            chain = self._chains[nid] = (ids, [self.tags[i] for i in ids])
+        return chain
+
+
 def run(dfa: LazyDfa, events: Iterable[tuple[str, object]], max_depth: int) -> Matches:
     """Drive the automaton with ``(event, element)`` pairs, ``event`` being ``start`` or ``end``.
 
     Comments and processing instructions may appear among the events; they are skipped.
     """
     dfa.check()
-    matches = Matches()
-    nodes = matches.nodes
-    streams = matches.streams
+    matches = Matches(dfa)
+    nodes, parents, tags, by_state = matches.nodes, matches.parents, matches.tags, matches.by_state
     stack = [dfa.initial]
-    ids: list[int] = []
-    tags: list[str] = []
+    open_ids = [-1]
+    step = dfa.step
     for event, element in events:
         tag = element.tag  # type: ignore[attr-defined]
         if not isinstance(tag, str):
             continue
         if event == "end":
             stack.pop()
-            ids.pop()
-            tags.pop()
+            open_ids.pop()
             continue
         nid = len(nodes)
         nodes.append(element)
-        ids.append(nid)
+        parents.append(open_ids[-1])
         tags.append(tag)
-        if len(ids) > max_depth:
+        if len(open_ids) > max_depth:
             raise DocumentError(f"the document nests elements deeper than {max_depth} levels", code="FR202")
-        did = dfa.step(stack[-1], tag)
+        did = step(stack[-1], tag)
         stack.append(did)
-        for pid in dfa.accepts(did):
-            out = streams.get(pid)
-            if out is None:
-                out = streams[pid] = []
-            out.extend(enumerate_tuples(dfa.shape(pid), ids, tags))
+        open_ids.append(nid)
+        members = by_state.get(did)
+        if members is None:
+            by_state[did] = [nid]
+        else:
+            members.append(nid)
     return matches

@@ -34,7 +34,7 @@ class DocumentContext:
         self._serialized: dict[int, bytes] = {}
 
     def stream(self, pid: int) -> list[PathTuple]:
-        return self.matches.streams.get(pid, [])
+        return self.matches.stream(pid)
 
     def id_of(self, element: etree._Element) -> int:
         if self._ids is None:

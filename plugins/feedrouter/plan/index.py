@@ -33,6 +33,7 @@ class ProbeSite:
     kind: TestKind
     attribute: str
     numeric: bool
+    last: bool  # the field is the path's last step
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,7 @@ def find_probe(main: PathPattern, pid_of, branches_in_nfa: bool) -> Probe | None
     for pattern in _indexable_patterns(main, branches_in_nfa):
         for i, tests in enumerate(pattern.tests):
             for test in tests:
-                probe = _probe_for(test, pid_of(pattern.nav), i)
+                probe = _probe_for(test, pid_of(pattern.nav), i, i == pattern.last)
                 if probe is not None:
                     return probe
     return None
@@ -59,7 +60,7 @@ def _indexable_patterns(main: PathPattern, branches_in_nfa: bool) -> Iterator[Pa
             yield from branch.pattern.walk()
 
 
-def _probe_for(test: LocalTest, pid: int | None, field: int) -> Probe | None:
+def _probe_for(test: LocalTest, pid: int | None, field: int, last: bool) -> Probe | None:
     if pid is None or test.op is not CompOp.EQ or test.literal is None:
         return None
     if test.kind not in (TestKind.SELF_CMP, TestKind.ATTR_CMP, TestKind.TEXT_CMP):
@@ -67,7 +68,7 @@ def _probe_for(test: LocalTest, pid: int | None, field: int) -> Probe | None:
     value = test.literal.value
     if isinstance(value, float) and value != value:  # NaN equals nothing: no key to file it under
         return None
-    site = ProbeSite(pid, field, test.kind, test.attribute, isinstance(value, float))
+    site = ProbeSite(pid, field, test.kind, test.attribute, isinstance(value, float), last)
     return Probe(site, value)
 
 
@@ -99,11 +100,10 @@ class SelectionIndex:
     def candidates(self, ctx: DocumentContext) -> list[object]:
         """Every subscription the document may match: one look-up per distinct probed node value."""
         found: list[object] = []
-        streams = ctx.matches.streams
-        for pid in streams:
+        for pid in ctx.matches.matched():
             found.extend(self._unindexed.get(pid, ()))
             for site, buckets in self._sites.get(pid, {}).items():
-                for key in _keys(ctx, streams[pid], site):
+                for key in _keys(ctx, _site_nodes(ctx, site), site):
                     found.extend(buckets.get(key, ()))
         return found
 
@@ -115,10 +115,17 @@ def _remove_from(mapping: dict, key: object, item: object) -> None:  # type: ign
         del mapping[key]
 
 
-def _keys(ctx: DocumentContext, tuples: list[tuple[int, ...]], site: ProbeSite) -> set[Key]:
+def _site_nodes(ctx: DocumentContext, site: ProbeSite) -> set[int]:
+    """The distinct nodes of the site's field; a test on the last step needs no path-tuples."""
+    if site.last:
+        return set(ctx.matches.last_nodes(site.pid))
+    return {t[site.field] for t in ctx.matches.stream(site.pid)}
+
+
+def _keys(ctx: DocumentContext, nodes: set[int], site: ProbeSite) -> set[Key]:
     """The distinct values found at the site's field, as index keys."""
     keys: set[Key] = set()
-    for nid in {t[site.field] for t in tuples}:
+    for nid in nodes:
         for value in _values(ctx, nid, site):
             key = to_double(value) if site.numeric else value
             if key is not None:

@@ -18,7 +18,7 @@ def streams_for(doc: bytes, paths: list[str]) -> dict[str, list[tuple[int, ...]]
     nfa = Nfa()
     pids = {p: nfa.add_path(nav(p)) for p in paths}
     matches = run(LazyDfa(nfa), DocumentParser().events(doc), 256)
-    return {p: matches.streams.get(pid, []) for p, pid in pids.items()}
+    return {p: matches.stream(pid) for p, pid in pids.items()}
 
 
 def brute_force(doc: bytes, path: str) -> list[tuple[int, ...]]:
