@@ -28,13 +28,17 @@ _MAX_MEMO = 200_000
 class _PathShape:
     """Precomputed facts about one path that make tuple enumeration cheap."""
 
-    __slots__ = ("all_child", "axes", "length", "tags")
+    __slots__ = ("all_child", "axes", "length", "single_descendant", "tags")
 
     def __init__(self, path: NavPath) -> None:
         self.length = len(path)
         self.axes = tuple(step.axis is Axis.CHILD for step in path)
         self.tags = tuple(step.tag for step in path)
         self.all_child = all(self.axes)
+        descendants = [i for i, child in enumerate(self.axes) if not child]
+        # Claim 1: with one '//' the steps before it hang from the root and those after it from the
+        # last node, so an accepted element has exactly one tuple.
+        self.single_descendant = descendants[0] if len(descendants) == 1 else -1
 
 
 class LazyDfa:
@@ -97,6 +101,10 @@ def enumerate_tuples(shape: _PathShape, ids: list[int], tags: list[str]) -> Iter
     depth = len(ids)
     if shape.all_child:
         yield tuple(ids)
+        return
+    k = shape.single_descendant
+    if k >= 0:
+        yield (*ids[:k], *ids[depth - (shape.length - k) :])
         return
     fields = [0] * shape.length
     yield from _bind(shape, ids, tags, shape.length - 1, depth - 1, fields)

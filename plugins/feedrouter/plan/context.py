@@ -56,7 +56,7 @@ class DocumentContext:
         return data
 
     def passes(self, nid: int, tests: tuple[LocalTest, ...]) -> bool:
-        return all(_checker(test)(self, nid) for test in tests)
+        return all(checker(test)(self, nid) for test in tests)
 
     def children(self, nid: int, tag: str, descendants: bool) -> Iterator[int]:
         """Ids of the element children (or descendants) of a node named ``tag`` (``*``: any)."""
@@ -70,7 +70,7 @@ Checker = Callable[[DocumentContext, int], bool]
 
 
 @lru_cache(maxsize=65536)
-def _checker(test: LocalTest) -> Checker:
+def checker(test: LocalTest) -> Checker:
     """Compile a local test once into a function of (context, node id)."""
     kind, attribute = test.kind, test.attribute
     if kind is TestKind.ATTR_EXISTS:

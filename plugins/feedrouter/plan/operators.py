@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 from feedrouter.engine.runtime import PathTuple
 from feedrouter.lang.ast import Axis
-from feedrouter.plan.context import DocumentContext
+from feedrouter.plan.context import DocumentContext, checker
 from feedrouter.plan.patterns import LocalTest, PathPattern, format_pattern
 
 
@@ -23,10 +23,21 @@ class Selection:
 
     def __init__(self, pattern: PathPattern) -> None:
         self.fields = tuple((i, pattern.tests[i]) for i in pattern.tested_fields)
+        self._compile()
+
+    def _compile(self) -> None:
+        self._checks = tuple((i, checker(test)) for i, tests in self.fields for test in tests)
+
+    def __getstate__(self) -> dict:
+        return {"fields": self.fields}  # compiled checks are closures: rebuilt after unpickling
+
+    def __setstate__(self, state: dict) -> None:
+        self.fields = state["fields"]
+        self._compile()
 
     def apply(self, ctx: DocumentContext, tuples: list[PathTuple]) -> list[PathTuple]:
-        passes = ctx.passes
-        return [t for t in tuples if all(passes(t[i], tests) for i, tests in self.fields)]
+        checks = self._checks
+        return [t for t in tuples if all(check(ctx, t[i]) for i, check in checks)]
 
     def describe(self) -> str:
         return (
