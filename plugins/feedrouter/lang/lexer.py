@@ -70,6 +70,7 @@ class Token:
     value: str | float | RawName | None = None
 
     def is_punct(self, *texts: str) -> bool:
+        """A punctuation token among ``texts``."""
         return self.kind == "punct" and self.text in texts
 
     def is_name(self, *locals_: str) -> bool:
@@ -77,6 +78,7 @@ class Token:
         return self.kind == "name" and isinstance(self.value, RawName) and self.text in locals_
 
     def describe(self) -> str:
+        """How messages name the token: ``'x'`` or "the end of the text"."""
         return "the end of the text" if self.kind == "eof" else f"'{self.text}'"
 
 
@@ -104,10 +106,12 @@ class Diagnostics:
         self._line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
 
     def span(self, offset: int) -> Span:
+        """The 1-based line and column of ``offset``."""
         line = bisect.bisect_right(self._line_starts, offset)
         return Span(line, offset - self._line_starts[line - 1] + 1, offset)
 
     def excerpt(self, offset: int) -> str:
+        """The line of ``offset`` and a caret under its column (tabs kept so the caret lines up)."""
         span = self.span(offset)
         start = self._line_starts[span.line - 1]
         line = self.text[start:].split("\n", 1)[0]
@@ -130,10 +134,12 @@ class Diagnostics:
         return Stop()
 
     def recover(self, code: str, message: str, offset: int) -> Recover:
+        """Record a problem the enclosing construct can skip; returns the exception to raise."""
         self.add(code, message, offset)
         return Recover()
 
     def error(self, source: str | None) -> SubscriptionError:
+        """The error to raise: the first problem's code and position, every problem in ``details``."""
         first = self.details[0]
         return SubscriptionError(
             first.message, code=first.code, span=first.span, source=source, details=list(self.details)
@@ -294,6 +300,7 @@ class Lexer:
         return token.value, token.end
 
     def skip_space(self, pos: int) -> int:
+        """Skip XML whitespace (inside tags comments are not allowed, so not skipped)."""
         while pos < len(self.text) and self.text[pos] in XML_WHITESPACE:
             pos += 1
         return pos

@@ -7,9 +7,17 @@ Everything the subset does not cover is rejected with a :class:`SubscriptionErro
 construct; the parser goes on after cheap-to-skip problems (an unsupported predicate, clause or
 operator, an unknown prefix or variable) so that one error lists every problem it found.
 
-Decisions where XQuery offers more than the subset: explicit axes (``child::a`` too) are rejected
-with FR109 and a hint to write ``/`` or ``//``; a second ``where`` clause is rejected (join with
-``and``); ``Q{uri}name`` names are accepted in paths; ``{}`` is an empty enclosed expression.
+Decisions where the contract is silent (each is the conservative reading of XQuery 3.1):
+
+* explicit axes (``child::a`` and ``descendant::a`` too) are FR109 with a hint to write ``/``, ``//``;
+* ``//@a`` and ``//text()`` are FR104 (they reach the context node itself); a filter or binding path
+  ending in ``@a`` or ``text()`` is FR111, and so is an attribute in a return path or in braces
+  (XQuery would make it an attribute of the constructed element, which the engine does not build);
+* a second ``where`` clause is FR104 (join with ``and``); ``xquery version`` and every other prolog
+  declaration are FR104; ``{}`` is an empty enclosed expression; ``Q{uri}name`` is accepted in paths;
+* as in XQuery: line ends are normalized first, namespace URIs are whitespace-collapsed, a prolog
+  ``declare namespace p = ""`` undeclares ``p``, characters outside XML 1.0 are rejected (FR100), a
+  number directly followed by a name is FR112, and ``$ v``, ``@ a``, ``text ( )`` are accepted.
 """
 
 from __future__ import annotations
@@ -114,15 +122,18 @@ class _Parser:
         return tok
 
     def peek(self) -> Token:
+        """The token after the current one (XQuery needs two tokens to tell ``f(`` and ``a::``)."""
         return self.lexer.token_at(self.tok.end)
 
     def jump(self, pos: int) -> None:
+        """Continue in expression mode at ``pos`` (after element content, for instance)."""
         self.tok = self.lexer.token_at(pos)
 
     def span(self, offset: int) -> Span:
         return self.diag.span(offset)
 
     def enter(self) -> None:
+        """One level deeper (predicate or constructor); bounded so that Python's stack is never the limit."""
         self.depth += 1
         if self.depth > MAX_DEPTH:
             raise self.diag.fail(

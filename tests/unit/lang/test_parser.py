@@ -161,7 +161,11 @@ def test_an_empty_namespace_uri_undeclares_the_prefix() -> None:
 
 
 def test_namespace_uris_are_whitespace_normalized_as_xquery_does() -> None:
-    sub = parse('declare namespace p = " urn:\tq&#x20; ";\ndeclare default element namespace " urn:d ";\n//p:a/Q{ urn:x }b/c')
+    sub = parse(
+        'declare namespace p = " urn:\tq&#x20; ";\n'
+        'declare default element namespace " urn:d ";\n'
+        "//p:a/Q{ urn:x }b/c"
+    )
     assert sub.namespaces == (("p", "urn: q"),)
     assert [s.name.uri for s in sub.body.path.steps] == ["urn: q", "urn:x", "urn:d"]  # type: ignore[union-attr]
 
