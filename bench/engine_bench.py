@@ -143,7 +143,7 @@ def run(
                     "compile_s": round(compile_s, 3),
                     "route_ms_per_doc": round(route_s * 1e3, 3),
                     "doc_bytes_avg": round(statistics.mean(map(len, documents))),
-                "parse_ms_per_doc": round(parse_s * 1e3, 3),
+                    "parse_ms_per_doc": round(parse_s * 1e3, 3),
                     "lxml_xpath_ms_per_doc": round(lxml_s * 1e3, 3),
                     "lxml_docs_measured": len(lxml_matched),
                     "lxml_all_docs": lxml_full,

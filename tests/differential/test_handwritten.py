@@ -15,7 +15,8 @@ BOOK = b"""<book><title>Data</title>
 <section id="2"><title>Deep</title><figure><title>XML processing</title><image src="b.png"/></figure>
 <section id="3" lang="de"><title>Deeper</title><figure><title>Other</title></figure></section></section>
 </section><section id="4"><title>Outro &amp; end</title><!-- c --><p>x<?pi y?>z</p>
-<p>a<i>x</i>b</p><price>12.50</price><price>n/a</price></section><section id=" 5 "><title/></section></book>"""
+<p>a<i>x</i>b</p><price>12.50</price><price>n/a</price></section>
+<section id=" 5 "><title/></section></book>"""
 
 NAMESPACED = b"""<n:feed xmlns:n="urn:n" xmlns="urn:d" xmlns:x="urn:unused"><entry n:id="1"><title>One</title>
 <n:tag>a</n:tag></entry><entry n:id="2"><title>Two</title><plain xmlns="">p</plain></entry></n:feed>"""

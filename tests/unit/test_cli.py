@@ -18,11 +18,27 @@ def run(*args: str) -> str:
 
 
 def test_generate_then_route_writes_one_file_per_match(tmp_path: Path) -> None:
-    run("generate", "--output", str(tmp_path / "in"), "--dtd", "news", "--documents", "12", "--subscriptions", "40")
+    run(
+        "generate",
+        "--output",
+        str(tmp_path / "in"),
+        "--dtd",
+        "news",
+        "--documents",
+        "12",
+        "--subscriptions",
+        "40",
+    )
     out = run(
-        "route", "--subscriptions", str(tmp_path / "in" / "subscriptions.json"),
-        "--input", str(tmp_path / "in" / "documents"), "--dtd", str(tmp_path / "in" / "news.dtd"),
-        "--output", str(tmp_path / "out"),
+        "route",
+        "--subscriptions",
+        str(tmp_path / "in" / "subscriptions.json"),
+        "--input",
+        str(tmp_path / "in" / "documents"),
+        "--dtd",
+        str(tmp_path / "in" / "news.dtd"),
+        "--output",
+        str(tmp_path / "out"),
     )
     assert "routed 12 documents through 40 subscriptions" in out
     files = list((tmp_path / "out").glob("*/*.xml"))
@@ -50,7 +66,15 @@ def test_subscription_ids_cannot_escape_the_output_folder(tmp_path: Path) -> Non
     subs = tmp_path / "subs.json"
     subs.write_text(json.dumps({"../../escape": "//a", ".hidden": "//a"}))
     (tmp_path / "d.xml").write_bytes(b"<a/>")
-    run("route", "--subscriptions", str(subs), "--input", str(tmp_path / "d.xml"), "--output", str(tmp_path / "out"))
+    run(
+        "route",
+        "--subscriptions",
+        str(subs),
+        "--input",
+        str(tmp_path / "d.xml"),
+        "--output",
+        str(tmp_path / "out"),
+    )
     assert not (tmp_path / "escape").exists()
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(
         [safe_component("../../escape"), safe_component(".hidden")]
@@ -70,5 +94,13 @@ def test_gzipped_documents_and_jsonl_subscriptions_are_read(tmp_path: Path) -> N
     (tmp_path / "m.xml.gz").write_bytes(gzip.compress(b"<a><b>z</b></a>"))
     subs = tmp_path / "subs.jsonl"
     subs.write_text('{"id": "q", "text": "//b"}\n')
-    run("route", "--subscriptions", str(subs), "--input", str(tmp_path / "m.xml.gz"), "--output", str(tmp_path / "o"))
+    run(
+        "route",
+        "--subscriptions",
+        str(subs),
+        "--input",
+        str(tmp_path / "m.xml.gz"),
+        "--output",
+        str(tmp_path / "o"),
+    )
     assert (tmp_path / "o" / "q" / "m.xml").read_bytes() == b"<b>z</b>"

@@ -7,8 +7,8 @@ memo is dropped whenever the NFA changes.
 
 For every distinct path accepted at an element, the runtime emits path-tuples: one node id (pre-order
 position) per location step. Tuples of a stream come out ordered by their last field. The run only
-records each element's DFA state; a stream's tuples are built when a plan first asks for them. Value predicates are not looked at here: the plan
-evaluates them afterwards (paper 000 §2.3).
+records each element's DFA state; a stream's tuples are built when a plan first asks for them.
+Value predicates are not looked at here: the plan evaluates them afterwards (paper 000 §2.3).
 """
 
 from __future__ import annotations

@@ -26,7 +26,9 @@ def test_constructor_compiles_to_tags_and_slots_in_order() -> None:
     )
     template = compile_constructor(ctor, slots)
     assert len(slots) == 2
-    assert template.start == b"<section>" and template.end == b"</section>" and template.empty == b"<section/>"
+    assert (
+        template.start == b"<section>" and template.end == b"</section>" and template.empty == b"<section/>"
+    )
     assert template.content[0] == b"S: "
     assert [getattr(c, "index", None) for c in template.content[1:3]] == [0, 1]
 
