@@ -19,6 +19,9 @@ from feedrouter.output.factory import render, render_items, render_wrapped
 from feedrouter.plan.context import DocumentContext
 from feedrouter.plan.index import Probe, SelectionIndex, find_probe
 from feedrouter.plan.planner import Planner, Strategy, SubscriptionPlan
+from feedrouter.plan.rules import Optimize
+from feedrouter.plan.rules.never_matches import never_matches
+from feedrouter.schema import DtdGraph
 
 OnError = TypingLiteral["raise", "collect"]
 
@@ -37,13 +40,16 @@ class Router:
         limits: DocumentLimits | None = None,
         shared_selection: bool = True,
         lazy_dfa: bool = True,
+        optimize: str = "auto",
     ) -> None:
         self.strategy = Strategy.parse(strategy)
         self.shared_selection = shared_selection
         self.dtd = dtd
+        self.graph = _dtd_graph(dtd, required=optimize == "dtd")
+        self.optimize = Optimize.parse(optimize, self.graph is not None)
         self._nfa = Nfa()
         self._dfa = LazyDfa(self._nfa, memoize=lazy_dfa)
-        self._planner = Planner(self._nfa, self.strategy)
+        self._planner = Planner(self._nfa, self.strategy, self.optimize, self.graph)
         self._parser = DocumentParser(_dtd_text(dtd), limits)
         self._plans: dict[str, SubscriptionPlan] = {}
         self._index = SelectionIndex()
@@ -51,7 +57,7 @@ class Router:
         self._order: dict[str, int] = {}
         self._next_order = 0
         self.errors: dict[str, FeedrouterError] = {}
-        self.warnings: list[CompileWarning] = []
+        self._warnings: dict[str, CompileWarning] = {}
 
     @classmethod
     def compile(
@@ -63,6 +69,7 @@ class Router:
         limits: DocumentLimits | None = None,
         shared_selection: bool = True,
         lazy_dfa: bool = True,
+        optimize: str = "auto",
     ) -> Router:
         """Compile ``(subscription_id, text)`` pairs into one router.
 
@@ -70,10 +77,17 @@ class Router:
         with ``"raise"`` the first bad text raises after all were checked (its error lists them all).
         ``shared_selection`` files subscriptions by the constant of an equality test so that a
         document only evaluates the subscriptions whose constants it contains. ``lazy_dfa`` memoizes
-        the NFA's transitions between state sets (off: every element recomputes them).
+        the NFA's transitions between state sets (off: every element recomputes them). ``optimize``
+        is ``"none"``, ``"query"`` (Claims 1, 3, 4) or ``"dtd"`` (also Claims 2, 5, DTD rewrites and
+        never-match warnings); ``"auto"`` uses the DTD when one is given.
         """
         router = cls(
-            dtd=dtd, strategy=strategy, limits=limits, shared_selection=shared_selection, lazy_dfa=lazy_dfa
+            dtd=dtd,
+            strategy=strategy,
+            limits=limits,
+            shared_selection=shared_selection,
+            lazy_dfa=lazy_dfa,
+            optimize=optimize,
         )
         items = subscriptions.items() if isinstance(subscriptions, Mapping) else subscriptions
         for sid, text in items:
@@ -106,6 +120,10 @@ class Router:
         )
         self._plans[sid] = plan
         self._probes[sid] = probe
+        if self.graph is not None and self.optimize.uses_dtd:
+            reason = never_matches(plan.main.pattern, self.graph)
+            if reason is not None:
+                self._warnings[sid] = CompileWarning(sid, "FR304", f"can never match: {reason}")
         self._index.add(plan, plan.main.pid, probe)
         self._order[sid] = self._next_order
         self._next_order += 1
@@ -118,6 +136,7 @@ class Router:
         if plan is None:
             raise CompileError(f"no subscription {sid!r} is compiled in this router", code="FR301")
         self._index.remove(plan, plan.main.pid, self._probes.pop(sid))
+        self._warnings.pop(sid, None)
         del self._order[sid]
         self._planner.drop(plan)
 
@@ -159,6 +178,11 @@ class Router:
         return str(subscription_id) in self._plans
 
     @property
+    def warnings(self) -> list[CompileWarning]:
+        """Accepted subscriptions a user should look at (e.g. they can never match under the DTD)."""
+        return list(self._warnings.values())
+
+    @property
     def subscription_ids(self) -> list[str]:
         return list(self._plans)
 
@@ -181,9 +205,13 @@ class Router:
         plan = self._plans.get(sid)
         if plan is None:
             raise CompileError(f"no subscription {sid!r} is compiled in this router", code="FR301")
+        kind = "FLWR" if plan.is_flwr else "filter"
         lines = [
-            f"subscription {sid} ({'FLWR' if plan.is_flwr else 'filter'}), strategy {self.strategy.value}"
+            f"subscription {sid} ({kind}), strategy {self.strategy.value}, optimize {self.optimize.value}"
         ]
+        lines.extend(f"  {note}" for note in plan.notes)
+        if sid in self._warnings:
+            lines.append(f"  warning: {self._warnings[sid].message}")
         lines.append("paths in the shared NFA:")
         for held in plan.held:
             lines.extend(self._explain_path(held))
@@ -212,6 +240,18 @@ class Router:
                 f" ({shared} shared with other paths)"
             )
         return out
+
+
+def _dtd_graph(dtd: object, required: bool) -> DtdGraph | None:
+    """The DTD element graph for optimizations; a DTD that only declares entities has none."""
+    if dtd is None or isinstance(dtd, DtdGraph):
+        return dtd
+    try:
+        return DtdGraph.from_text(_dtd_text(dtd) or "")
+    except CompileError:
+        if required:
+            raise
+        return None
 
 
 def _dtd_text(dtd: object) -> str | None:

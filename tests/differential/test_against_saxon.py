@@ -19,8 +19,17 @@ from tests.differential.oracle import SaxonOracle, canonical
 
 pytestmark = pytest.mark.differential
 
-# every strategy, with the shared selection index on; FWR also with it off
-CONFIGURATIONS = [("F", True), ("FW", True), ("FWR", True), ("FWR", False)]
+# (strategy, optimization level, shared selection index): every optimization on and off
+CONFIGURATIONS = [
+    ("F", "none", False),
+    ("F", "dtd", True),
+    ("FW", "query", True),
+    ("FW", "dtd", True),
+    ("FWR", "none", False),
+    ("FWR", "query", True),
+    ("FWR", "dtd", True),
+    ("FWR", "dtd", False),
+]
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +38,7 @@ def oracle() -> SaxonOracle:
 
 
 def compare_with_saxon(
-    oracle: SaxonOracle, subscriptions: list[tuple[str, str]], documents: list[bytes], dtd: str | None = None
+    oracle: SaxonOracle, subscriptions: list[tuple[str, str]], documents: list[bytes], dtd: object = None
 ) -> Counter:
     """Route every document with every strategy and compare with Saxon; returns what was compared."""
     probes = {sid: match_probe(parse(text)) for sid, text in subscriptions}
@@ -39,9 +48,15 @@ def compare_with_saxon(
         for sid, text in subscriptions:
             expected[d, sid] = oracle.answer(text, probes[sid], sdoc)
     counts: Counter = Counter()
-    for strategy, shared_selection in CONFIGURATIONS:
+    for strategy, level, shared_selection in CONFIGURATIONS:
+        optimize = level if dtd is not None or level != "dtd" else "query"
         router = Router.compile(
-            subscriptions, dtd=dtd, strategy=strategy, on_error="collect", shared_selection=shared_selection
+            subscriptions,
+            dtd=dtd,
+            strategy=strategy,
+            optimize=optimize,
+            on_error="collect",
+            shared_selection=shared_selection,
         )
         assert not router.errors, router.errors
         for d, data in enumerate(documents):
@@ -51,7 +66,7 @@ def compare_with_saxon(
                 if answer.error is not None:
                     counts["saxon_errors"] += 1
                     continue
-                where = f"{strategy}/index={shared_selection}, doc {d}, {sid}: {text}\n{data.decode()}"
+                where = f"{strategy}/{optimize}/index={shared_selection}, doc {d}, {sid}: {text}\n{data.decode()}"
                 assert (sid in got) == answer.matched, where
                 counts["pairs"] += 1
                 if answer.matched:
@@ -78,7 +93,7 @@ def test_generated_workload_agrees_with_saxon(
     documents = generate_documents(graph, 20, seed=seed, doctype=dtd_name == "news")
     texts = generate_subscriptions(graph, 120, seed=seed, form="mixed", **knobs)
     subscriptions = [(f"{dtd_name}-{i}", t) for i, t in enumerate(texts)]
-    counts = compare_with_saxon(oracle, subscriptions, documents)
+    counts = compare_with_saxon(oracle, subscriptions, documents, dtd=graph)
     # thousands of pairs per strategy, and enough of them matching to mean something
     assert counts["pairs"] >= len(CONFIGURATIONS) * 2000, counts
     assert counts["matches"] >= len(CONFIGURATIONS) * 100, counts

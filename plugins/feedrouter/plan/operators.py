@@ -138,10 +138,11 @@ class WhereFilter:
 class PatternPlan:
     """The operators that turn the stream of one path id into the tuples satisfying a pattern."""
 
-    def __init__(self, pattern: PathPattern, pid: int, operators: tuple) -> None:
+    def __init__(self, pattern: PathPattern, pid: int, operators: tuple, notes: list[str] | None = None) -> None:
         self.pattern = pattern
         self.pid = pid
         self.operators = operators
+        self.notes = notes or []  # the claims that shaped this plan, for explain()
 
     def tuples(self, ctx: DocumentContext) -> list[PathTuple]:
         tuples = ctx.stream(self.pid)
@@ -167,27 +168,27 @@ class PatternPlan:
             keys = ctx.memo[key] = list(dict.fromkeys(t[field] for t in self.tuples(ctx)))
         return keys  # type: ignore[return-value]
 
-    def groups(self, ctx: DocumentContext, field: int) -> dict[int, list[int]]:
+    def groups(self, ctx: DocumentContext, field: int, dedupe: bool = True) -> dict[int, list[int]]:
         """Shared GroupBy: last-field nodes per node of ``field``, distinct and in document order."""
         key = (self, field, "groups")
         groups = ctx.memo.get(key)
         if groups is None:
-            groups = ctx.memo[key] = _group_by(self.tuples(ctx), field)
+            groups = ctx.memo[key] = _group_by(self.tuples(ctx), field, dedupe)
         return groups  # type: ignore[return-value]
 
     def describe(self) -> list[str]:
-        return [f"Stream(path {self.pid}: {format_pattern(self.pattern)})"] + [
-            op.describe() for op in self.operators
-        ]
+        lines = [f"Stream(path {self.pid}: {format_pattern(self.pattern)})"]
+        lines += [op.describe() for op in self.operators]
+        return lines + [f"  ({note})" for note in self.notes]
 
 
-def _group_by(tuples: list[PathTuple], field: int) -> dict[int, list[int]]:
+def _group_by(tuples: list[PathTuple], field: int, dedupe: bool) -> dict[int, list[int]]:
     groups: dict[int, list[int]] = {}
     for t in tuples:
         members = groups.get(t[field])
         if members is None:
             groups[t[field]] = [t[-1]]
-        elif members[-1] != t[-1]:  # scan DupElim: the stream is ordered on its last field
+        elif not dedupe or members[-1] != t[-1]:  # scan DupElim: the stream is ordered on its last field
             members.append(t[-1])
     return groups
 

@@ -28,7 +28,16 @@ from feedrouter.plan.operators import (
     WhereFilter,
     search_all,
 )
-from feedrouter.plan.patterns import PathPattern, absolute_pattern, format_pattern, relative_pattern
+from feedrouter.plan.patterns import Branch, PathPattern, absolute_pattern, format_pattern, relative_pattern
+from feedrouter.plan.rules import Optimize
+from feedrouter.plan.rules.claims import no_duplicates, no_duplicates_on, ordered_on
+from feedrouter.plan.rules.resolve_wildcards import resolve_wildcards
+from feedrouter.plan.rules.rewrite_descendants import rewrite_descendants
+from feedrouter.schema import DtdGraph
+
+#: Navigation rewrites run in this order when the DTD is used (wildcards first: they name the
+#: context the '//' rewrite looks at).
+NAV_RULES = (resolve_wildcards, rewrite_descendants)
 
 
 class Strategy(Enum):
@@ -63,12 +72,13 @@ class ReturnItem:
     pattern: PathPattern | None
     text: bool = False
     plan: PatternPlan | None = None
+    dedupe: bool = True  # False where Claim 3 proves the return stream has no duplicates
 
     def items(self, ctx: DocumentContext, bound: int) -> list[Item]:
         if self.pattern is None:
             nodes = [bound]
         elif self.plan is not None:
-            nodes = self.plan.groups(ctx, self.pattern.base - 1).get(bound, [])
+            nodes = self.plan.groups(ctx, self.pattern.base - 1, self.dedupe).get(bound, [])
         else:
             nodes = search_all(ctx, bound, self.pattern)
         if not self.text:
@@ -78,7 +88,10 @@ class ReturnItem:
     def describe(self) -> str:
         if self.pattern is None:
             return "$bound"
-        how = "OuterJoin-Select over GroupBy" if self.plan is not None else "Return-Select[tree]"
+        if self.plan is not None:
+            how = "OuterJoin-Select over GroupBy" + ("" if self.dedupe else " (no DupElim: Claim 3)")
+        else:
+            how = "Return-Select[tree]"
         return f"{how}({format_pattern(self.pattern)}{'/text()' if self.text else ''})"
 
 
@@ -94,6 +107,7 @@ class SubscriptionPlan:
     template: Template
     wrapper: ElementTemplate | None
     held: list[PatternPlan] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # rewrites applied
 
     @property
     def is_flwr(self) -> bool:
@@ -115,9 +129,13 @@ class SubscriptionPlan:
 class Planner:
     """Interns pattern plans over one NFA and builds subscription plans for one strategy."""
 
-    def __init__(self, nfa: Nfa, strategy: Strategy) -> None:
+    def __init__(
+        self, nfa: Nfa, strategy: Strategy, optimize: Optimize = Optimize.QUERY, graph: DtdGraph | None = None
+    ) -> None:
         self.nfa = nfa
         self.strategy = strategy
+        self.optimize = optimize
+        self.graph = graph if optimize.uses_dtd else None
         self._plans: dict[tuple[PathPattern, bool], PatternPlan] = {}
         self._refs: dict[int, int] = {}
         self._children: dict[int, list[PatternPlan]] = {}
@@ -152,36 +170,58 @@ class Planner:
         pid = self.nfa.add_path(pattern.nav)
         operators: list[object] = []
         children: list[PatternPlan] = []
+        notes: list[str] = []
         if pattern.tested_fields:
             operators.append(Selection(pattern))
         for branch in pattern.branches:
-            operators.append(self._join(pattern, branch.field, branch.pattern, children))
-        if main and pattern.descendant_steps() > 1:
-            # Claim 1: with at most one '//' no two tuples share their last node; otherwise scan
-            # DupElim, valid because the stream is ordered on its last field.
-            operators.append(DupElimScan(pattern.last))
-        plan = PatternPlan(pattern, pid, tuple(operators))
+            operators.append(self._join(pattern, branch.field, branch.pattern, children, notes))
+        if main:
+            claim = no_duplicates(pattern.nav, self.graph) if self.optimize.claims else None
+            if claim is None:
+                # scan DupElim is valid: the stream is ordered on its last field
+                operators.append(DupElimScan(pattern.last))
+            else:
+                notes.append(f"{claim}: no duplicate bindings, DupElim removed")
+        plan = PatternPlan(pattern, pid, tuple(operators), notes)
         self._children[id(plan)] = children
         return plan
 
-    def _join(self, parent: PathPattern, at: int, branch: PathPattern, children: list[PatternPlan]) -> object:
+    def _join(
+        self, parent: PathPattern, at: int, branch: PathPattern, children: list[PatternPlan], notes: list[str]
+    ) -> object:
         if not self.strategy.branches_in_nfa:
             return WhereFilter(at, branch)
         right = self.acquire(branch, main=False)
         children.append(right)
-        if _ordered_on(parent, at):
-            return SemiJoinMerge(at, right)
-        return SemiJoinHash(at, right)
+        claim = ordered_on(parent.nav, at, self.graph) if self.optimize.claims else None
+        if claim is None:
+            return SemiJoinHash(at, right)
+        notes.append(f"{claim}: both inputs ordered on ${at + 1}, merge semijoin")
+        return SemiJoinMerge(at, right)
+
+    # -- rewrites -----------------------------------------------------------------------------------
+
+    def rewrite(self, pattern: PathPattern, notes: list[str]) -> PathPattern:
+        """Apply the DTD's navigation rewrites to a pattern and its branches (no-op without a DTD)."""
+        if self.graph is None:
+            return pattern
+        nav = pattern.nav
+        for rule in NAV_RULES:
+            nav, applied = rule(nav, self.graph)
+            notes.extend(n for n in applied if n not in notes)
+        branches = tuple(Branch(b.field, self.rewrite(b.pattern, notes)) for b in pattern.branches)
+        return PathPattern(nav, pattern.base, pattern.tests, branches)
 
     # -- subscription plans -------------------------------------------------------------------------
 
     def plan(self, sid: str, tree: ast.Subscription, text: str) -> SubscriptionPlan:
         body = tree.body
+        notes: list[str] = []
         if isinstance(body, ast.Filter):
-            main = self.acquire(absolute_pattern(body.path), main=True)
+            main = self.acquire(self.rewrite(absolute_pattern(body.path), notes), main=True)
             returns = (ReturnItem(None),)
-            return SubscriptionPlan(sid, text, tree, main, returns, Slot(0), None, [main])
-        main = self.acquire(absolute_pattern(body.binding, body.where), main=True)
+            return SubscriptionPlan(sid, text, tree, main, returns, Slot(0), None, [main], notes)
+        main = self.acquire(self.rewrite(absolute_pattern(body.binding, body.where), notes), main=True)
         held = [main]
         slots: list[ast.RelPath] = []
         template: Template
@@ -190,26 +230,24 @@ class Planner:
         else:
             slots.append(body.ret)
             template = Slot(0)
-        returns = tuple(self._return_item(main.pattern, path, held) for path in slots)
+        returns = tuple(self._return_item(main.pattern, path, held, notes) for path in slots)
         wrapper = make_wrapper(body.wrapper) if body.wrapper else None
-        return SubscriptionPlan(sid, text, tree, main, returns, template, wrapper, held)
+        return SubscriptionPlan(sid, text, tree, main, returns, template, wrapper, held, notes)
 
-    def _return_item(self, bound: PathPattern, path: ast.RelPath, held: list[PatternPlan]) -> ReturnItem:
+    def _return_item(
+        self, bound: PathPattern, path: ast.RelPath, held: list[PatternPlan], notes: list[str]
+    ) -> ReturnItem:
         text = isinstance(path.tail, ast.TextTest)
         if not path.steps:
             return ReturnItem(None, text)
-        pattern = relative_pattern(bound.nav, path)
+        pattern = self.rewrite(relative_pattern(bound.nav, path), notes)
         if not self.strategy.returns_in_nfa:
             return ReturnItem(pattern, text)
         plan = self.acquire(pattern, main=False)
         held.append(plan)
-        return ReturnItem(pattern, text, plan)
+        claim = no_duplicates_on(pattern.nav, pattern.base - 1, self.graph) if self.optimize.claims else None
+        return ReturnItem(pattern, text, plan, dedupe=claim is None)
 
     def drop(self, plan: SubscriptionPlan) -> None:
         for held in plan.held:
             self.release(held)
-
-
-def _ordered_on(pattern: PathPattern, at: int) -> bool:
-    """Claim 4: with no '//' in steps 1..at, both join inputs are ordered on field ``at``."""
-    return all(step.axis is ast.Axis.CHILD for step in pattern.nav[: at + 1])
