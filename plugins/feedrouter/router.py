@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from contextlib import nullcontext
 from typing import Literal as TypingLiteral
 
 from feedrouter import lang
@@ -19,6 +20,7 @@ from feedrouter.output.factory import render, render_items, render_wrapped
 from feedrouter.plan.context import DocumentContext
 from feedrouter.plan.index import Probe, SelectionIndex, find_probe
 from feedrouter.plan.planner import Planner, Strategy, SubscriptionPlan
+from feedrouter.plan.profile import Profiler
 from feedrouter.plan.rules import Optimize
 from feedrouter.plan.rules.never_matches import never_matches
 from feedrouter.schema import DtdGraph
@@ -147,27 +149,46 @@ class Router:
 
         Raises :class:`DocumentError` (with line and column) for a malformed or hostile document.
         """
-        events = self._parser.events(document, source)
-        matches = run(self._dfa, events, self._parser.limits.max_depth)
-        ctx = DocumentContext(matches, source)
-        candidates: list[SubscriptionPlan] = self._index.candidates(ctx)  # type: ignore[assignment]
-        candidates.sort(key=lambda p: self._order[p.sid])
+        return self._route(document, source, None)
+
+    def profile(self, documents: Iterable[bytes]) -> dict[str, float]:
+        """Route documents and return exclusive seconds per operator category (paper 000, Table 2).
+
+        Categories: parse + NFA, shared selection, path-tuples, Selection, DupElim, SemiJoin,
+        Where-Filter, Return-Select, OuterJoin-Select, message factory. They add up to the total.
+        """
+        profiler = Profiler()
+        for document in documents:
+            self._route(document, None, profiler)
+        return dict(profiler.seconds)
+
+    def _route(self, document: bytes, source: str | None, profiler: Profiler | None) -> dict[str, bytes]:
+        with _measure(profiler, "parse + NFA"):
+            events = self._parser.events(document, source)
+            matches = run(self._dfa, events, self._parser.limits.max_depth)
+        ctx = DocumentContext(matches, source, profiler)
+        with _measure(profiler, "shared selection"):
+            candidates: list[SubscriptionPlan] = self._index.candidates(ctx)  # type: ignore[assignment]
+            candidates.sort(key=lambda p: self._order[p.sid])
         results: dict[str, bytes] = {}
         for plan in candidates:
-            result = self._result(plan, ctx)
+            result = self._result(plan, ctx, profiler)
             if result is not None:
                 results[plan.sid] = result
         return results
 
     @staticmethod
-    def _result(plan: SubscriptionPlan, ctx: DocumentContext) -> bytes | None:
+    def _result(plan: SubscriptionPlan, ctx: DocumentContext, profiler: Profiler | None) -> bytes | None:
         bound = plan.bindings(ctx)
         if not bound:
             return None
         if not plan.is_flwr:
-            return render_items(list(bound), ctx)
-        body = b"".join(render(plan.template, group, ctx) for group in plan.groups(ctx, bound))
-        return render_wrapped(plan.wrapper, body)
+            with _measure(profiler, "message factory"):
+                return render_items(list(bound), ctx)
+        groups = plan.groups(ctx, bound)
+        with _measure(profiler, "message factory"):
+            body = b"".join(render(plan.template, group, ctx) for group in groups)
+            return render_wrapped(plan.wrapper, body)
 
     # -- introspection --------------------------------------------------------------------------
 
@@ -240,6 +261,10 @@ class Router:
                 f" ({shared} shared with other paths)"
             )
         return out
+
+
+def _measure(profiler: Profiler | None, category: str):  # type: ignore[no-untyped-def]
+    return profiler.measure(category) if profiler is not None else nullcontext()
 
 
 def _dtd_graph(dtd: object, required: bool) -> DtdGraph | None:

@@ -66,7 +66,9 @@ def compare_with_saxon(
                 if answer.error is not None:
                     counts["saxon_errors"] += 1
                     continue
-                where = f"{strategy}/{optimize}/index={shared_selection}, doc {d}, {sid}: {text}\n{data.decode()}"
+                where = (
+                    f"{strategy}/{optimize}/index={shared_selection}, doc {d}, {sid}: {text}\n{data.decode()}"
+                )
                 assert (sid in got) == answer.matched, where
                 counts["pairs"] += 1
                 if answer.matched:

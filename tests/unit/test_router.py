@@ -99,3 +99,14 @@ def test_a_compiled_router_pickles_for_spark(strategy: str) -> None:
     router.route(DOC)  # warm the lazy DFA: it must pickle too
     clone = pickle.loads(pickle.dumps(router))
     assert clone.route(DOC) == router.route(DOC)
+
+
+@pytest.mark.parametrize("strategy", ["F", "FW", "FWR"])
+def test_profile_breaks_the_cost_down_by_operator_and_changes_no_result(strategy: str) -> None:
+    router = Router.compile(GOOD, strategy=strategy)
+    costs = router.profile([DOC, DOC])
+    assert {"parse + NFA", "shared selection", "message factory"} <= set(costs)
+    assert ("Where-Filter" in costs) == (strategy == "F")
+    assert ("OuterJoin-Select" in costs) == (strategy == "FWR")
+    assert all(seconds >= 0 for seconds in costs.values())
+    assert router.route(DOC) == Router.compile(GOOD, strategy=strategy).route(DOC)

@@ -10,6 +10,7 @@ from lxml import etree
 from feedrouter.engine.document import iter_text_nodes
 from feedrouter.engine.runtime import Matches, PathTuple
 from feedrouter.plan.patterns import LocalTest, TestKind
+from feedrouter.plan.profile import Profiler
 from feedrouter.plan.values import comparator
 
 _ELEMENT = etree.Element  # the tag filter lxml uses for "elements only" in child/descendant iteration
@@ -22,10 +23,11 @@ class DocumentContext:
     plans, return-path groups), keyed by the plan object, so identical sub-plans run once.
     """
 
-    __slots__ = ("_ids", "_serialized", "_string_values", "matches", "memo", "nodes", "source")
+    __slots__ = ("_ids", "_serialized", "_string_values", "matches", "memo", "nodes", "profiler", "source")
 
-    def __init__(self, matches: Matches, source: str | None = None) -> None:
+    def __init__(self, matches: Matches, source: str | None = None, profiler: Profiler | None = None) -> None:
         self.matches = matches
+        self.profiler = profiler
         self.nodes: list[etree._Element] = matches.nodes
         self.source = source
         self.memo: dict[object, object] = {}

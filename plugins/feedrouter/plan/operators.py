@@ -21,6 +21,8 @@ from feedrouter.plan.patterns import LocalTest, PathPattern, format_pattern
 class Selection:
     """Keeps the tuples whose nodes pass the local tests of every tested field."""
 
+    category = "Selection"
+
     def __init__(self, pattern: PathPattern) -> None:
         self.fields = tuple((i, pattern.tests[i]) for i in pattern.tested_fields)
         self._compile()
@@ -48,6 +50,8 @@ class Selection:
 class DupElimScan:
     """Drops tuples repeating the previous tuple's node in ``field``: the stream is ordered on it."""
 
+    category = "DupElim"
+
     def __init__(self, field: int) -> None:
         self.field = field
 
@@ -65,6 +69,8 @@ class DupElimScan:
 
 class DupElimHash:
     """Keeps the first tuple for each node in ``field`` when the stream is not ordered on it."""
+
+    category = "DupElim"
 
     def __init__(self, field: int) -> None:
         self.field = field
@@ -85,6 +91,8 @@ class DupElimHash:
 class SemiJoinHash:
     """Left tuples whose node in ``field`` has a qualifying match of the right plan (hash probe)."""
 
+    category = "SemiJoin"
+
     def __init__(self, field: int, right: PatternPlan) -> None:
         self.field, self.right = field, right
 
@@ -101,6 +109,8 @@ class SemiJoinHash:
 
 class SemiJoinMerge:
     """The same semijoin by merging: both inputs are ordered on ``field`` (Claim 4)."""
+
+    category = "SemiJoin"
 
     def __init__(self, field: int, right: PatternPlan) -> None:
         self.field, self.right = field, right
@@ -124,6 +134,8 @@ class SemiJoinMerge:
 class WhereFilter:
     """Checks a branch by searching the document tree below the node of ``field`` (PathSharing-F)."""
 
+    category = "Where-Filter"
+
     def __init__(self, field: int, branch: PathPattern) -> None:
         self.field, self.branch = field, branch
 
@@ -138,18 +150,32 @@ class WhereFilter:
 class PatternPlan:
     """The operators that turn the stream of one path id into the tuples satisfying a pattern."""
 
-    def __init__(self, pattern: PathPattern, pid: int, operators: tuple, notes: list[str] | None = None) -> None:
+    def __init__(
+        self, pattern: PathPattern, pid: int, operators: tuple, notes: list[str] | None = None
+    ) -> None:
         self.pattern = pattern
         self.pid = pid
         self.operators = operators
         self.notes = notes or []  # the claims that shaped this plan, for explain()
 
     def tuples(self, ctx: DocumentContext) -> list[PathTuple]:
+        if ctx.profiler is not None:
+            return self._profiled_tuples(ctx, ctx.profiler)
         tuples = ctx.stream(self.pid)
         for op in self.operators:
             if not tuples:
                 break
             tuples = op.apply(ctx, tuples)
+        return tuples
+
+    def _profiled_tuples(self, ctx: DocumentContext, profiler) -> list[PathTuple]:  # type: ignore[no-untyped-def]
+        with profiler.measure("path-tuples"):
+            tuples = ctx.stream(self.pid)
+        for op in self.operators:
+            if not tuples:
+                break
+            with profiler.measure(op.category):
+                tuples = op.apply(ctx, tuples)
         return tuples
 
     def key_set(self, ctx: DocumentContext, field: int) -> set[int]:

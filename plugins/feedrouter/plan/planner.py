@@ -75,6 +75,13 @@ class ReturnItem:
     dedupe: bool = True  # False where Claim 3 proves the return stream has no duplicates
 
     def items(self, ctx: DocumentContext, bound: int) -> list[Item]:
+        if ctx.profiler is not None:
+            category = "OuterJoin-Select" if self.plan is not None else "Return-Select"
+            with ctx.profiler.measure(category):
+                return self._items(ctx, bound)
+        return self._items(ctx, bound)
+
+    def _items(self, ctx: DocumentContext, bound: int) -> list[Item]:
         if self.pattern is None:
             nodes = [bound]
         elif self.plan is not None:

@@ -55,7 +55,9 @@ def test_superfluous_descendant_steps_become_child_steps() -> None:
 
 def test_wildcards_the_dtd_fixes_are_resolved() -> None:
     assert resolve_wildcards(nav("/*/section/figure/*"), BOOK)[0] == nav("/book/section/figure/*")
-    assert resolve_wildcards(nav("/book/section/figure/title/*"), BOOK)[0] == nav("/book/section/figure/title/*")
+    assert resolve_wildcards(nav("/book/section/figure/title/*"), BOOK)[0] == nav(
+        "/book/section/figure/title/*"
+    )
 
 
 def test_rewritten_paths_share_one_nfa_path() -> None:

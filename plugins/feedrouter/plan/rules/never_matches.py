@@ -31,7 +31,9 @@ def _walk(pattern: PathPattern, graph: DtdGraph, start: int, context: frozenset[
             where = "the document" if context == {_DOCUMENT} else "/".join(sorted(context))
             how = "a child" if step.axis is Axis.CHILD else "a descendant"
             return f"the DTD allows no '{step.tag}' as {how} of {where} (step {i + 1})"
-        reason = _tests_impossible(pattern, graph, i, selected) or _branches_impossible(pattern, graph, i, selected)
+        reason = _tests_impossible(pattern, graph, i, selected) or _branches_impossible(
+            pattern, graph, i, selected
+        )
         if reason:
             return reason
         context = selected
@@ -55,7 +57,9 @@ def _tests_impossible(pattern: PathPattern, graph: DtdGraph, i: int, names: froz
                 continue
             if not any(test.attribute in graph.attributes(n) for n in names):
                 return f"the DTD declares no attribute '{test.attribute}' on {'/'.join(sorted(names))}"
-        elif test.kind in (TestKind.TEXT_CMP, TestKind.TEXT_EXISTS) and not any(graph.has_text(n) for n in names):
+        elif test.kind in (TestKind.TEXT_CMP, TestKind.TEXT_EXISTS) and not any(
+            graph.has_text(n) for n in names
+        ):
             return f"the DTD gives {'/'.join(sorted(names))} no text content"
     return None
 

@@ -25,7 +25,9 @@ def rewrite_descendants(nav: NavPath, graph: DtdGraph) -> tuple[NavPath, list[st
         if graph.child_chains(context, name) == frozenset({(name,)}):  # type: ignore[arg-type]
             steps[i] = NavStep(Axis.CHILD, step.tag)
             where = "the document" if context is None else f"'{context}'"
-            notes.append(f"rewrite: //{name} -> /{name} (the DTD allows '{name}' below {where} only as a child)")
+            notes.append(
+                f"rewrite: //{name} -> /{name} (the DTD allows '{name}' below {where} only as a child)"
+            )
     return tuple(steps), notes
 
 
