@@ -31,7 +31,7 @@ def rewrite_descendants(nav: NavPath, graph: DtdGraph) -> tuple[NavPath, list[st
     return tuple(steps), notes
 
 
-def _context(graph: DtdGraph, steps: list[NavStep], i: int) -> str | None | bool:
+def _context(graph: DtdGraph, steps: list[NavStep], i: int) -> str | bool | None:
     """The element the step before ``i`` binds (None: the document node; False: not known)."""
     if i == 0:
         return None
