@@ -88,13 +88,23 @@ class DupElimHash:
         return f"DupElim[hash](${self.field + 1})"
 
 
-class SemiJoinHash:
-    """Left tuples whose node in ``field`` has a qualifying match of the right plan (hash probe)."""
+class _SemiJoin:
+    """Left tuples whose node in ``field`` has a qualifying match of the right plan."""
 
     category = "SemiJoin"
+    method = ""
 
     def __init__(self, field: int, right: PatternPlan) -> None:
         self.field, self.right = field, right
+
+    def describe(self) -> str:
+        return f"SemiJoin[{self.method}](${self.field + 1}, {format_pattern(self.right.pattern)})"
+
+
+class SemiJoinHash(_SemiJoin):
+    """Probes the set of the right plan's join nodes: any order will do."""
+
+    method = "hash"
 
     def apply(self, ctx: DocumentContext, tuples: list[PathTuple]) -> list[PathTuple]:
         if not tuples:
@@ -103,17 +113,11 @@ class SemiJoinHash:
         f = self.field
         return [t for t in tuples if t[f] in keys]
 
-    def describe(self) -> str:
-        return f"SemiJoin[hash](${self.field + 1}, {format_pattern(self.right.pattern)})"
 
+class SemiJoinMerge(_SemiJoin):
+    """Merges with the right plan's join nodes: both inputs are ordered on ``field`` (Claims 4, 5)."""
 
-class SemiJoinMerge:
-    """The same semijoin by merging: both inputs are ordered on ``field`` (Claim 4)."""
-
-    category = "SemiJoin"
-
-    def __init__(self, field: int, right: PatternPlan) -> None:
-        self.field, self.right = field, right
+    method = "merge"
 
     def apply(self, ctx: DocumentContext, tuples: list[PathTuple]) -> list[PathTuple]:
         if not tuples:
@@ -126,9 +130,6 @@ class SemiJoinMerge:
             if j < n and keys[j] == t[f]:
                 out.append(t)
         return out
-
-    def describe(self) -> str:
-        return f"SemiJoin[merge](${self.field + 1}, {format_pattern(self.right.pattern)})"
 
 
 class WhereFilter:
