@@ -5,6 +5,8 @@ from __future__ import annotations
 import pickle
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from feedrouter import CompileError, DocumentError, Router, SubscriptionError
 
@@ -110,3 +112,34 @@ def test_profile_breaks_the_cost_down_by_operator_and_changes_no_result(strategy
     assert ("OuterJoin-Select" in costs) == (strategy == "FWR")
     assert all(seconds >= 0 for seconds in costs.values())
     assert router.route(DOC) == Router.compile(GOOD, strategy=strategy).route(DOC)
+
+
+def _population() -> tuple[list[tuple[str, str]], list[bytes]]:
+    from feedrouter.workload import dtds, generate_documents, generate_subscriptions
+
+    graph = dtds.load("book")
+    texts = generate_subscriptions(graph, 30, seed=3, form="mixed", DSProb=0.4)
+    return [(f"s{i}", t) for i, t in enumerate(texts)], generate_documents(graph, 4, seed=3)
+
+
+POPULATION, POPULATION_DOCS = _population()
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.data())
+def test_any_sequence_of_adds_and_removes_routes_like_a_fresh_compile(data: st.DataObject) -> None:
+    strategy = data.draw(st.sampled_from(["F", "FW", "FWR"]))
+    router = Router(strategy=strategy)
+    live: dict[str, str] = {}
+    for _ in range(data.draw(st.integers(5, 40))):
+        sid, text = data.draw(st.sampled_from(POPULATION))
+        if sid in live:
+            router.remove(sid)
+            del live[sid]
+        else:
+            router.add(sid, text)
+            live[sid] = text
+    fresh = Router.compile(list(live.items()), strategy=strategy)
+    assert router.nfa.canonical() == fresh.nfa.canonical()
+    for doc in POPULATION_DOCS:
+        assert router.route(doc) == fresh.route(doc)
