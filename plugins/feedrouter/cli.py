@@ -186,5 +186,15 @@ def generate(output: Path, dtd_name: str, documents: int, subscriptions: int, se
     click.echo(f"wrote {documents} documents, {len(subs)} subscriptions and {dtd_name}.dtd under {output}")
 
 
+def _register_adapters() -> None:
+    """Commands of the adapters; their modules import only click until a command runs."""
+    from feedrouter.catalog.cli import register as register_catalog_commands
+
+    register_catalog_commands(main)
+
+
+_register_adapters()
+
+
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from lxml import etree
 
 from feedrouter.errors import DocumentError, Span
+from feedrouter.schema.dtd import general_entity_declarations
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 # libxml2 refuses more than 256 levels without XML_PARSE_HUGE, which we never set.
@@ -45,11 +46,11 @@ class DocumentParser:
     """Turns document bytes into start/end element events, or a :class:`DocumentError`."""
 
     def __init__(self, dtd_text: str | None = None, limits: DocumentLimits | None = None) -> None:
-        self.dtd_text = dtd_text
+        # Only the feed DTD's general entities reach documents: parameter entities would not expand
+        # in a subset loaded with external entities off, and element declarations would add
+        # attribute defaults that XQuery processors reading the document alone would not see.
+        self.dtd_text = general_entity_declarations(dtd_text) if dtd_text is not None else None
         self.limits = limits or DocumentLimits()
-
-    def __getstate__(self) -> dict:
-        return {"dtd_text": self.dtd_text, "limits": self.limits}
 
     def _new_parser(self) -> etree.XMLPullParser:
         parser = etree.XMLPullParser(

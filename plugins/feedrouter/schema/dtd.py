@@ -427,3 +427,16 @@ def _entity_text(entity: EntityDecl) -> str:
     if quote in value:
         value = value.replace("'", "&#39;")
     return f"<!ENTITY {entity.name} {quote}{value}{quote}>"
+
+
+def general_entity_declarations(text: str | bytes, source: str | None = None) -> str:
+    """The internal general entities a DTD declares, as standalone DTD text.
+
+    Documents get a feed's entities (``&nbsp;``) from this text rather than from the whole DTD: it
+    needs no parameter entities, declares no elements (so no attribute defaults are added), and
+    names nothing external. Works for DTDs that declare only entities.
+    """
+    raw = text.encode("utf-8") if isinstance(text, str) else text
+    decoded = raw.decode("utf-8", errors="replace")
+    entities = _entity_decls(_parse(raw, source), _general_entity_names(decoded))
+    return "\n".join(_entity_text(e) for e in entities)

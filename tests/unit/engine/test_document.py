@@ -146,3 +146,20 @@ def test_character_entities_declared_by_the_feed_dtd_expand() -> None:
 def test_entities_declared_in_the_document_itself_expand() -> None:
     doc = b'<!DOCTYPE a [<!ENTITY co "ACME &amp; Co">]><a>&co;</a>'
     assert parse(doc)[0][1].text == "ACME & Co"
+
+
+def test_a_feed_dtd_with_parameter_entities_still_gives_documents_its_entities() -> None:
+    dtd = (
+        '<!ENTITY % common "id CDATA #IMPLIED"><!ENTITY nbsp "&#160;">'
+        "<!ELEMENT story (#PCDATA)><!ATTLIST story %common; lang CDATA 'en'>"
+    )
+    events = parse(b'<!DOCTYPE story SYSTEM "story.dtd"><story>a&nbsp;b</story>', dtd)
+    assert events[0][1].text == "a\u00a0b"
+    assert events[0][1].get("lang") is None  # no attribute defaults from the feed DTD
+
+
+def test_an_invalid_feed_dtd_is_a_compile_error() -> None:
+    from feedrouter.errors import CompileError
+
+    with pytest.raises(CompileError):
+        DocumentParser("<!ENTITY broken")

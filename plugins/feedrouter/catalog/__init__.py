@@ -1,0 +1,60 @@
+"""The catalog: feeds, DTDs, subscribers and subscriptions in Postgres (or embedded SQLite), their
+change tracking, and plan builds.
+
+Users manage the catalog with plain SQL (see ``docs/catalog.md``); this package reads it, builds
+plans (:func:`build_plan`) and loads them back (:func:`load_plan`, :func:`load_latest_plan`).
+SQLAlchemy is imported here, never by the core.
+"""
+
+from feedrouter.catalog.artifact import FORMAT_VERSION, load_plan
+from feedrouter.catalog.builder import build_plan, load_latest_plan
+from feedrouter.catalog.compiled import CompiledPlan, FeedConfig, Target
+from feedrouter.catalog.database import (
+    TransientCatalogError,
+    create_catalog_engine,
+    create_embedded_schema,
+    is_postgres,
+    open_catalog,
+)
+from feedrouter.catalog.models import (
+    Base,
+    Batch,
+    CatalogVersion,
+    Delivery,
+    Dtd,
+    Feed,
+    PlanBuild,
+    Subscriber,
+    Subscription,
+)
+from feedrouter.catalog.repository import PlanBuildResult, latest_build, subscription_problems
+from feedrouter.catalog.version import catalog_version, catalog_versions
+
+__all__ = [
+    "FORMAT_VERSION",
+    "Base",
+    "Batch",
+    "CatalogVersion",
+    "CompiledPlan",
+    "Delivery",
+    "Dtd",
+    "Feed",
+    "FeedConfig",
+    "PlanBuild",
+    "PlanBuildResult",
+    "Subscriber",
+    "Subscription",
+    "Target",
+    "TransientCatalogError",
+    "build_plan",
+    "catalog_version",
+    "catalog_versions",
+    "create_catalog_engine",
+    "create_embedded_schema",
+    "is_postgres",
+    "latest_build",
+    "load_latest_plan",
+    "load_plan",
+    "open_catalog",
+    "subscription_problems",
+]

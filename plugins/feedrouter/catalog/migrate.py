@@ -1,0 +1,61 @@
+"""Run the catalog's Alembic migrations from code (``feedrouter db upgrade``) or create the embedded
+SQLite schema.
+
+The migrations live in the source tree (``migrations/``, with their SQL in ``sql/``) beside
+``plugins/``; ``FEEDROUTER_MIGRATIONS`` points elsewhere (e.g. an image that copies them).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from feedrouter.catalog.database import create_catalog_engine, create_embedded_schema, is_postgres, safe_url
+from feedrouter.catalog.settings import database_url, normalize_url
+from feedrouter.errors import CatalogError
+
+MIGRATIONS_ENV = "FEEDROUTER_MIGRATIONS"
+
+
+def migrations_dir() -> Path:
+    """The Alembic script folder: ``$FEEDROUTER_MIGRATIONS`` or ``migrations/`` of the checkout."""
+    configured = os.environ.get(MIGRATIONS_ENV)
+    folder = Path(configured) if configured else Path(__file__).resolve().parents[3] / "migrations"
+    if not (folder / "env.py").is_file():
+        raise CatalogError(f"no Alembic migrations at {folder}: set {MIGRATIONS_ENV}", code="FR400")
+    return folder
+
+
+def alembic_config(url: str | None = None):  # type: ignore[no-untyped-def]
+    """An Alembic Config for the catalog at ``url`` (the URL is passed as an attribute, not through
+    the ini parser, so a password with ``%`` in it survives)."""
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(migrations_dir()))
+    config.attributes["database_url"] = normalize_url(url or database_url())
+    return config
+
+
+def upgrade(url: str | None = None, revision: str = "head") -> str:
+    """Bring the catalog at ``url`` to ``revision``; returns what was done, for the CLI."""
+    url = normalize_url(url or database_url())
+    engine = create_catalog_engine(url)
+    where = safe_url(engine)  # the password masked: this ends up in logs
+    try:
+        if not is_postgres(engine):
+            create_embedded_schema(engine)
+            return f"created the embedded SQLite catalog {where} from the models"
+    finally:
+        engine.dispose()
+    from alembic import command
+
+    command.upgrade(alembic_config(url), revision)
+    return f"migrated the catalog {where} to {revision}"
+
+
+def downgrade(url: str | None, revision: str) -> None:
+    """Take the Postgres catalog back to ``revision`` ("base" removes it)."""
+    from alembic import command
+
+    command.downgrade(alembic_config(url), revision)

@@ -1,0 +1,334 @@
+"""The catalog tables (schema ``feedrouter``) as SQLAlchemy 2 models.
+
+The models are the reference the migrations mirror (``tests/integration`` compares them with
+Alembic's autogenerate). Constraints that plain SQL can check live here too, so they hold for rows
+inserted by hand: unique names, prefix shapes, status values, non-negative counts. Checks that need
+Postgres regular expressions are emitted on Postgres only (``ddl_if``); the embedded SQLite catalog
+gets the portable ones.
+
+Change tracking (triggers bumping ``catalog_versions`` and NOTIFY) is raw SQL in ``sql/`` run by the
+migrations; it is not part of the models.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    DateTime,
+    Float,
+    ForeignKey,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+    func,
+    text,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+SCHEMA = "feedrouter"
+
+#: Deterministic constraint names, so migrations, models and error messages agree.
+NAMING = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+SUBSCRIPTION_STATUSES = ("pending", "valid", "invalid", "never-matches")
+BATCH_STATUSES = ("pending", "running", "succeeded", "empty", "failed")
+DEFAULT_LAYOUT = "{prefix}/dt={date}/hour={hour}/"
+
+#: SQLite only turns ``INTEGER PRIMARY KEY`` into an auto-incrementing row id.
+Id = BigInteger().with_variant(Integer(), "sqlite")
+Json = JSON().with_variant(JSONB(), "postgresql")
+
+# Postgres regular expressions (ARE) for the shapes the portable checks cannot express.
+NAME_RE = "^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
+URI_RE = r"^(s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/[^/]+)*/?|file://(/[^/]+)+/?)$"
+XML_NAME_RE = "^[A-Za-z_][A-Za-z0-9._:-]*$"
+
+
+def _pg_check(sql: str, name: str) -> CheckConstraint:
+    return CheckConstraint(sql, name=name).ddl_if(dialect="postgresql")
+
+
+def _in(column: str, values: tuple[str, ...]) -> str:
+    return f"{column} IN ({', '.join(repr(v) for v in values)})"
+
+
+def _prefix_checks(column: str, nullable: bool = False) -> list[CheckConstraint]:
+    """An ``s3://`` or absolute ``file://`` URI with no ``..`` and no control character."""
+    null = f"{column} IS NULL OR " if nullable else ""
+    return [
+        CheckConstraint(
+            f"{null}(({column} LIKE 's3://%' OR {column} LIKE 'file:///%') AND {column} NOT LIKE '%..%')",
+            name=f"{column}_scheme",
+        ),
+        _pg_check(f"{null}({column} ~ '{URI_RE}' AND {column} !~ '[[:cntrl:]]')", f"{column}_shape"),
+    ]
+
+
+def _name_checks(limit: int = 200) -> list[CheckConstraint]:
+    return [CheckConstraint(f"length(name) BETWEEN 1 AND {limit} AND name = trim(name)", name="name_length")]
+
+
+def _created() -> Mapped[datetime]:
+    return mapped_column(DateTime(timezone=True), nullable=False, server_default=func.now())
+
+
+def _updated() -> Mapped[datetime]:
+    # onupdate covers the ORM; a BEFORE UPDATE trigger (sql/) covers plain SQL on Postgres.
+    return mapped_column(
+        DateTime(timezone=True), nullable=False, server_default=func.now(), onupdate=func.now()
+    )
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(schema=SCHEMA, naming_convention=NAMING)
+
+
+class Dtd(Base):
+    """A DTD a feed's documents follow; its entity declarations apply when routing."""
+
+    __tablename__ = "dtds"
+    __table_args__ = (*_name_checks(),)
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    name: Mapped[str] = mapped_column(Text, nullable=False, unique=True)
+    root_element: Mapped[str] = mapped_column(Text, nullable=False)
+    text: Mapped[str] = mapped_column(Text, nullable=False)
+    created_at: Mapped[datetime] = _created()
+    updated_at: Mapped[datetime] = _updated()
+
+
+class Feed(Base):
+    """A stream of XML messages arriving in hourly batches under ``input_prefix``.
+
+    ``layout`` places one hour's batch below the prefix: ``{prefix}``, ``{date}`` (YYYY-MM-DD) and
+    ``{hour}`` (HH) are substituted. ``record_element`` names the element that splits container
+    files into messages (None: one message per object).
+    """
+
+    __tablename__ = "feeds"
+    __table_args__ = (
+        *_name_checks(128),
+        _pg_check(f"name ~ '{NAME_RE}'", "name_shape"),
+        *_prefix_checks("input_prefix"),
+        *_prefix_checks("quarantine_prefix", nullable=True),
+        CheckConstraint(
+            "layout LIKE '{prefix}%' AND layout LIKE '%{hour}%' AND layout NOT LIKE '%..%'",
+            name="layout_shape",
+        ),
+        _pg_check(f"record_element IS NULL OR record_element ~ '{XML_NAME_RE}'", "record_element_shape"),
+    )
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    name: Mapped[str] = mapped_column(Text, nullable=False, unique=True)
+    input_prefix: Mapped[str] = mapped_column(Text, nullable=False)
+    layout: Mapped[str] = mapped_column(Text, nullable=False, server_default=DEFAULT_LAYOUT)
+    record_element: Mapped[str | None] = mapped_column(Text)
+    quarantine_prefix: Mapped[str | None] = mapped_column(Text)
+    dtd_id: Mapped[int | None] = mapped_column(ForeignKey("dtds.id", ondelete="RESTRICT"), index=True)
+    active: Mapped[bool] = mapped_column(Boolean, nullable=False, server_default=text("true"))
+    created_at: Mapped[datetime] = _created()
+    updated_at: Mapped[datetime] = _updated()
+
+    dtd: Mapped[Dtd | None] = relationship()
+
+    def batch_prefix(self, hour: datetime) -> str:
+        """The URI prefix of one hour's batch, e.g. ``s3://in/news/dt=2026-11-22/hour=16/``."""
+        # Plain replacement, not str.format: a layout typed into the catalog must not reach
+        # attributes of the values through format fields like "{prefix.__class__}".
+        values = {
+            "{prefix}": self.input_prefix.rstrip("/"),
+            "{date}": f"{hour:%Y-%m-%d}",
+            "{hour}": f"{hour:%H}",
+        }
+        layout = self.layout
+        for field, value in values.items():
+            layout = layout.replace(field, value)
+        return layout
+
+
+class Subscriber(Base):
+    """Someone who receives results: each subscription's results go under ``output_prefix``."""
+
+    __tablename__ = "subscribers"
+    __table_args__ = (
+        *_name_checks(128),
+        _pg_check(f"name ~ '{NAME_RE}'", "name_shape"),
+        *_prefix_checks("output_prefix"),
+    )
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    name: Mapped[str] = mapped_column(Text, nullable=False, unique=True)
+    output_prefix: Mapped[str] = mapped_column(Text, nullable=False)
+    active: Mapped[bool] = mapped_column(Boolean, nullable=False, server_default=text("true"))
+    created_at: Mapped[datetime] = _created()
+    updated_at: Mapped[datetime] = _updated()
+
+
+class Subscription(Base):
+    """One query of a subscriber on a feed, with what the last plan build found out about it.
+
+    ``status`` is "pending" until a build looked at the current text, then "valid", "invalid"
+    (``error_*`` say why and where) or "never-matches" (accepted, but the DTD rules out any match).
+    """
+
+    __tablename__ = "subscriptions"
+    __table_args__ = (
+        UniqueConstraint("subscriber_id", "name"),
+        *_name_checks(),
+        CheckConstraint(_in("status", SUBSCRIPTION_STATUSES), name="status"),
+        CheckConstraint("status <> 'invalid' OR error_message IS NOT NULL", name="invalid_has_error"),
+        CheckConstraint("error_line IS NULL OR error_line > 0", name="error_line"),
+        CheckConstraint("error_column IS NULL OR error_column > 0", name="error_column"),
+    )
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    subscriber_id: Mapped[int] = mapped_column(
+        ForeignKey("subscribers.id", ondelete="CASCADE"), nullable=False
+    )
+    feed_id: Mapped[int] = mapped_column(
+        ForeignKey("feeds.id", ondelete="CASCADE"), nullable=False, index=True
+    )
+    name: Mapped[str] = mapped_column(Text, nullable=False)
+    query: Mapped[str] = mapped_column(Text, nullable=False)
+    active: Mapped[bool] = mapped_column(Boolean, nullable=False, server_default=text("true"))
+    status: Mapped[str] = mapped_column(String(16), nullable=False, server_default="pending")
+    error_code: Mapped[str | None] = mapped_column(String(8))
+    error_message: Mapped[str | None] = mapped_column(Text)
+    error_line: Mapped[int | None] = mapped_column(Integer)
+    error_column: Mapped[int | None] = mapped_column(Integer)
+    plan_text: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = _created()
+    updated_at: Mapped[datetime] = _updated()
+
+    subscriber: Mapped[Subscriber] = relationship()
+    feed: Mapped[Feed] = relationship()
+
+
+class CatalogVersion(Base):
+    """The per-feed change counter the Postgres triggers bump (keyed by name: it survives a
+    feed being deleted and created again, so a version is never reused)."""
+
+    __tablename__ = "catalog_versions"
+
+    feed_name: Mapped[str] = mapped_column(Text, primary_key=True)
+    version: Mapped[int] = mapped_column(BigInteger, nullable=False, server_default="0")
+    changed_at: Mapped[datetime] = _created()
+
+
+class PlanBuild(Base):
+    """One compiled plan of a feed at one catalog version, stored at ``artifact_uri``."""
+
+    __tablename__ = "plan_builds"
+    __table_args__ = (
+        # An explicit name: the conventional one would pass Postgres's 63-character limit.
+        UniqueConstraint(
+            "feed_id",
+            "catalog_version",
+            "format_version",
+            "feedrouter_version",
+            name="uq_plan_builds_feed_version",
+        ),
+        CheckConstraint("length(digest) = 64", name="digest_length"),
+        _pg_check("digest ~ '^[0-9a-f]{64}$'", "digest_hex"),
+        CheckConstraint(
+            "subscriptions >= 0 AND valid_count >= 0 AND invalid_count >= 0 AND never_matches_count >= 0"
+            " AND artifact_bytes >= 0 AND duration_seconds >= 0",
+            name="counts",
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    feed_id: Mapped[int] = mapped_column(
+        ForeignKey("feeds.id", ondelete="CASCADE"), nullable=False, index=True
+    )
+    catalog_version: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    format_version: Mapped[int] = mapped_column(Integer, nullable=False)
+    feedrouter_version: Mapped[str] = mapped_column(Text, nullable=False)
+    strategy: Mapped[str] = mapped_column(String(8), nullable=False)
+    artifact_uri: Mapped[str] = mapped_column(Text, nullable=False)
+    digest: Mapped[str] = mapped_column(String(64), nullable=False)
+    artifact_bytes: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    subscriptions: Mapped[int] = mapped_column(Integer, nullable=False)
+    valid_count: Mapped[int] = mapped_column(Integer, nullable=False)
+    invalid_count: Mapped[int] = mapped_column(Integer, nullable=False)
+    never_matches_count: Mapped[int] = mapped_column(Integer, nullable=False)
+    duration_seconds: Mapped[float] = mapped_column(Float, nullable=False)
+    built_at: Mapped[datetime] = _created()
+
+    feed: Mapped[Feed] = relationship()
+
+
+class Batch(Base):
+    """The run ledger: one hour of one feed routed with one plan build."""
+
+    __tablename__ = "batches"
+    __table_args__ = (
+        UniqueConstraint("feed_id", "hour", "plan_build_id"),
+        CheckConstraint(_in("status", BATCH_STATUSES), name="status"),
+        CheckConstraint("documents >= 0 AND bytes >= 0 AND quarantined >= 0", name="counts"),
+        CheckConstraint("finished_at IS NULL OR finished_at >= started_at", name="finished_after_start"),
+        _pg_check("(hour AT TIME ZONE 'UTC') = date_trunc('hour', hour AT TIME ZONE 'UTC')", "whole_hour"),
+    )
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    feed_id: Mapped[int] = mapped_column(ForeignKey("feeds.id", ondelete="CASCADE"), nullable=False)
+    hour: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+    # NO ACTION (checked at the end of the statement): deleting a feed removes its builds and
+    # batches together, while a build still used by a batch cannot be deleted on its own.
+    plan_build_id: Mapped[int | None] = mapped_column(ForeignKey("plan_builds.id"), index=True)
+    status: Mapped[str] = mapped_column(String(16), nullable=False, server_default="pending")
+    documents: Mapped[int] = mapped_column(BigInteger, nullable=False, server_default="0")
+    bytes: Mapped[int] = mapped_column(BigInteger, nullable=False, server_default="0")
+    quarantined: Mapped[int] = mapped_column(BigInteger, nullable=False, server_default="0")
+    error_message: Mapped[str | None] = mapped_column(Text)
+    started_at: Mapped[datetime] = _created()
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+    feed: Mapped[Feed] = relationship()
+    plan_build: Mapped[PlanBuild | None] = relationship()
+
+
+class Delivery(Base):
+    """What one batch delivered to one subscription.
+
+    The subscriber and subscription names are copied, so the ledger still says where results went
+    after a subscription is deleted (``subscription_id`` then becomes NULL).
+    """
+
+    __tablename__ = "deliveries"
+    __table_args__ = (
+        UniqueConstraint("batch_id", "subscription_id", "delivery_version"),
+        CheckConstraint("result_count >= 0 AND bytes >= 0 AND delivery_version >= 1", name="counts"),
+        CheckConstraint("digest IS NULL OR length(digest) = 64", name="digest_length"),
+    )
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    batch_id: Mapped[int] = mapped_column(ForeignKey("batches.id", ondelete="CASCADE"), nullable=False)
+    subscription_id: Mapped[int | None] = mapped_column(
+        ForeignKey("subscriptions.id", ondelete="SET NULL"), index=True
+    )
+    subscriber_name: Mapped[str] = mapped_column(Text, nullable=False)
+    subscription_name: Mapped[str] = mapped_column(Text, nullable=False)
+    delivery_version: Mapped[int] = mapped_column(Integer, nullable=False, server_default="1")
+    object_keys: Mapped[Any] = mapped_column(Json, nullable=False)
+    result_count: Mapped[int] = mapped_column(BigInteger, nullable=False, server_default="0")
+    bytes: Mapped[int] = mapped_column(BigInteger, nullable=False, server_default="0")
+    digest: Mapped[str | None] = mapped_column(String(64))
+    delivered_at: Mapped[datetime] = _created()
+
+    batch: Mapped[Batch] = relationship()

@@ -1,0 +1,252 @@
+"""Reading and writing the catalog rows a plan build and its users need (Core queries, both backends).
+
+Every statement is built with SQLAlchemy expressions or bound parameters; no value is ever spliced
+into SQL text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import Connection, bindparam, insert, select, text, update
+
+from feedrouter.catalog.compiled import FeedConfig, Target
+from feedrouter.catalog.database import is_postgres
+from feedrouter.catalog.models import Dtd, Feed, PlanBuild, Subscriber, Subscription
+from feedrouter.catalog.outcomes import Outcome
+from feedrouter.errors import CatalogError
+
+_OUTCOME_COLUMNS = ("status", "error_code", "error_message", "error_line", "error_column", "plan_text")
+
+
+@dataclass(frozen=True)
+class FeedRecord:
+    """A feed as a build needs it: its id, settings and DTD."""
+
+    id: int
+    config: FeedConfig
+    dtd_text: str | None
+    dtd_root: str | None
+
+
+@dataclass(frozen=True)
+class SubscriptionRecord:
+    """An active subscription of an active subscriber, with its stored outcome."""
+
+    target: Target
+    query: str
+    outcome: Outcome
+
+    @property
+    def router_id(self) -> str:
+        return str(self.target.subscription_id)
+
+
+@dataclass(frozen=True)
+class PlanBuildResult:
+    """A plan build: the new one, or the existing one when the catalog had not changed (``reused``)."""
+
+    id: int
+    feed: str
+    catalog_version: int
+    artifact_uri: str
+    digest: str
+    artifact_bytes: int
+    subscriptions: int
+    valid: int
+    invalid: int
+    never_matches: int
+    duration_seconds: float
+    built_at: datetime
+    strategy: str
+    reused: bool = False
+
+
+def get_feed(conn: Connection, name: str) -> FeedRecord:
+    """The feed called ``name``; CatalogError (FR400) when there is none."""
+    row = conn.execute(
+        select(
+            Feed.id,
+            Feed.name,
+            Feed.input_prefix,
+            Feed.layout,
+            Feed.record_element,
+            Feed.quarantine_prefix,
+            Dtd.name.label("dtd_name"),
+            Dtd.text.label("dtd_text"),
+            Dtd.root_element,
+        )
+        .outerjoin(Dtd, Dtd.id == Feed.dtd_id)
+        .where(Feed.name == name)
+    ).first()
+    if row is None:
+        raise CatalogError(f"no feed named {name!r} in the catalog", code="FR400")
+    config = FeedConfig(
+        row.name, row.input_prefix, row.layout, row.record_element, row.quarantine_prefix, row.dtd_name
+    )
+    return FeedRecord(row.id, config, row.dtd_text, row.root_element)
+
+
+def active_subscriptions(conn: Connection, feed_id: int) -> list[SubscriptionRecord]:
+    """The active subscriptions of active subscribers on a feed, in id order."""
+    rows = conn.execute(
+        select(
+            Subscription.id,
+            Subscription.name,
+            Subscription.query,
+            Subscriber.name.label("subscriber"),
+            Subscriber.output_prefix,
+            *(getattr(Subscription, column) for column in _OUTCOME_COLUMNS),
+        )
+        .join(Subscriber, Subscriber.id == Subscription.subscriber_id)
+        .where(Subscription.feed_id == feed_id, Subscription.active, Subscriber.active)
+        .order_by(Subscription.id)
+    )
+    return [_subscription(row) for row in rows]
+
+
+def write_outcomes(
+    conn: Connection, records: Sequence[SubscriptionRecord], outcomes: dict[str, Outcome]
+) -> int:
+    """Store each subscription's new outcome where it differs from the stored one; returns how many."""
+    changed = [
+        {"id": r.target.subscription_id, **outcomes[r.router_id].__dict__}
+        for r in records
+        if outcomes[r.router_id] != r.outcome
+    ]
+    if not changed:
+        return 0
+    if is_postgres(conn):
+        _update_by_arrays(conn, changed)
+    else:
+        _update_many(conn, changed)
+    return len(changed)
+
+
+def find_build(conn: Connection, feed_id: int, version: int, format_version: int, fr_version: str) -> Any:
+    """The ``plan_builds`` row of one feed at one catalog version and format, or None."""
+    return conn.execute(
+        select(PlanBuild.__table__).where(
+            PlanBuild.feed_id == feed_id,
+            PlanBuild.catalog_version == version,
+            PlanBuild.format_version == format_version,
+            PlanBuild.feedrouter_version == fr_version,
+        )
+    ).first()
+
+
+def latest_build(conn: Connection, feed_name: str) -> PlanBuildResult | None:
+    """The most recent plan build of a feed (the one routing uses), or None when it has none."""
+    row = conn.execute(
+        _latest(select(PlanBuild.__table__).join(Feed, Feed.id == PlanBuild.feed_id)).where(
+            Feed.name == feed_name
+        )
+    ).first()
+    return None if row is None else build_result(row, feed_name, reused=True)
+
+
+def latest_build_row(conn: Connection, feed_id: int) -> Any:
+    """The most recent ``plan_builds`` row of a feed, or None."""
+    return conn.execute(_latest(select(PlanBuild.__table__)).where(PlanBuild.feed_id == feed_id)).first()
+
+
+def save_build(conn: Connection, values: dict[str, Any], replace_id: int | None = None) -> dict[str, Any]:
+    """Insert a ``plan_builds`` row, or overwrite row ``replace_id``; returns the row's values.
+
+    ``built_at`` is set here, with microseconds: it orders the builds ("latest"), and SQLite's own
+    CURRENT_TIMESTAMP has whole seconds only.
+    """
+    values = {**values, "built_at": datetime.now(timezone.utc)}
+    if replace_id is None:
+        values["id"] = conn.execute(insert(PlanBuild).values(**values).returning(PlanBuild.id)).scalar_one()
+    else:
+        conn.execute(update(PlanBuild).where(PlanBuild.id == replace_id).values(**values))
+        values["id"] = replace_id
+    return values
+
+
+def _latest(query: Any) -> Any:
+    return query.order_by(PlanBuild.built_at.desc(), PlanBuild.id.desc()).limit(1)
+
+
+def build_result(row: Any, feed_name: str, *, reused: bool) -> PlanBuildResult:
+    """A :class:`PlanBuildResult` from a ``plan_builds`` row."""
+    return PlanBuildResult(
+        id=row.id,
+        feed=feed_name,
+        catalog_version=int(row.catalog_version),
+        artifact_uri=row.artifact_uri,
+        digest=row.digest,
+        artifact_bytes=int(row.artifact_bytes),
+        subscriptions=row.subscriptions,
+        valid=row.valid_count,
+        invalid=row.invalid_count,
+        never_matches=row.never_matches_count,
+        duration_seconds=float(row.duration_seconds),
+        built_at=row.built_at,
+        strategy=row.strategy,
+        reused=reused,
+    )
+
+
+def subscription_problems(conn: Connection, feed_name: str | None = None) -> list[dict[str, Any]]:
+    """Invalid and never-matching subscriptions with their errors (both backends; the Postgres
+    view ``feedrouter.subscription_problems`` says the same)."""
+    query = (
+        select(
+            Subscriber.name.label("subscriber"),
+            Feed.name.label("feed"),
+            Subscription.name.label("subscription"),
+            Subscription.status,
+            Subscription.error_code,
+            Subscription.error_message,
+            Subscription.error_line,
+            Subscription.error_column,
+        )
+        .join(Subscriber, Subscriber.id == Subscription.subscriber_id)
+        .join(Feed, Feed.id == Subscription.feed_id)
+        .where(Subscription.status.in_(("invalid", "never-matches")))
+        .order_by(Feed.name, Subscriber.name, Subscription.name)
+    )
+    if feed_name is not None:
+        query = query.where(Feed.name == feed_name)
+    return [dict(row._mapping) for row in conn.execute(query)]
+
+
+def _subscription(row: Any) -> SubscriptionRecord:
+    target = Target(row.id, row.name, row.subscriber, row.output_prefix)
+    outcome = Outcome(*(getattr(row, column) for column in _OUTCOME_COLUMNS))
+    return SubscriptionRecord(target, row.query, outcome)
+
+
+def _update_by_arrays(conn: Connection, changed: list[dict[str, Any]]) -> None:
+    # One UPDATE for all rows: per-row statements would each fire the statement-level
+    # change-tracking trigger, which dominates a 100,000-subscription build.
+    columns = {name: [row[name] for row in changed] for name in ("id", *_OUTCOME_COLUMNS)}
+    conn.execute(
+        text(
+            "UPDATE feedrouter.subscriptions AS s SET status = v.status, error_code = v.error_code,"
+            " error_message = v.error_message, error_line = v.error_line,"
+            " error_column = v.error_column, plan_text = v.plan_text"
+            " FROM unnest(CAST(:id AS bigint[]), CAST(:status AS text[]), CAST(:error_code AS text[]),"
+            " CAST(:error_message AS text[]), CAST(:error_line AS integer[]),"
+            " CAST(:error_column AS integer[]), CAST(:plan_text AS text[]))"
+            " AS v(id, status, error_code, error_message, error_line, error_column, plan_text)"
+            " WHERE s.id = v.id"
+        ),
+        columns,
+    )
+
+
+def _update_many(conn: Connection, changed: Iterable[dict[str, Any]]) -> None:
+    stmt = (
+        update(Subscription)
+        .where(Subscription.id == bindparam("_id"))
+        .values({name: bindparam(f"_{name}") for name in _OUTCOME_COLUMNS})
+        # Keep updated_at (the ORM's onupdate would touch it): a build is not a user's change.
+        .values(updated_at=Subscription.updated_at)
+    )
+    conn.execute(stmt, [{f"_{key}": value for key, value in row.items()} for row in changed])

@@ -1,0 +1,79 @@
+"""The object store interface: one root URI, relative keys, bytes in and out.
+
+Every store is rooted at a URI (``file:///srv/feedrouter/plans``, ``s3://bucket/plans``) and takes
+keys relative to it (:mod:`feedrouter.storage.keys`), so code that builds keys from catalog names
+can never read or write outside the root. Failures raise :class:`~feedrouter.errors.StorageError`
+(terminal: wrong bucket, no permission, missing object) or
+:class:`~feedrouter.errors.TransientStorageError` (a retry may help: throttling, dropped connection).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+
+from feedrouter.errors import StorageError
+from feedrouter.storage.keys import validate_key, validate_prefix
+
+
+class ObjectNotFoundError(StorageError):
+    """The key names no object (terminal: retrying does not make it appear)."""
+
+
+class ObjectStore(ABC):
+    """Bytes under keys relative to :attr:`uri`. Implementations: ``FileStore``, ``S3Store``."""
+
+    #: The root URI, without a trailing slash.
+    uri: str
+
+    def put(self, key: str, data: bytes) -> str:
+        """Write ``data`` under ``key`` (replacing any object there); returns the object's URI.
+
+        Writers never expose a partial object: readers see the old bytes or the new ones.
+        """
+        self._put(validate_key(key), data)
+        return self.uri_for(key)
+
+    def get(self, key: str) -> bytes:
+        """The bytes under ``key``; :class:`ObjectNotFoundError` when there is no such object."""
+        return self._get(validate_key(key))
+
+    def exists(self, key: str) -> bool:
+        return self._exists(validate_key(key))
+
+    def delete(self, key: str) -> None:
+        """Remove the object under ``key``; deleting a missing object is not an error."""
+        self._delete(validate_key(key))
+
+    def list(self, prefix: str = "") -> Iterator[str]:
+        """Keys (relative to the root) that start with ``prefix``, in lexicographic order."""
+        return self._list(validate_prefix(prefix))
+
+    def uri_for(self, key: str) -> str:
+        """The absolute URI of ``key`` under this store's root."""
+        return f"{self.uri}/{validate_key(key)}"
+
+    def key_of(self, uri: str) -> str:
+        """The key of an absolute URI under this store's root; StorageError for any other URI."""
+        root = self.uri + "/"
+        if not uri.startswith(root):
+            raise StorageError(f"{uri} is not under this store's root {self.uri}", code="FR500")
+        return validate_key(uri[len(root) :])
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.uri!r})"
+
+    @abstractmethod
+    def _put(self, key: str, data: bytes) -> None: ...
+
+    @abstractmethod
+    def _get(self, key: str) -> bytes: ...
+
+    @abstractmethod
+    def _exists(self, key: str) -> bool: ...
+
+    @abstractmethod
+    def _delete(self, key: str) -> None: ...
+
+    @abstractmethod
+    def _list(self, prefix: str) -> Iterator[str]: ...

@@ -1,0 +1,93 @@
+"""``file://`` stores: a folder on the local disk (the embedded default, and tests).
+
+Writes go to a temporary file beside the target and are renamed over it, so a reader never sees a
+half-written object; a key that resolves outside the root (through a symlink planted in the folder)
+is refused.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from feedrouter.errors import StorageError, TransientStorageError
+from feedrouter.storage.base import ObjectNotFoundError, ObjectStore
+
+
+class FileStore(ObjectStore):
+    """Objects as files below ``root``; keys map to relative paths."""
+
+    def __init__(self, root: Path | str) -> None:
+        self.root = Path(root).resolve()
+        self.uri = self.root.as_uri()
+
+    @classmethod
+    def from_uri(cls, uri: str) -> FileStore:
+        """A store for ``file:///absolute/path`` (``file://localhost/…`` too)."""
+        parts = urlsplit(uri)
+        if parts.scheme != "file" or parts.netloc not in ("", "localhost") or not parts.path.startswith("/"):
+            raise StorageError(f"not an absolute file:// URI: {uri!r}", code="FR500")
+        return cls(unquote(parts.path))
+
+    def _path(self, key: str) -> Path:
+        path = self.root.joinpath(*key.split("/"))
+        if not path.resolve().is_relative_to(self.root):
+            raise StorageError(f"key {key!r} resolves outside {self.uri}", code="FR500")
+        return path
+
+    def _put(self, key: str, data: bytes) -> None:
+        path = self._path(key)
+        with _errors(key):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".part")
+            try:
+                with os.fdopen(fd, "wb") as handle:
+                    handle.write(data)
+                os.replace(tmp, path)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+
+    def _get(self, key: str) -> bytes:
+        with _errors(key):
+            return self._path(key).read_bytes()
+
+    def _exists(self, key: str) -> bool:
+        return self._path(key).is_file()
+
+    def _delete(self, key: str) -> None:
+        with _errors(key):
+            self._path(key).unlink(missing_ok=True)
+
+    def _list(self, prefix: str) -> Iterator[str]:
+        # Walk only the folder the prefix's complete segments name, not the whole store.
+        base = self.root.joinpath(*prefix.split("/")[:-1])
+        if not base.is_dir():
+            return iter(())
+        keys = (
+            path.relative_to(self.root).as_posix()
+            for path in base.rglob("*")
+            if path.is_file() and not path.name.startswith(".tmp-")
+        )
+        return iter(sorted(key for key in keys if key.startswith(prefix)))
+
+
+@contextmanager
+def _errors(key: str) -> Iterator[None]:
+    """Translate OSError into the storage error tree (missing object, transient, terminal)."""
+    try:
+        yield
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError) as exc:
+        raise ObjectNotFoundError(f"no object {key!r}: {exc.strerror}", code="FR500") from exc
+    except OSError as exc:
+        # A busy file, an interrupted call or a full disk may pass; permissions and the rest will not.
+        cls = TransientStorageError if exc.errno in _TRANSIENT_ERRNOS else StorageError
+        raise cls(f"cannot access {key!r}: {exc.strerror or exc}", code="FR500") from exc
+
+
+_TRANSIENT_ERRNOS = frozenset({errno.EAGAIN, errno.EINTR, errno.EBUSY, errno.ENOSPC, errno.EIO})

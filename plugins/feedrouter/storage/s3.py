@@ -1,0 +1,194 @@
+"""``s3://`` stores through boto3: AWS S3 or any S3 API server (MinIO, moto).
+
+Configuration comes from the environment (:class:`S3Settings`); credentials are never read or held
+here: boto3's standard chain finds them (environment, shared files, instance roles). Inside Airflow,
+pass the client of an Airflow connection instead (the seam)::
+
+    from airflow.providers.amazon.aws.hooks.s3 import S3Hook
+    store = open_store("s3://bucket/plans", client=S3Hook(aws_conn_id="feedrouter_s3").get_conn())
+
+botocore retries throttling and dropped connections itself ("standard" retry mode); what is still
+failing after those attempts is raised as :class:`~feedrouter.errors.TransientStorageError`, so the
+scheduler can retry the task later, and everything else as a terminal ``StorageError``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from feedrouter.errors import StorageError, TransientStorageError
+from feedrouter.storage.base import ObjectNotFoundError, ObjectStore
+from feedrouter.storage.keys import validate_key
+
+#: Error codes S3 answers with that a later attempt may not get.
+TRANSIENT_CODES = frozenset(
+    {
+        "InternalError",
+        "RequestTimeout",
+        "RequestTimeTooSkewed",
+        "ServiceUnavailable",
+        "SlowDown",
+        "Throttling",
+        "ThrottlingException",
+        "RequestLimitExceeded",
+        "500",
+        "502",
+        "503",
+        "504",
+    }
+)
+NOT_FOUND_CODES = frozenset({"NoSuchKey", "404", "NotFound"})
+
+
+@dataclass(frozen=True)
+class S3Settings:
+    """How to reach S3. Holds no credential, so it can be logged and pickled safely.
+
+    Attributes:
+        endpoint_url: an S3 API server (MinIO, moto); None for AWS itself.
+        region: the signing region.
+        addressing_style: "path" (needed by most non-AWS servers) or "virtual"/"auto".
+        max_attempts: total attempts per call, the first included (botocore "standard" mode).
+        connect_timeout, read_timeout: seconds.
+    """
+
+    endpoint_url: str | None = None
+    region: str = "us-east-1"
+    addressing_style: str = "auto"
+    max_attempts: int = 5
+    connect_timeout: float = 10.0
+    read_timeout: float = 60.0
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> S3Settings:
+        """Read ``FEEDROUTER_S3_ENDPOINT_URL`` (else ``AWS_ENDPOINT_URL_S3``, ``AWS_ENDPOINT_URL``),
+        ``AWS_REGION`` (else ``AWS_DEFAULT_REGION``), ``FEEDROUTER_S3_ADDRESSING_STYLE`` (default
+        "path" with a custom endpoint) and ``FEEDROUTER_S3_MAX_ATTEMPTS``."""
+        env = os.environ if env is None else env
+        endpoint = _first(env, "FEEDROUTER_S3_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
+        style = env.get("FEEDROUTER_S3_ADDRESSING_STYLE") or ("path" if endpoint else "auto")
+        return cls(
+            endpoint_url=endpoint,
+            region=_first(env, "AWS_REGION", "AWS_DEFAULT_REGION") or "us-east-1",
+            addressing_style=style,
+            max_attempts=int(env.get("FEEDROUTER_S3_MAX_ATTEMPTS", "5")),
+        )
+
+    def client(self) -> Any:
+        """A boto3 S3 client with these settings and the standard credential chain."""
+        import boto3
+        from botocore.config import Config
+
+        config = Config(
+            region_name=self.region,
+            retries={"mode": "standard", "total_max_attempts": self.max_attempts},
+            connect_timeout=self.connect_timeout,
+            read_timeout=self.read_timeout,
+            s3={"addressing_style": self.addressing_style},
+        )
+        return boto3.session.Session().client("s3", endpoint_url=self.endpoint_url, config=config)
+
+
+class S3Store(ObjectStore):
+    """Objects under ``s3://bucket/prefix``; keys are appended to the prefix."""
+
+    def __init__(
+        self, bucket: str, prefix: str = "", *, client: Any = None, settings: S3Settings | None = None
+    ) -> None:
+        self.bucket = bucket
+        self.prefix = prefix.strip("/")
+        self.uri = f"s3://{bucket}/{self.prefix}" if self.prefix else f"s3://{bucket}"
+        self._client = client
+        self._settings = settings
+
+    @classmethod
+    def from_uri(cls, uri: str, *, client: Any = None, settings: S3Settings | None = None) -> S3Store:
+        """A store for ``s3://bucket[/prefix]``; the client defaults to one from the environment."""
+        parts = urlsplit(uri)
+        if parts.scheme != "s3" or not parts.netloc or parts.query or parts.fragment:
+            raise StorageError(f"not an s3://bucket/prefix URI: {uri!r}", code="FR500")
+        prefix = parts.path.strip("/")
+        if prefix:
+            validate_key(prefix)
+        return cls(parts.netloc, prefix, client=client, settings=settings)
+
+    @property
+    def client(self) -> Any:
+        """The boto3 client, created on first use (so a store can be built where boto3 is idle)."""
+        if self._client is None:
+            self._client = (self._settings or S3Settings.from_env()).client()
+        return self._client
+
+    def _object_key(self, key: str) -> str:
+        return f"{self.prefix}/{key}" if self.prefix else key
+
+    def _put(self, key: str, data: bytes) -> None:
+        with _errors(self.bucket, key):
+            self.client.put_object(Bucket=self.bucket, Key=self._object_key(key), Body=data)
+
+    def _get(self, key: str) -> bytes:
+        with _errors(self.bucket, key):
+            response = self.client.get_object(Bucket=self.bucket, Key=self._object_key(key))
+            return bytes(response["Body"].read())
+
+    def _exists(self, key: str) -> bool:
+        try:
+            with _errors(self.bucket, key):
+                self.client.head_object(Bucket=self.bucket, Key=self._object_key(key))
+        except ObjectNotFoundError:
+            return False
+        return True
+
+    def _delete(self, key: str) -> None:
+        with _errors(self.bucket, key):
+            self.client.delete_object(Bucket=self.bucket, Key=self._object_key(key))
+
+    def _list(self, prefix: str) -> Iterator[str]:
+        root = f"{self.prefix}/" if self.prefix else ""
+        with _errors(self.bucket, prefix or "(all)"):
+            pages = self.client.get_paginator("list_objects_v2").paginate(
+                Bucket=self.bucket, Prefix=root + prefix
+            )
+            # Materialize inside the error handler: pagination calls S3 lazily.
+            keys = [item["Key"][len(root) :] for page in pages for item in page.get("Contents", ())]
+        return iter(keys)
+
+
+@contextmanager
+def _errors(bucket: str, key: str) -> Iterator[None]:
+    """Translate botocore failures into the storage error tree."""
+    try:
+        yield
+    except Exception as exc:
+        translated = classify(exc, f"s3://{bucket}/…/{key}")
+        if translated is None:
+            raise
+        raise translated from exc
+
+
+def classify(exc: BaseException, where: str) -> StorageError | None:
+    """The storage error for a botocore exception, or None when ``exc`` is not one of botocore's."""
+    from botocore import exceptions as bce
+
+    if isinstance(exc, bce.ClientError):
+        code = str(exc.response.get("Error", {}).get("Code", ""))
+        if code in NOT_FOUND_CODES:
+            return ObjectNotFoundError(f"no object {where}", code="FR500")
+        cls = TransientStorageError if code in TRANSIENT_CODES else StorageError
+        return cls(f"S3 refused {where}: {code} {exc.response.get('Error', {}).get('Message', '')}")
+    if isinstance(exc, (bce.ConnectionError, bce.HTTPClientError)):
+        return TransientStorageError(f"cannot reach S3 for {where}: {type(exc).__name__}")
+    if isinstance(exc, bce.NoCredentialsError):
+        return StorageError(f"no AWS credentials found for {where} (standard chain or connection)")
+    if isinstance(exc, bce.BotoCoreError):
+        return StorageError(f"S3 call failed for {where}: {type(exc).__name__}")
+    return None
+
+
+def _first(env: Mapping[str, str], *names: str) -> str | None:
+    return next((env[name] for name in names if env.get(name)), None)

@@ -1,0 +1,93 @@
+"""Plan artifacts: round trip, and refusal (FR305) of anything corrupted, foreign or mismatched,
+checked before a single byte is unpickled."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import pickle
+import zlib
+
+import pytest
+
+import feedrouter
+from feedrouter import Router
+from feedrouter.catalog import artifact
+from feedrouter.catalog.compiled import CompiledPlan, FeedConfig, Target
+from feedrouter.errors import CompileError
+
+UNPICKLED: list[str] = []
+
+
+def _mark_unpickled() -> None:
+    UNPICKLED.append("code ran")
+
+
+class _Trap:
+    """Unpickling this calls _mark_unpickled: a stand-in for a malicious payload."""
+
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        return (_mark_unpickled, ())
+
+
+def _plan(version: int = 3) -> CompiledPlan:
+    router = Router.compile([("1", "//title")])
+    target = Target(1, "titles", "alice", "s3://out/alice")
+    return CompiledPlan(
+        FeedConfig("news", "s3://in/news", "{prefix}/{hour}/"), version, router, {"1": target}
+    )
+
+
+def _with_header(data: bytes, **changes: object) -> bytes:
+    header, payload = artifact.read_header(data)
+    fields = {**header.__dict__, **changes}
+    return artifact.MAGIC + json.dumps(fields).encode() + b"\n" + payload
+
+
+def test_round_trip() -> None:
+    encoded = artifact.encode(_plan())
+    plan = artifact.decode(encoded.data, encoded.digest)
+    assert plan.route(b"<a><title>x</title></a>") == {"1": b"<title>x</title>"}
+    assert plan.targets["1"].subscriber == "alice" and plan.catalog_version == 3
+    header, _ = artifact.read_header(encoded.data)
+    assert (header.feed, header.catalog_version, header.format, header.feedrouter) == (
+        "news",
+        3,
+        artifact.FORMAT_VERSION,
+        feedrouter.__version__,
+    )
+
+
+@pytest.mark.parametrize(
+    ("mangle", "why"),
+    [
+        (lambda d: d[:-1] + bytes([d[-1] ^ 1]), "corrupted"),
+        (lambda d: d[:-20], "corrupted"),
+        (lambda d: b"<?xml version='1.0'?><plan/>", "not a feedrouter plan artifact"),
+        (lambda d: artifact.MAGIC + b"x" * 5000, "unterminated or too long"),
+        (lambda d: artifact.MAGIC + b"{not json}\n", "unreadable"),
+        (lambda d: _with_header(d, format=artifact.FORMAT_VERSION + 1), "has format 2"),
+        (lambda d: _with_header(d, feedrouter="0.0.1"), "built by feedrouter 0.0.1"),
+        (lambda d: _with_header(d, compression="lz4"), "unknown compression"),
+    ],
+)
+def test_bad_artifacts_are_refused(mangle, why: str) -> None:  # type: ignore[no-untyped-def]
+    encoded = artifact.encode(_plan())
+    with pytest.raises(CompileError, match=rf"\[FR305\] refusing plan .*{why}"):
+        artifact.decode(mangle(encoded.data), encoded.digest)
+
+
+def test_an_artifact_the_catalog_did_not_record_is_refused() -> None:
+    encoded = artifact.encode(_plan())
+    with pytest.raises(CompileError, match="not the 000000000000… the catalog recorded"):
+        artifact.decode(encoded.data, "0" * 64)
+
+
+def test_the_digest_is_checked_before_anything_is_unpickled() -> None:
+    payload = zlib.compress(pickle.dumps(_Trap()))
+    digest = hashlib.sha256(payload).hexdigest()
+    header = artifact.ArtifactHeader(1, feedrouter.__version__, "news", 3, digest, len(payload))
+    data = artifact.MAGIC + header.to_bytes() + b"\n" + payload
+    with pytest.raises(CompileError, match="FR305"):
+        artifact.decode(data, "f" * 64)  # self-consistent, but not what the catalog recorded
+    assert UNPICKLED == []

@@ -1,0 +1,48 @@
+"""The catalog commands on the embedded catalog: set up, seed, build, inspect."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from feedrouter.catalog.cli import register
+
+
+@pytest.fixture
+def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    for name in ("FEEDROUTER_DATABASE_URL", "FEEDROUTER_PLANS_URI"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("FEEDROUTER_HOME", str(tmp_path / "var"))
+    group = click.Group("feedrouter")
+    register(group)
+
+    def invoke(*args: str) -> str:
+        result = CliRunner().invoke(group, list(args), catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    return invoke
+
+
+def test_sample_catalog_build_and_status(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    assert "embedded SQLite" in run("db", "upgrade")
+    assert "has 22 subscriptions" in run("catalog", "init-sample", "--subscriptions", "20", "--with-invalid")
+    built = run("build-plan", "--feed", "news")
+    assert "built plan 1 of feed news" in built and "20 valid, 2 invalid" in built
+    assert "[FR104] 'or' is not supported" in built
+    assert "reused the plan build 1" in run("build-plan", "--feed", "news")
+    status = run("catalog", "status")
+    assert "(up to date)" in status and "broken-001: line 3, column 8: [FR106]" in status
+    assert len(list((tmp_path / "var" / "plans" / "news").glob("*.plan"))) == 1
+
+
+def test_errors_are_one_clean_message(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("FEEDROUTER_DATABASE_URL", raising=False)
+    monkeypatch.setenv("FEEDROUTER_HOME", str(tmp_path))
+    group = click.Group("feedrouter")
+    register(group)
+    result = CliRunner().invoke(group, ["build-plan", "--feed", "nope"])
+    assert result.exit_code == 1 and "Error: [FR400] no feed named 'nope'" in result.output
