@@ -97,7 +97,7 @@ class Router:
                 router.add(sid, text)
             except FeedrouterError as exc:
                 router.errors[str(sid)] = exc
-            except Exception as exc:  # noqa: BLE001 - one text must never stop the others
+            except Exception as exc:  # one text must never stop the others
                 router.errors[str(sid)] = CompileError(
                     f"internal error while compiling this subscription ({type(exc).__name__}: {exc}); "
                     "please report it with the subscription text",

@@ -9,4 +9,11 @@ from feedrouter.schema.dtd import (
     general_entity_declarations,
 )
 
-__all__ = ["AttributeDecl", "DtdGraph", "ElementDecl", "EntityDecl", "Particle", "general_entity_declarations"]
+__all__ = [
+    "AttributeDecl",
+    "DtdGraph",
+    "ElementDecl",
+    "EntityDecl",
+    "Particle",
+    "general_entity_declarations",
+]
