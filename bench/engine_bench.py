@@ -20,88 +20,24 @@ Usage: ``.venv/bin/python bench/engine_bench.py [--sizes 1000,10000,100000] [--d
 from __future__ import annotations
 
 import argparse
-import contextlib
-import csv
 import gc
-import resource
 import statistics
-import sys
 import time
-from pathlib import Path
 
 from lxml import etree
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "plugins"))
-
-from feedrouter import Router  # noqa: E402
-from feedrouter.lang import parse, to_xpath  # noqa: E402
-from feedrouter.workload import dtds, generate_documents, generate_selective_population  # noqa: E402
-
-RESULTS = ROOT / "bench" / "results"
-
-
-def secure_parser() -> etree.XMLParser:
-    return etree.XMLParser(resolve_entities="internal", no_network=True, load_dtd=False, huge_tree=False)
-
-
-def time_per_document(fn, documents: list[bytes], repeat: int = 1) -> float:  # type: ignore[no-untyped-def]
-    """Median seconds per document over ``repeat`` passes (the first pass warms caches and is dropped)."""
-    for data in documents[:3]:
-        fn(data)
-    passes = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        for data in documents:
-            fn(data)
-        passes.append((time.perf_counter() - started) / len(documents))
-    return statistics.median(passes)
-
-
-def measure_lxml(
-    texts: list[tuple[str, str]], documents: list[bytes], budget_s: float
-) -> tuple[float, dict, bool]:
-    """Seconds per document for one compiled XPath per subscription (sampled if over budget)."""
-    compiled = []
-    for sid, text in texts:
-        expr, namespaces = to_xpath(parse(text))
-        compiled.append((sid, etree.XPath(expr, namespaces=namespaces)))
-    parser = secure_parser()
-    matched: dict[int, set[str]] = {}
-    started = time.perf_counter()
-    done = 0
-    for d, data in enumerate(documents):
-        tree = etree.fromstring(data, parser)
-        matched[d] = {sid for sid, xp in compiled if xp(tree)}
-        done += 1
-        if time.perf_counter() - started > budget_s:
-            break
-    return (time.perf_counter() - started) / done, matched, done == len(documents)
-
-
-def measure_saxon(texts: list[tuple[str, str]], documents: list[bytes], sample: int) -> float:
-    """Seconds per document for Saxon on ``sample`` subscriptions, scaled to the whole population."""
-    from saxonche import PySaxonProcessor
-
-    proc = PySaxonProcessor(license=False)
-    xq = proc.new_xquery_processor()
-    step = max(1, len(texts) // sample)
-    chosen = texts[::step][:sample]
-    docs = documents[:5]
-    started = time.perf_counter()
-    for data in docs:
-        node = proc.parse_xml(xml_text=data.decode("utf-8"))
-        for _, text in chosen:
-            xq.set_query_content(text)
-            xq.set_context(xdm_item=node)
-            with contextlib.suppress(Exception):  # FORG0001 on odd values costs the same
-                xq.run_query_to_string()
-    per_doc = (time.perf_counter() - started) / len(docs)
-    return per_doc * len(texts) / len(chosen)
-
-
-def rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+from common import (
+    RESULTS,
+    markdown_table,
+    measure_lxml,
+    measure_saxon,
+    rss_mb,
+    secure_parser,
+    time_per_document,
+    write_csv,
+)
+from feedrouter import Router
+from feedrouter.workload import dtds, generate_documents, generate_selective_population
 
 
 def run(
@@ -162,11 +98,7 @@ def run(
 
 
 def write(rows: list[dict], name: str) -> None:
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    with (RESULTS / f"{name}.csv").open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    write_csv(rows, RESULTS / f"{name}.csv")
     cols = [
         "subscriptions",
         "strategy",
@@ -181,9 +113,7 @@ def write(rows: list[dict], name: str) -> None:
         "match_rate",
         "matched_set_mismatches",
     ]
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    lines += ["| " + " | ".join(str(r[c]) for c in cols) + " |" for r in rows]
-    (RESULTS / f"{name}.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (RESULTS / f"{name}.md").write_text(markdown_table(rows, cols), encoding="utf-8")
 
 
 def main() -> None:

@@ -1,0 +1,121 @@
+"""
+### feedrouter_route: route every feed's hour of messages on Spark
+
+Hourly, for the hour that just ended (the run's data interval, UTC), and for each active feed:
+
+1. `hour_batches` lists the batches: every active feed, or the one named in the trigger form;
+2. per feed (`route_hour`, one mapped group per feed, so a late feed never holds up the others):
+   - `wait_for_input` waits until the hour's input is complete: the hour's grace period
+     (`FEEDROUTER_INPUT_GRACE`, 10 minutes) has passed and, when `FEEDROUTER_INPUT_MARKER` is set,
+     the producer's marker (e.g. `_SUCCESS`) exists under the hour's prefix. Without the marker by
+     the deadline (`FEEDROUTER_INPUT_DEADLINE`, 6 hours after the hour) it fails, naming the prefix.
+     It waits in reschedule mode, holding no worker slot;
+   - `route_batch` routes the hour with the feed's **latest plan build** on Spark (local, or the
+     cluster of the `FEEDROUTER_SPARK_CONN_ID` connection) and records the `batches`/`deliveries`
+     ledger. An hour without input is recorded as an explicit `empty` batch; a feed without a plan
+     build fails at once, saying to run `feedrouter_plans`;
+3. `ledger_report` checks every batch reached the ledger and logs what each one delivered.
+
+**Backfills**: `catchup` is on; create a backfill from the DAG's page (*Trigger* → *Backfill*) for a
+date range, or re-run one hour by clearing its run or one feed's mapped task. Re-running an hour
+delivers identical objects and no duplicate (exactly-once delivery; see the Spark docs).
+
+**Manual runs**: *Trigger* with the form: `feed` (empty: all active feeds) and `hour`
+(`YYYY-MM-DDTHH` in UTC; empty: the run's data interval).
+
+**Start date**: `FEEDROUTER_ROUTE_START` (ISO date, default 2026-11-01): the first hour catchup
+routes once the DAG is unpaused.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime, timedelta, timezone
+
+from airflow.sdk import DAG, CronDataIntervalTimetable, Param, task_group
+
+from feedrouter.airflow.hours import HOUR_PATTERN
+from feedrouter.airflow.operators import HourBatchesOperator, LedgerReportOperator, RouteBatchOperator
+from feedrouter.airflow.sensors import HourInputSensor
+
+START = datetime.fromisoformat(os.environ.get("FEEDROUTER_ROUTE_START") or "2026-11-01").replace(
+    tzinfo=timezone.utc
+)
+
+with DAG(
+    dag_id="feedrouter_route",
+    description="Route each feed's hour of XML messages to its subscribers on Spark",
+    doc_md=__doc__,
+    schedule=CronDataIntervalTimetable("0 * * * *", timezone="UTC"),
+    start_date=START,
+    catchup=True,
+    max_active_runs=3,
+    max_active_tasks=8,
+    dagrun_timeout=timedelta(hours=12),
+    tags=["feedrouter", "routing"],
+    params={
+        "feed": Param(
+            "",
+            type="string",
+            title="Feed",
+            description="One feed to route; empty routes every active feed.",
+        ),
+        "hour": Param(
+            "",
+            type="string",
+            pattern=f"^$|{HOUR_PATTERN}",
+            title="Hour (UTC)",
+            description="The hour to route, as YYYY-MM-DDTHH (e.g. 2026-11-22T16); empty: the "
+            "run's data interval.",
+        ),
+    },
+    default_args={
+        "owner": "feedrouter",
+        "retries": 3,
+        "retry_delay": timedelta(minutes=2),
+        "retry_exponential_backoff": 2.0,
+        "max_retry_delay": timedelta(minutes=30),
+        "execution_timeout": timedelta(minutes=15),
+    },
+) as dag:
+    hour_batches = HourBatchesOperator(
+        task_id="hour_batches",
+        doc_md="Lists the batches of this run: `{feed, hour}` for the `feed` param or every active "
+        "feed, and the `hour` param or the run's data interval start.",
+    )
+
+    @task_group(group_id="route_hour")
+    def route_hour(batch: dict[str, str]) -> None:
+        """One feed's hour: wait for its input, then route it."""
+        wait_for_input = HourInputSensor(
+            task_id="wait_for_input",
+            batch=batch,
+            poke_interval=timedelta(minutes=5),
+            # A backstop only: the sensor fails first, and more clearly, at FEEDROUTER_INPUT_DEADLINE.
+            timeout=timedelta(hours=24),
+            retries=1,
+            doc_md="Waits (reschedule mode) until the hour's grace period has passed and, with "
+            "`FEEDROUTER_INPUT_MARKER` set, the producer's marker exists under the hour's prefix; "
+            "fails without retry when the deadline passes without it. XCom: the prefix and its "
+            "object count.",
+        )
+        route_batch = RouteBatchOperator(
+            task_id="route_batch",
+            batch=batch,
+            execution_timeout=timedelta(hours=2),
+            doc_md="Routes the hour with the feed's latest plan build on Spark and records the "
+            "`batches`/`deliveries` ledger; deliveries are exactly-once, so a retry or a re-run "
+            "rewrites identical objects. Terminal errors (no plan build, a refused artifact) fail "
+            "at once; transient ones (S3 throttling, a lost connection) are retried with backoff.",
+        )
+        wait_for_input >> route_batch
+
+    routed = route_hour.expand(batch=hour_batches.output)
+
+    ledger_report = LedgerReportOperator(
+        task_id="ledger_report",
+        batches=hour_batches.output,
+        doc_md="Checks that every batch of the run is in the `batches` ledger and logs per batch: "
+        "status, documents, quarantined messages, deliveries and results.",
+    )
+    routed >> ledger_report

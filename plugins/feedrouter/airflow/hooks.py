@@ -1,0 +1,192 @@
+"""The hook that hands the library what it needs from Airflow connections.
+
+Credentials stay in Airflow connections (or a secrets backend behind them): the catalog's URL is
+built from a postgres connection by the postgres provider's hook, the S3 client from an aws
+connection by the amazon provider's hook, the Spark master from a spark connection. They are passed
+to the library as objects (an engine, a boto3 client, a URL), never written to logs: only
+:meth:`FeedrouterHook.describe` output, with passwords masked, is logged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from airflow.sdk import BaseHook
+
+from feedrouter.airflow.settings import Connections, spark_master_env
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
+    from feedrouter.storage import ObjectStore
+    from feedrouter.storage.s3 import S3Settings
+
+#: Retries and timeouts of S3 calls when the aws connection does not set ``config_kwargs``; the same
+#: as the library's own S3 defaults (botocore "standard" retry mode).
+S3_CLIENT_DEFAULTS: dict[str, Any] = {
+    "retries": {"mode": "standard", "total_max_attempts": 5},
+    "connect_timeout": 10,
+    "read_timeout": 60,
+}
+
+
+class FeedrouterHook(BaseHook):
+    """The catalog engine, object stores and Spark master of one task, from Airflow connections.
+
+    Args:
+        connections: the connection ids to use; default: :meth:`Connections.from_env`. A None id
+            falls back to the library's environment configuration (embedded defaults included).
+    """
+
+    def __init__(self, connections: Connections | None = None) -> None:
+        super().__init__()
+        self.connections = connections or Connections.from_env()
+
+    # -- catalog ----------------------------------------------------------------------------------
+
+    def catalog_url(self, conn_id: str | None = None) -> str:
+        """The catalog's SQLAlchemy URL (with its password: pass it on, never log it)."""
+        conn_id = conn_id or self.connections.catalog
+        if conn_id is None:
+            from feedrouter.catalog.settings import database_url
+
+            return database_url()
+        return postgres_url(conn_id)
+
+    def catalog_engine(self, conn_id: str | None = None) -> Engine:
+        """An engine on the catalog; the embedded SQLite catalog gets its tables on first use."""
+        from feedrouter.catalog import open_catalog
+
+        return open_catalog(self.catalog_url(conn_id))
+
+    # -- object stores ----------------------------------------------------------------------------
+
+    @cached_property
+    def s3_client(self) -> Any | None:
+        """The boto3 S3 client of the aws connection, or None to let the library build its own."""
+        if self.connections.s3 is None:
+            return None
+        return s3_client(self.connections.s3)
+
+    @cached_property
+    def s3_access(self) -> S3Access | None:
+        """Endpoint, region and credentials of the aws connection for the Spark job (whose driver
+        and tasks build their own clients), or None to let them use the environment."""
+        if self.connections.s3 is None:
+            return None
+        return s3_access(self.connections.s3)
+
+    def store(self, uri: str) -> ObjectStore:
+        """The object store rooted at ``uri``; ``s3://`` stores use the aws connection's client."""
+        from feedrouter.storage import open_store
+
+        return open_store(uri, client=self.s3_client if uri.startswith("s3://") else None)
+
+    def plans_store(self) -> ObjectStore:
+        """Where plan artifacts live (``FEEDROUTER_PLANS_URI``, default ``$FEEDROUTER_HOME/plans``)."""
+        from feedrouter.catalog.settings import plans_uri
+
+        return self.store(plans_uri())
+
+    # -- Spark ------------------------------------------------------------------------------------
+
+    def spark_master(self) -> str | None:
+        """The master URL of the spark connection, else ``FEEDROUTER_SPARK_MASTER``, else None
+        (the library's local session)."""
+        if self.connections.spark is None:
+            return spark_master_env()
+        conn = self.get_connection(self.connections.spark)
+        return master_url(conn.conn_type, conn.host, conn.port)
+
+    def describe(self) -> str:
+        """Where the catalog and S3 credentials come from, safe to log (password masked)."""
+        from sqlalchemy import make_url
+
+        catalog = make_url(self.catalog_url()).render_as_string(hide_password=True)
+        s3 = f"connection {self.connections.s3}" if self.connections.s3 else "the environment"
+        return f"catalog {catalog}; S3 credentials from {s3}"
+
+
+def postgres_url(conn_id: str) -> str:
+    """The SQLAlchemy URL (psycopg 3) of a postgres connection, with the connection's libpq extras
+    (``sslmode``, ``options``, …) as query parameters, as the postgres provider passes them."""
+    from airflow.providers.postgres.hooks.postgres import PostgresHook
+
+    hook = PostgresHook(postgres_conn_id=conn_id, sqlalchemy_scheme="postgresql+psycopg")
+    url = hook.sqlalchemy_url
+    extras = {
+        key: str(value)
+        for key, value in hook.connection.extra_dejson.items()
+        if key not in hook.ignored_extra_options and isinstance(value, (str, int, float))
+    }
+    return url.update_query_dict(extras).render_as_string(hide_password=False)
+
+
+def s3_client(conn_id: str) -> Any:
+    """A boto3 S3 client from an aws connection: its credentials, region and ``endpoint_url``;
+    path-style addressing with a custom endpoint (MinIO), the library's retry defaults unless the
+    connection sets ``config_kwargs``."""
+    from airflow.providers.amazon.aws.hooks.base_aws import AwsBaseHook
+    from botocore.config import Config
+
+    probe = AwsBaseHook(aws_conn_id=conn_id, client_type="s3")
+    if probe.conn_config.botocore_config is not None:
+        return probe.get_conn()
+    endpoint = probe.conn_config.get_service_endpoint_url("s3")
+    style = "path" if endpoint else "auto"
+    config = Config(**S3_CLIENT_DEFAULTS, s3={"addressing_style": style})
+    return AwsBaseHook(aws_conn_id=conn_id, client_type="s3", config=config).get_conn()
+
+
+@dataclass(frozen=True, repr=False)
+class S3Access:
+    """How the Spark job reaches S3 through an aws connection.
+
+    Attributes:
+        settings: endpoint, region and addressing (no secret: shipped to the tasks as they are).
+        credentials: ``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``/``AWS_SESSION_TOKEN`` as
+            environment variables for boto3's standard chain (secret: never log them).
+    """
+
+    settings: S3Settings
+    credentials: dict[str, str]
+
+    def __repr__(self) -> str:
+        return f"S3Access({self.settings!r}, credentials=<{len(self.credentials)} hidden>)"
+
+
+def s3_access(conn_id: str) -> S3Access:
+    """The S3 settings and (frozen, possibly temporary) credentials of an aws connection."""
+    from airflow.providers.amazon.aws.hooks.base_aws import AwsBaseHook
+
+    from feedrouter.storage.s3 import S3Settings
+
+    hook = AwsBaseHook(aws_conn_id=conn_id, client_type="s3")
+    endpoint = hook.conn_config.get_service_endpoint_url("s3")
+    settings = S3Settings(
+        endpoint_url=endpoint,
+        region=hook.conn_config.region_name or "us-east-1",
+        addressing_style="path" if endpoint else "auto",
+    )
+    frozen = hook.get_session().get_credentials()
+    if frozen is None:  # no key in the connection and none in the chain: an instance role later
+        return S3Access(settings, {})
+    frozen = frozen.get_frozen_credentials()
+    credentials = {"AWS_ACCESS_KEY_ID": frozen.access_key, "AWS_SECRET_ACCESS_KEY": frozen.secret_key}
+    if frozen.token:
+        credentials["AWS_SESSION_TOKEN"] = frozen.token
+    return S3Access(settings, credentials)
+
+
+def master_url(conn_type: str | None, host: str | None, port: int | None) -> str:
+    """A Spark master URL from a spark connection, read as the apache-spark provider reads it:
+    a host holding a whole URL (``spark://h:7077``, ``local[4]``, ``k8s://https://h``) is used as
+    is, otherwise ``spark://host:port``."""
+    host = host or ""
+    if conn_type in (None, "spark") and ("://" in host or host.startswith("local") or not port):
+        master = host or "local[*]"
+    else:
+        master = f"{conn_type}://{host}"
+    return f"{master}:{port}" if port and not master.startswith("local") else master

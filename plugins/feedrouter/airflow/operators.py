@@ -1,0 +1,247 @@
+"""Operators of the feedrouter DAGs: each ``execute`` is a few lines calling the library through
+:class:`~feedrouter.airflow.hooks.FeedrouterHook`, with terminal errors failing at once
+(:func:`~feedrouter.airflow.errors.task_outcome`).
+
+What they return goes to XCom as plain JSON: feed names, batch dicts, build and routing summaries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from airflow.sdk import BaseOperator
+from airflow.sdk.exceptions import AirflowFailException
+
+from feedrouter.airflow import status
+from feedrouter.airflow.errors import task_outcome
+from feedrouter.airflow.hooks import FeedrouterHook
+from feedrouter.airflow.hours import HourBatch, parse_hour, to_hour
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+    from sqlalchemy import Connection, Engine
+
+#: How mapped task instances are labelled in the grid: by feed, or by feed and hour.
+FEED_LABEL = "{{ task.feed }}"
+BATCH_LABEL = "{{ task.batch['feed'] }} {{ task.batch['hour'] }}"
+
+
+@contextmanager
+def catalog(hook: FeedrouterHook, what: str) -> Iterator[Connection]:
+    """A read connection on the catalog for one step; the engine is disposed of afterwards."""
+    engine: Engine = hook.catalog_engine()
+    try:
+        with task_outcome(what), engine.connect() as conn:
+            yield conn
+    finally:
+        engine.dispose()
+
+
+class StaleFeedsOperator(BaseOperator):
+    """Name the active feeds whose catalog version moved since their latest plan build.
+
+    Returns the sorted feed names (an empty list when every plan is current), which the build task
+    maps over: only the feeds that changed are rebuilt.
+    """
+
+    ui_color = "#e8f4fa"
+
+    def execute(self, context: Context) -> list[str]:
+        self._log_triggering_events(context)
+        hook = FeedrouterHook()
+        self.log.info("Reading catalog versions: %s", hook.describe())
+        with catalog(hook, "reading the catalog versions") as conn:
+            stale = status.stale_feeds(conn)
+        for feed, version in sorted(stale.items()):
+            self.log.info("feed %s: catalog version %s has no plan build yet", feed, version)
+        if not stale:
+            self.log.info("Every active feed's plan build is current; nothing to rebuild")
+        return sorted(stale)
+
+    def _log_triggering_events(self, context: Context) -> None:
+        # What woke the DAG up (the catalog watcher's payload); the catalog itself decides the work.
+        for asset, events in (context.get("triggering_asset_events") or {}).items():
+            for event in events:
+                self.log.info("Triggered by %s: %s", asset, event.extra)
+
+
+class BuildPlanOperator(BaseOperator):
+    """Build (or reuse) one feed's plan at its current catalog version.
+
+    Returns a summary of the build (id, version, counts, artifact URI); invalid subscriptions are
+    logged with their errors and recorded in the catalog, and never fail the task.
+
+    Args:
+        feed: the feed to build (templated; mapped over the stale feeds).
+        strategy: the router strategy ("auto", "F", "FW", "FWR").
+    """
+
+    template_fields: Sequence[str] = ("feed",)
+    ui_color = "#d6eaf8"
+
+    def __init__(self, *, feed: str, strategy: str = "auto", **kwargs: Any) -> None:
+        kwargs["map_index_template"] = kwargs.get("map_index_template") or FEED_LABEL
+        super().__init__(**kwargs)
+        self.feed = feed
+        self.strategy = strategy
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        from feedrouter.catalog import build_plan, subscription_problems
+
+        hook = FeedrouterHook()
+        engine = hook.catalog_engine()
+        try:
+            with task_outcome(f"plan build of feed {self.feed}"):
+                result = build_plan(engine, self.feed, hook.plans_store(), strategy=self.strategy)
+                with engine.connect() as conn:
+                    problems = subscription_problems(conn, self.feed)
+        finally:
+            engine.dispose()
+        self._log_build(result, problems)
+        summary = build_summary(result)
+        for outlet in self.outlets:  # the asset event says which feed got which build
+            context["outlet_events"][outlet].extra = summary
+        return summary
+
+    def _log_build(self, result: Any, problems: list[dict[str, Any]]) -> None:
+        verb = "Reused" if result.reused else "Built"
+        self.log.info(
+            "%s plan build %s of feed %s at catalog version %s: %s valid, %s invalid, %s never match -> %s",
+            verb,
+            result.id,
+            self.feed,
+            result.catalog_version,
+            result.valid,
+            result.invalid,
+            result.never_matches,
+            result.artifact_uri,
+        )
+        for row in problems[:50]:
+            first_line = (row["error_message"] or "").split("\n")[0]
+            self.log.warning(
+                "%s %s/%s: %s", row["status"], row["subscriber"], row["subscription"], first_line
+            )
+
+
+class HourBatchesOperator(BaseOperator):
+    """List the batches (feed, hour) this run routes.
+
+    The hour is the ``hour`` param when given (a manual run), else the run's data interval start;
+    the feeds are the ``feed`` param when given, else every active feed.
+
+    Args:
+        feed: one feed name, or "" for all active feeds (templated).
+        hour: ``YYYY-MM-DDTHH`` in UTC, or "" for the run's hour (templated).
+    """
+
+    template_fields: Sequence[str] = ("feed", "hour")
+
+    def __init__(self, *, feed: str = "{{ params.feed }}", hour: str = "{{ params.hour }}", **kwargs: Any):
+        super().__init__(**kwargs)
+        self.feed = feed
+        self.hour = hour
+
+    def execute(self, context: Context) -> list[dict[str, str]]:
+        with task_outcome("choosing the hour to route"):
+            hour = parse_hour(self.hour) if self.hour else run_hour(context)
+        with catalog(FeedrouterHook(), "listing the feeds to route") as conn:
+            feeds = [status.require_feed(conn, self.feed)] if self.feed else status.active_feeds(conn)
+        batches = [HourBatch(feed, hour).to_dict() for feed in feeds]
+        self.log.info("Routing %s", ", ".join(f"{b['feed']} {b['hour']}" for b in batches) or "nothing")
+        return batches
+
+
+def run_hour(context: Context) -> datetime:
+    """The hour a scheduled run routes: its data interval start (the hour that just ended)."""
+    start = context.get("data_interval_start") or context.get("logical_date")
+    if start is None:
+        raise AirflowFailException("this run has no data interval: give the hour in the trigger form")
+    return to_hour(start)
+
+
+class RouteBatchOperator(BaseOperator):
+    """Route one feed's hour on Spark with the feed's latest plan build, and record the ledger.
+
+    Returns the routing summary (batch id, status, counts); an hour without input is routed as an
+    explicit empty batch. A feed without a plan build fails at once with what to do about it.
+
+    Args:
+        batch: ``{"feed": …, "hour": "YYYY-MM-DDTHH"}`` (templated; mapped over the run's batches).
+    """
+
+    template_fields: Sequence[str] = ("batch",)
+    ui_color = "#fdebd0"
+
+    def __init__(self, *, batch: dict[str, str], **kwargs: Any) -> None:
+        kwargs["map_index_template"] = kwargs.get("map_index_template") or BATCH_LABEL
+        super().__init__(**kwargs)
+        self.batch = batch
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        from feedrouter.airflow import routing
+
+        batch = HourBatch.from_dict(self.batch)
+        hook = FeedrouterHook()
+        self.log.info(
+            "Routing %s: %s; Spark %s", batch.label, hook.describe(), hook.spark_master() or "local"
+        )
+        with task_outcome(f"routing {batch.label}"):
+            summary = routing.route(hook, batch)
+        self.log.info("Routed %s: %s", batch.label, summary)
+        return summary
+
+
+class LedgerReportOperator(BaseOperator):
+    """Check that every batch of the run reached the ledger and log what each one delivered.
+
+    Runs after all route tasks; reads the ledger itself rather than the route tasks' XComs, so the
+    report is what the catalog says was delivered.
+
+    Args:
+        batches: the run's batches (templated; the ``hour_batches`` task's output).
+    """
+
+    template_fields: Sequence[str] = ("batches",)
+
+    def __init__(self, *, batches: Any, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.batches = batches
+
+    def execute(self, context: Context) -> list[dict[str, Any]]:
+        with catalog(FeedrouterHook(), "reading the run ledger") as conn:
+            return [self._ledger_row(conn, HourBatch.from_dict(batch)) for batch in self.batches or ()]
+
+    def _ledger_row(self, conn: Connection, batch: HourBatch) -> dict[str, Any]:
+        rows = status.batch_ledger(conn, batch.feed, batch.hour)
+        if not rows:
+            raise AirflowFailException(f"{batch.label} was routed but has no row in the batches ledger")
+        row = rows[0]
+        self.log.info(
+            "%s: batch %s %s with plan build %s, %s documents, %s quarantined, %s deliveries, %s results",
+            batch.label,
+            row["id"],
+            row["status"],
+            row["plan_build_id"],
+            row["documents"],
+            row["quarantined"],
+            row["deliveries"],
+            row["results"],
+        )
+        return {**batch.to_dict(), **row}
+
+
+def build_summary(result: Any) -> dict[str, Any]:
+    """A plan build as JSON for XCom."""
+    return {
+        "feed": result.feed,
+        "plan_build_id": result.id,
+        "catalog_version": result.catalog_version,
+        "reused": result.reused,
+        "valid": result.valid,
+        "invalid": result.invalid,
+        "never_matches": result.never_matches,
+        "artifact_uri": result.artifact_uri,
+    }

@@ -1,0 +1,193 @@
+"""Read-only questions the DAGs and the UI page ask the catalog (SQLAlchemy Core, both backends).
+
+Nothing here writes: the plan DAG asks which feeds are out of date, the route DAG which feeds to
+route, the UI page what each feed's builds, problems and batches are. Results are plain
+JSON-ready dicts, so they travel through XCom and HTTP unchanged.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import Connection, Select, func, select
+
+import feedrouter
+from feedrouter.catalog import (
+    FORMAT_VERSION,
+    Batch,
+    Delivery,
+    Feed,
+    PlanBuild,
+    catalog_versions,
+    subscription_problems,
+)
+from feedrouter.errors import CatalogError
+
+#: Larger integers lose precision as JavaScript numbers, so the JSON carries them as strings.
+JS_SAFE_INTEGER = 2**53 - 1
+
+
+def active_feeds(conn: Connection) -> list[str]:
+    """Names of the active feeds, sorted."""
+    return list(conn.scalars(select(Feed.name).where(Feed.active).order_by(Feed.name)))
+
+
+def require_feed(conn: Connection, name: str) -> str:
+    """``name`` when such a feed exists; CatalogError (terminal) otherwise."""
+    if conn.scalar(select(Feed.id).where(Feed.name == name)) is None:
+        raise CatalogError(f"no feed named {name!r} in the catalog", code="FR400")
+    return name
+
+
+def batch_prefix(conn: Connection, feed: str, hour: datetime) -> str:
+    """The URI prefix one hour of a feed arrives under (the feed's prefix and layout)."""
+    row = conn.execute(select(Feed.input_prefix, Feed.layout).where(Feed.name == feed)).first()
+    if row is None:
+        raise CatalogError(f"no feed named {feed!r} in the catalog", code="FR400")
+    return Feed(input_prefix=row.input_prefix, layout=row.layout).batch_prefix(hour)
+
+
+def built_versions(conn: Connection) -> dict[str, int]:
+    """The catalog version of each feed's latest plan build (feeds without a build are absent)."""
+    return {name: version for name, (version, _current) in latest_builds(conn).items()}
+
+
+def latest_builds(conn: Connection) -> dict[str, tuple[int, bool]]:
+    """Per feed with a plan build: its latest build's catalog version, and whether that build is
+    loadable by this release (same artifact format and feedrouter version)."""
+    latest = (
+        select(
+            Feed.name,
+            PlanBuild.catalog_version,
+            PlanBuild.format_version,
+            PlanBuild.feedrouter_version,
+            func.row_number()
+            .over(partition_by=PlanBuild.feed_id, order_by=(PlanBuild.built_at.desc(), PlanBuild.id.desc()))
+            .label("rank"),
+        )
+        .join(Feed, Feed.id == PlanBuild.feed_id)
+        .subquery()
+    )
+    columns = (latest.c.name, latest.c.catalog_version, latest.c.format_version, latest.c.feedrouter_version)
+    rows = conn.execute(select(*columns).where(latest.c.rank == 1))
+    release = (FORMAT_VERSION, feedrouter.__version__)
+    return {name: (int(version), (fmt, release_of) == release) for name, version, fmt, release_of in rows}
+
+
+def stale_feeds(conn: Connection) -> dict[str, int]:
+    """Active feeds whose catalog version moved since their latest plan build (or that have none,
+    or whose build an upgraded feedrouter cannot load), with their current version: exactly the
+    feeds a plan build would change."""
+    current = catalog_versions(conn)
+    built = latest_builds(conn)
+    active = set(active_feeds(conn))
+    return {
+        name: version
+        for name, version in current.items()
+        if name in active and built.get(name) != (version, True)
+    }
+
+
+def feed_overview(conn: Connection, *, builds: int = 5, batches: int = 24) -> list[dict[str, Any]]:
+    """Per feed, what the UI page shows: versions, recent plan builds, problems, recent batches."""
+    versions = catalog_versions(conn)
+    built = built_versions(conn)
+    feeds = conn.execute(select(Feed.id, Feed.name, Feed.active, Feed.input_prefix).order_by(Feed.name))
+    return [
+        {
+            "feed": feed.name,
+            "active": bool(feed.active),
+            "input_prefix": feed.input_prefix,
+            "catalog_version": _json_value(versions.get(feed.name, 0)),
+            "up_to_date": feed.name in built and built[feed.name] == versions.get(feed.name, 0),
+            "plan_builds": recent_builds(conn, feed.id, builds),
+            "problems": [_jsonable(row) for row in subscription_problems(conn, feed.name)],
+            "batches": recent_batches(conn, feed.id, batches),
+        }
+        for feed in feeds
+    ]
+
+
+def recent_builds(conn: Connection, feed_id: int, limit: int) -> list[dict[str, Any]]:
+    """The feed's latest plan builds, newest first."""
+    rows = conn.execute(
+        select(
+            PlanBuild.id,
+            PlanBuild.catalog_version,
+            PlanBuild.built_at,
+            PlanBuild.strategy,
+            PlanBuild.subscriptions,
+            PlanBuild.valid_count.label("valid"),
+            PlanBuild.invalid_count.label("invalid"),
+            PlanBuild.never_matches_count.label("never_matches"),
+            PlanBuild.artifact_bytes,
+            PlanBuild.duration_seconds,
+        )
+        .where(PlanBuild.feed_id == feed_id)
+        .order_by(PlanBuild.built_at.desc(), PlanBuild.id.desc())
+        .limit(limit)
+    )
+    return [_jsonable(row._mapping) for row in rows]
+
+
+def recent_batches(conn: Connection, feed_id: int, limit: int) -> list[dict[str, Any]]:
+    """The feed's latest batches (by hour), newest first, with their delivery counts."""
+    query = _batches(feed_id).order_by(Batch.hour.desc(), Batch.id.desc()).limit(limit)
+    return [_jsonable(row._mapping) for row in conn.execute(query)]
+
+
+def batch_ledger(conn: Connection, feed: str, hour: datetime) -> list[dict[str, Any]]:
+    """The ledger rows of one feed and hour (one per plan build it was routed with), newest first."""
+    feed_id = conn.scalar(select(Feed.id).where(Feed.name == require_feed(conn, feed)))
+    query = _batches(int(feed_id or 0)).where(Batch.hour >= hour, Batch.hour < hour + timedelta(hours=1))
+    return [_jsonable(row._mapping) for row in conn.execute(query.order_by(Batch.id.desc()))]
+
+
+def _batches(feed_id: int) -> Select:  # type: ignore[type-arg]
+    """Batches of a feed with the number of deliveries, results and bytes each one recorded."""
+    delivered = (
+        select(
+            Delivery.batch_id,
+            func.count(Delivery.id).label("deliveries"),
+            func.coalesce(func.sum(Delivery.result_count), 0).label("results"),
+            func.coalesce(func.sum(Delivery.bytes), 0).label("delivered_bytes"),
+        )
+        .group_by(Delivery.batch_id)
+        .subquery()
+    )
+    return (
+        select(
+            Batch.id,
+            Batch.hour,
+            Batch.status,
+            Batch.plan_build_id,
+            Batch.documents,
+            Batch.bytes,
+            Batch.quarantined,
+            Batch.error_message,
+            Batch.started_at,
+            Batch.finished_at,
+            func.coalesce(delivered.c.deliveries, 0).label("deliveries"),
+            func.coalesce(delivered.c.results, 0).label("results"),
+            func.coalesce(delivered.c.delivered_bytes, 0).label("delivered_bytes"),
+        )
+        .outerjoin(delivered, delivered.c.batch_id == Batch.id)
+        .where(Batch.feed_id == feed_id)
+    )
+
+
+def _jsonable(row: Any) -> dict[str, Any]:
+    return {key: _json_value(value) for key, value in dict(row).items()}
+
+
+def _json_value(value: Any) -> Any:
+    # Postgres returns SUM() of BIGINT as NUMERIC (Decimal); JSON wants plain numbers and strings.
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        value = int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > JS_SAFE_INTEGER:
+        return str(value)  # the embedded catalog's 60-bit versions would lose digits in JavaScript
+    return value

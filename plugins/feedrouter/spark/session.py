@@ -1,0 +1,118 @@
+"""The Spark session of a batch: a local one by default, or the cluster a master URL names.
+
+Executors must run the project's Python (the one with feedrouter, lxml and boto3 installed), so
+``PYSPARK_PYTHON`` is this interpreter unless ``FEEDROUTER_SPARK_PYTHON`` names another path (a
+cluster whose workers install the project elsewhere). The pyspark Python files must also belong to
+the Spark JVM they drive: the Airflow apache-spark provider pulls in ``pyspark-client``, whose files
+overwrite pyspark's; :func:`check_versions` refuses such a mix with the command that repairs it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from feedrouter.spark.errors import SparkVersionError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+DEFAULT_MASTER = "local[2]"
+PYTHON_ENV = "FEEDROUTER_SPARK_PYTHON"
+MASTER_ENV = "FEEDROUTER_SPARK_MASTER"
+
+
+def is_local(master: str | None) -> bool:
+    """True for the embedded default and ``local[…]`` masters."""
+    return master is None or master.startswith("local")
+
+
+def executor_python() -> str:
+    """The interpreter executors run: ``FEEDROUTER_SPARK_PYTHON``, else this one."""
+    return os.environ.get(PYTHON_ENV) or sys.executable
+
+
+def session_conf(master: str | None, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The Spark settings of a batch session (``extra`` overrides them)."""
+    conf = {
+        "spark.pyspark.python": executor_python(),
+        "spark.pyspark.driver.python": sys.executable,
+        # The plan is cached in the Python worker process: reused workers load it once.
+        "spark.python.worker.reuse": "true",
+        # Two attempts of one delivery task would race on the same folder: never run duplicates.
+        "spark.speculation": "false",
+        # The CLI draws its own progress bar.
+        "spark.ui.showConsoleProgress": "false",
+    }
+    if is_local(master):
+        # One machine, no services: stay on loopback whatever the host name resolves to.
+        conf |= {
+            "spark.driver.host": "127.0.0.1",
+            "spark.driver.bindAddress": "127.0.0.1",
+            "spark.ui.enabled": "false",
+        }
+    return conf | dict(extra or {})
+
+
+def spark_session(
+    master: str | None = None, *, app_name: str = "feedrouter", conf: Mapping[str, str] | None = None
+) -> SparkSession:
+    """A Spark session on ``master`` (default ``local[2]``), with pyspark checked against its JVM.
+
+    A session already running in this process is returned as it is (Spark allows one per process).
+    """
+    from pyspark.sql import SparkSession
+
+    os.environ["PYSPARK_PYTHON"] = executor_python()
+    builder = SparkSession.builder.master(master or DEFAULT_MASTER).appName(app_name)
+    for key, value in session_conf(master, conf).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    check_versions(spark)
+    return spark
+
+
+@contextmanager
+def batch_session(spark: SparkSession | None, master: str | None) -> Iterator[SparkSession]:
+    """``spark`` when given; otherwise the running session, or a new one stopped on exit."""
+    if spark is not None:
+        yield spark
+        return
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        yield active
+        return
+    session = spark_session(master)
+    try:
+        yield session
+    finally:
+        session.stop()
+
+
+def check_no_speculation(spark: SparkSession) -> None:
+    """Refuse a session that runs speculative task copies: two attempts of one delivery task
+    would write the same folder at the same time (the sessions made here turn it off)."""
+    if spark.sparkContext.getConf().get("spark.speculation", "false").lower() == "true":
+        raise SparkVersionError(
+            "spark.speculation is on: exactly-once delivery needs it off for route-batch "
+            "(two attempts of one task would write the same delivery folder at once)"
+        )
+
+
+def check_versions(spark: SparkSession) -> None:
+    """Refuse a pyspark whose Python files are not those of the Spark JVM it started."""
+    import pyspark
+
+    if pyspark.__version__ != spark.version:
+        raise SparkVersionError(
+            f"pyspark's Python files are version {pyspark.__version__} but its Spark JVM is "
+            f"{spark.version} (pyspark-client, pulled in by the Airflow apache-spark provider, "
+            f"overwrites pyspark's files): run `pip install --force-reinstall --no-deps "
+            f"pyspark=={spark.version}`"
+        )

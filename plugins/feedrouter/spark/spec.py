@@ -1,0 +1,71 @@
+"""What every task of a batch needs to know, shipped with the tasks (small, plain, picklable).
+
+The plan itself is not in here: its artifact bytes are broadcast once, and each Python worker
+process decodes them once (:func:`feedrouter.spark.tasks.plan_for`).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+from feedrouter.delivery import PlanRef, format_hour
+from feedrouter.spark.errors import InjectedFailure
+from feedrouter.spark.stores import StoreOpener
+
+
+@dataclass(frozen=True)
+class Fault:
+    """A test hook: the first task of ``phase`` that finds the file ``flag`` removes it and fails.
+
+    Removing the file is atomic, so exactly one attempt fails and its retry succeeds. The file must
+    be visible to the driver and the executors (local mode, or a cluster on one machine).
+    "deliver" fails after a subscription's parts are written, before its manifest.
+    """
+
+    phase: Literal["route", "deliver"]
+    flag: str
+
+
+def maybe_fail(fault: Fault | None, phase: str) -> None:
+    """Raise :class:`InjectedFailure` once when ``fault`` asks for it in this phase."""
+    if fault is None or fault.phase != phase:
+        return
+    try:
+        os.remove(fault.flag)
+    except FileNotFoundError:
+        return
+    raise InjectedFailure(f"injected failure in the {phase} phase (flag {fault.flag})")
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """One batch as its tasks see it.
+
+    Attributes:
+        feed: the feed's name.
+        hour: the hour (UTC).
+        input_uri: the hour's input prefix (the feed's prefix and layout).
+        quarantine_uri: where refused messages go (the feed's quarantine prefix).
+        plan: the plan build the batch routes with.
+        stores: how tasks open stores.
+        max_part_bytes: the size a part file may reach.
+        max_message_bytes: larger messages are quarantined unread.
+        fault: a test hook, None in production.
+    """
+
+    feed: str
+    hour: datetime
+    input_uri: str
+    quarantine_uri: str
+    plan: PlanRef
+    stores: StoreOpener
+    max_part_bytes: int
+    max_message_bytes: int
+    fault: Fault | None = None
+
+    @property
+    def hour_text(self) -> str:
+        return format_hour(self.hour)

@@ -1,0 +1,125 @@
+"""The code Spark runs in its tasks: route objects (stage 1), write deliveries (stage 2).
+
+Stage 1 (:func:`route_partition`) fetches its input objects with boto3, cuts them into messages,
+routes each one with the feed's plan and emits one record per result, keyed by
+``(subscription id, object ordinal, message index)``, plus one statistics record per object (key
+``STATS``). Refused messages are quarantined on the spot.
+
+The shuffle partitions by subscription and sorts by the whole key, so stage 2
+(:func:`deliver_partition`) sees each subscription's results together, in input order, and writes
+its folder (:mod:`feedrouter.spark.publish`). Statistics records pass through to the driver.
+
+The plan arrives as broadcast artifact bytes and is decoded (digest-checked) once per Python worker
+process, then served from :data:`_PLANS` to every later task of that process.
+"""
+
+from __future__ import annotations
+
+import itertools
+import zlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from feedrouter.delivery import CountingReader, Result, Splitter, dtd_text_of, route_message
+from feedrouter.spark.publish import Delivered, publish
+from feedrouter.spark.quarantine import Quarantine
+from feedrouter.spark.spec import JobSpec, maybe_fail
+from feedrouter.spark.stores import open_stream
+from feedrouter.storage import ObjectStore
+
+if TYPE_CHECKING:
+    from feedrouter.catalog import CompiledPlan
+
+#: The key of statistics records: sorts before every subscription id, which is never empty.
+STATS = ""
+#: Decoded plans of this worker process, by artifact digest (the newest one only).
+_PLANS: dict[str, CompiledPlan] = {}
+
+Key = tuple[str, int, int]
+
+
+@dataclass
+class ObjectStats:
+    """What routing one input object found (small: travels to the driver)."""
+
+    ordinal: int
+    documents: int = 0
+    bytes: int = 0
+    matches: int = 0
+    quarantined: int = 0
+    quarantine_keys: list[str] = field(default_factory=list)
+
+
+def plan_for(spec: JobSpec, artifact: Any) -> CompiledPlan:
+    """The batch's plan, decoded from the broadcast ``artifact`` at most once per process."""
+    plan = _PLANS.get(spec.plan.digest)
+    if plan is None:
+        from feedrouter.catalog.artifact import decode
+
+        plan = decode(artifact.value, spec.plan.digest, source=f"plan build {spec.plan.id}")
+        _PLANS.clear()  # a new build replaces the old one: keep one plan in memory
+        _PLANS[spec.plan.digest] = plan
+    return plan
+
+
+def splitter_for(plan: CompiledPlan, max_message_bytes: int) -> Splitter:
+    """How the feed's objects are cut into messages: its record element, its DTD's entities."""
+    return Splitter(plan.feed.record_element, dtd_text_of(plan.router), max_message_bytes)
+
+
+def subscription_partition(key: Key) -> int:
+    """The shuffle partition of a record: by subscription, stable in every process (no hash seed)."""
+    return zlib.crc32(key[0].encode("utf-8"))
+
+
+def route_partition(
+    spec: JobSpec, artifact: Any, items: Iterable[tuple[int, str]]
+) -> Iterator[tuple[Key, Any]]:
+    """Stage 1: route the objects ``(ordinal, key)`` of one partition."""
+    plan = plan_for(spec, artifact)
+    splitter = splitter_for(plan, spec.max_message_bytes)
+    inputs = spec.stores.open(spec.input_uri)
+    quarantine = Quarantine(spec, inputs)
+    for ordinal, key in items:
+        yield from _route_object(plan, splitter, inputs, quarantine, ordinal, key)
+    maybe_fail(spec.fault, "route")
+
+
+def _route_object(
+    plan: CompiledPlan,
+    splitter: Splitter,
+    inputs: ObjectStore,
+    quarantine: Quarantine,
+    ordinal: int,
+    key: str,
+) -> Iterator[tuple[Key, Any]]:
+    stats = ObjectStats(ordinal)
+    with open_stream(inputs, key) as raw:
+        counted = CountingReader(raw)
+        for message in splitter.messages(key, counted):  # type: ignore[arg-type]
+            routed = route_message(plan, message)
+            stats.documents += 1
+            if routed.error is not None:
+                stats.quarantined += 1
+                stats.quarantine_keys.extend(quarantine.put(routed))
+                continue
+            stats.matches += len(routed.results)
+            for sid, body in routed.results.items():
+                yield (sid, ordinal, message.index), (message.digest, body)
+        stats.bytes = counted.count
+    yield (STATS, ordinal, 0), stats
+
+
+def deliver_partition(
+    spec: JobSpec, artifact: Any, sources: Any, records: Iterable[tuple[Key, Any]]
+) -> Iterator[tuple[str, ObjectStats | Delivered]]:
+    """Stage 2: write the folders of this partition's subscriptions; pass statistics through."""
+    plan = plan_for(spec, artifact)
+    for sid, group in itertools.groupby(records, key=lambda record: record[0][0]):
+        if sid == STATS:
+            yield from (("stats", stats) for _, stats in group)
+            continue
+        keys = sources.value
+        results = (Result(keys[o], i, digest, body) for (_, o, i), (digest, body) in group)
+        yield "delivery", publish(spec, plan.targets[sid], sid, results)

@@ -1,0 +1,85 @@
+"""The hook turns Airflow connections into what the library takes: a catalog URL, S3 clients and
+settings, a Spark master URL — and never shows a secret on the way."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.integration.airflow_support import *  # noqa: F403 (fixtures; configures Airflow)
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.mark.parametrize(
+    ("conn_type", "host", "port", "master"),
+    [
+        ("spark", "spark-master", 7077, "spark://spark-master:7077"),
+        ("spark", "spark://spark-master", 7077, "spark://spark-master:7077"),
+        ("spark", "local[4]", None, "local[4]"),
+        ("spark", "yarn", None, "yarn"),
+        ("spark", "k8s://https://kube:6443", None, "k8s://https://kube:6443"),
+        ("spark", None, None, "local[*]"),
+    ],
+)
+def test_a_spark_connection_names_its_master(
+    conn_type: str, host: str | None, port: int | None, master: str
+) -> None:
+    from feedrouter.airflow.hooks import master_url
+
+    assert master_url(conn_type, host, port) == master
+
+
+def test_a_postgres_connection_becomes_a_psycopg_url_with_its_libpq_extras(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from sqlalchemy import make_url
+
+    from feedrouter.airflow.hooks import FeedrouterHook, postgres_url
+
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_CATALOG_TEST", "postgresql://fr:p%40ss%2Fw@db.example:6432/catalog?sslmode=require"
+    )
+    url = make_url(postgres_url("catalog_test"))
+
+    assert (url.drivername, url.username, url.password, url.host, url.port) == (
+        "postgresql+psycopg",
+        "fr",
+        "p@ss/w",
+        "db.example",
+        6432,
+    )
+    assert (url.database, dict(url.query)) == ("catalog", {"sslmode": "require"})
+    monkeypatch.setenv("FEEDROUTER_CATALOG_CONN_ID", "catalog_test")
+    assert "p@ss" not in FeedrouterHook().describe() and "***" in FeedrouterHook().describe()
+
+
+def test_a_connection_id_that_names_no_connection_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    from airflow.sdk.exceptions import AirflowNotFoundException
+
+    from feedrouter.airflow.hooks import FeedrouterHook
+
+    monkeypatch.setenv("FEEDROUTER_CATALOG_CONN_ID", "no_such_connection")
+    with pytest.raises(AirflowNotFoundException):
+        FeedrouterHook().catalog_engine()
+
+
+def test_an_aws_connection_gives_a_path_style_client_and_hidden_credentials(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from feedrouter.airflow.hooks import s3_access, s3_client
+
+    extra = {"endpoint_url": "http://minio:9000", "region_name": "eu-west-1"}
+    conn = {"conn_type": "aws", "login": "AKIDEXAMPLE", "password": "s3cr3t-key", "extra": extra}
+    monkeypatch.setenv("AIRFLOW_CONN_S3_TEST", json.dumps(conn))
+
+    client = s3_client("s3_test")
+    access = s3_access("s3_test")
+
+    assert client.meta.endpoint_url == "http://minio:9000"
+    assert client.meta.config.s3 == {"addressing_style": "path"}
+    assert client.meta.config.retries["mode"] == "standard"
+    assert (access.settings.endpoint_url, access.settings.region) == ("http://minio:9000", "eu-west-1")
+    assert access.credentials == {"AWS_ACCESS_KEY_ID": "AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY": "s3cr3t-key"}
+    assert "s3cr3t" not in repr(access)

@@ -1,0 +1,98 @@
+"""The batches/deliveries ledger on the embedded SQLite catalog: upserts, versions, failures."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, select, text
+
+from feedrouter.catalog import Batch, Delivery, open_catalog
+from feedrouter.spark import ledger
+
+HOUR = datetime(2026, 11, 22, 16, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 22, 17, 5, tzinfo=timezone.utc)
+
+
+SUBSCRIPTION = (
+    "INSERT INTO subscriptions (id, subscriber_id, feed_id, name, query) VALUES (:i, 1, 1, :n, '//x')"
+)
+BUILD = (
+    "INSERT INTO plan_builds (id, feed_id, catalog_version, format_version, feedrouter_version, strategy,"
+    " artifact_uri, digest, artifact_bytes, subscriptions, valid_count, invalid_count, never_matches_count,"
+    " duration_seconds) VALUES (:b, 1, :b, 1, 'x', 'FWR', 'file:///p', :d, 1, 2, 2, 0, 0, 0.1)"
+)
+
+
+@pytest.fixture
+def engine(tmp_path: Path) -> Engine:
+    """A catalog with feed news, subscriber alice, subscriptions titles and quiet, builds 1 and 2."""
+    engine = open_catalog(f"sqlite:///{tmp_path / 'catalog.db'}")
+    with engine.begin() as conn:
+        conn.execute(text("INSERT INTO feeds (id, name, input_prefix) VALUES (1, 'news', 'file:///in')"))
+        conn.execute(
+            text("INSERT INTO subscribers (id, name, output_prefix) VALUES (1, 'alice', 'file:///o')")
+        )
+        for sid, name in ((1, "titles"), (2, "quiet")):
+            conn.execute(text(SUBSCRIPTION), {"i": sid, "n": name})
+        for build in (1, 2):
+            conn.execute(text(BUILD), {"b": build, "d": f"{build}" * 64})
+    return engine
+
+
+def entry(build: int = 1, keys: tuple[str, ...] = ("file:///o/p0",), results: int = 3) -> ledger.BatchEntry:
+    rows = (
+        ledger.DeliveryRow(1, "alice", "titles", keys, results, 10 * results, "d" * 64 if results else None),
+        ledger.DeliveryRow(2, "alice", "quiet"),
+    )
+    return ledger.BatchEntry(
+        1, HOUR, build, "succeeded", NOW, NOW + timedelta(minutes=1), 5, 50, 1, None, rows
+    )
+
+
+def versions(engine: Engine) -> list[tuple[int, str, int, int]]:
+    with engine.connect() as conn:
+        query = select(
+            Delivery.batch_id, Delivery.subscription_name, Delivery.delivery_version, Delivery.result_count
+        )
+        return [tuple(row) for row in conn.execute(query.order_by(Delivery.id))]
+
+
+def test_a_rerun_with_the_same_content_adds_nothing(engine: Engine) -> None:
+    first = ledger.record(engine, entry())
+    assert ledger.record(engine, entry()) == first
+    assert versions(engine) == [(first, "titles", 1, 3), (first, "quiet", 1, 0)]
+
+
+def test_changed_content_and_a_new_plan_build_are_new_versions(engine: Engine) -> None:
+    first = ledger.record(engine, entry())
+    ledger.record(engine, entry(keys=("file:///o/p0", "file:///o/p1"), results=4))
+    second = ledger.record(engine, entry(build=2))
+    assert second != first
+    assert versions(engine)[2:] == [
+        (first, "titles", 2, 4),
+        (second, "titles", 3, 3),
+        (second, "quiet", 2, 0),
+    ]
+    prior = ledger.prior_deliveries(engine.connect(), 1, HOUR)
+    assert prior[("alice", "titles")].version == 3 and prior[("alice", "quiet")].object_keys == ()
+
+
+def test_a_failure_marks_the_batch_and_a_deleted_subscription_keeps_its_names(engine: Engine) -> None:
+    failed = ledger.BatchEntry(1, HOUR, 1, "failed", NOW, NOW, error_message="boom")
+    batch_id = ledger.record_failure(engine, failed)
+    with engine.begin() as conn:
+        conn.execute(text("DELETE FROM subscriptions WHERE id = 2"))
+    assert ledger.record(engine, entry()) == batch_id
+    with engine.connect() as conn:
+        status, error = conn.execute(select(Batch.status, Batch.error_message)).one()
+        ids = dict(conn.execute(select(Delivery.subscription_name, Delivery.subscription_id)).all())
+    assert (status, error) == ("succeeded", None)
+    assert ids == {"titles": 1, "quiet": None}
+
+
+def test_the_hour_lock_is_postgres_only(engine: Engine) -> None:
+    with ledger.hour_lock(engine, "news", HOUR):
+        pass  # SQLite: one machine, no lock
+    assert ledger.lock_key("news", HOUR) == ledger.lock_key("news", HOUR) != ledger.lock_key("news", NOW)

@@ -1,0 +1,121 @@
+"""The task functions of a batch, run without Spark: routing records, delivery folders, the
+plan cache, quarantine, retries of a half-written delivery."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from feedrouter.catalog import CompiledPlan, FeedConfig, Target
+from feedrouter.catalog.artifact import encode
+from feedrouter.delivery import MANIFEST, SUCCESS, PlanRef, read_part
+from feedrouter.router import Router
+from feedrouter.spark import tasks
+from feedrouter.spark.errors import InjectedFailure
+from feedrouter.spark.publish import withdraw
+from feedrouter.spark.spec import Fault, JobSpec
+from feedrouter.spark.stores import StoreOpener
+from feedrouter.storage import FileStore
+
+HOUR = datetime(2026, 11, 22, 16, tzinfo=timezone.utc)
+FOLDER = "titles/news/dt=2026-11-22/hour=16"
+
+
+@dataclass
+class Shipped:
+    """Stands in for a Spark broadcast variable."""
+
+    value: Any
+
+
+@pytest.fixture
+def batch(tmp_path: Path) -> tuple[JobSpec, Shipped]:
+    router = Router.compile([("1", "//title"), ("2", "//nothing")])
+    feed = FeedConfig("news", (tmp_path / "in").as_uri(), "{prefix}/dt={date}/hour={hour}/", "nitf")
+    out = (tmp_path / "out" / "alice").as_uri()
+    targets = {"1": Target(1, "titles", "alice", out), "2": Target(2, "none", "alice", out)}
+    artifact = encode(CompiledPlan(feed, 7, router, targets))
+    inputs = FileStore(tmp_path / "in" / "dt=2026-11-22" / "hour=16")
+    inputs.put("a.xml", b"<nitf><title>1</title></nitf>")
+    inputs.put("b.xml.gz", gzip.compress(b"<c><nitf><title>2</title></nitf><nitf><oops></c>"))
+    spec = JobSpec(
+        feed="news",
+        hour=HOUR,
+        input_uri=inputs.uri,
+        quarantine_uri=(tmp_path / "quarantine").as_uri(),
+        plan=PlanRef(3, artifact.digest, 7),
+        stores=StoreOpener(),
+        max_part_bytes=1 << 20,
+        max_message_bytes=1 << 20,
+    )
+    return spec, Shipped(artifact.data)
+
+
+def routed(spec: JobSpec, artifact: Shipped) -> list[tuple[Any, Any]]:
+    return list(tasks.route_partition(spec, artifact, [(0, "a.xml"), (1, "b.xml.gz")]))
+
+
+def test_routing_emits_results_by_subscription_and_statistics(batch: tuple[JobSpec, Shipped]) -> None:
+    spec, artifact = batch
+    records = routed(spec, artifact)
+    keys = [key for key, _ in records]
+    assert keys == [("1", 0, 0), ("", 0, 0), ("1", 1, 0), ("", 1, 0)]
+    stats = [value for key, value in records if key[0] == tasks.STATS]
+    assert [(s.documents, s.matches, s.quarantined) for s in stats] == [(1, 1, 0), (2, 1, 1)]
+    quarantine = FileStore(Path(spec.quarantine_uri.removeprefix("file://")))
+    report = json.loads(quarantine.get(stats[1].quarantine_keys[-1]))
+    assert (report["source"], report["index"], report["scope"]) == ("b.xml.gz", 1, "rest of object")
+    assert quarantine.get(stats[1].quarantine_keys[0])[:2] == b"\x1f\x8b"  # the object, as stored
+
+
+def test_the_plan_is_decoded_once_per_process(batch: tuple[JobSpec, Shipped]) -> None:
+    spec, artifact = batch
+    tasks._PLANS.clear()
+    first = tasks.plan_for(spec, artifact)
+    assert tasks.plan_for(spec, Shipped(b"not even read")) is first
+
+
+def test_delivering_writes_parts_manifest_and_success(batch: tuple[JobSpec, Shipped], tmp_path: Path) -> None:
+    spec, artifact = batch
+    records = sorted(routed(spec, artifact), key=lambda record: record[0])
+    out = list(tasks.deliver_partition(spec, artifact, Shipped(["a.xml", "b.xml.gz"]), records))
+    assert [kind for kind, _ in out] == ["stats", "stats", "delivery"]
+    delivered = out[-1][1]
+    store = FileStore(tmp_path / "out" / "alice")
+    assert sorted(store.list()) == sorted(
+        f"{FOLDER}/{name}" for name in (MANIFEST, SUCCESS, "part-00000.xml")
+    )
+    bodies = [(r.source, r.body) for r in read_part(store.get(f"{FOLDER}/part-00000.xml"))]
+    assert bodies == [("a.xml", b"<title>1</title>"), ("b.xml.gz", b"<title>2</title>")]
+    manifest = json.loads(store.get(f"{FOLDER}/{MANIFEST}"))
+    assert manifest["plan_build"]["id"] == 3 and manifest["results"] == delivered.manifest.results == 2
+    assert delivered.object_uris[-1] == store.uri_for(f"{FOLDER}/{SUCCESS}")
+
+
+def test_a_delivery_failing_half_way_is_untrusted_until_its_retry(
+    batch: tuple[JobSpec, Shipped], tmp_path: Path
+) -> None:
+    spec, artifact = batch
+    store = FileStore(tmp_path / "out" / "alice")
+    records = sorted(routed(spec, artifact), key=lambda record: record[0])
+    sources = Shipped(["a.xml", "b.xml.gz"])
+    list(tasks.deliver_partition(spec, artifact, sources, records))
+    complete = {key: store.get(key) for key in store.list()}
+    store.put(f"{FOLDER}/part-00007.xml", b"left over")
+    flag = tmp_path / "flag"
+    flag.touch()
+    failing = JobSpec(**{**spec.__dict__, "fault": Fault("deliver", str(flag))})
+
+    with pytest.raises(InjectedFailure):
+        list(tasks.deliver_partition(failing, artifact, sources, records))
+    assert not store.exists(f"{FOLDER}/{SUCCESS}")  # withdrawn while the folder is rewritten
+    list(tasks.deliver_partition(failing, artifact, sources, records))  # the retry
+    assert {key: store.get(key) for key in store.list()} == complete
+
+    assert withdraw(store, FOLDER) == 1 and list(store.list()) == []
