@@ -189,8 +189,10 @@ def generate(output: Path, dtd_name: str, documents: int, subscriptions: int, se
 def _register_adapters() -> None:
     """Commands of the adapters; their modules import only click until a command runs."""
     from feedrouter.catalog.cli import register as register_catalog_commands
+    from feedrouter.spark.cli import register as register_spark_commands
 
     register_catalog_commands(main)
+    register_spark_commands(main)
 
 
 _register_adapters()
