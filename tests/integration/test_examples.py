@@ -1,4 +1,4 @@
-"""sql/examples.sql (the SQL of docs/catalog.md) works as documented, run with psql semantics."""
+"""sql/examples.sql (the SQL of the README's catalog section) works as documented, run with psql semantics."""
 
 from __future__ import annotations
 

@@ -28,7 +28,7 @@ from typing import Any
 #: The checkout's root: dags/ and plugins/ are found there.
 ROOT = Path(__file__).resolve().parents[3]
 
-#: One subscription written by hand, as docs/catalog.md shows (the embedded SQLite catalog has no
+#: One subscription written by hand, as the README shows (the embedded SQLite catalog has no
 #: schema: the tables are named without the "feedrouter." prefix Postgres needs).
 HAND_WRITTEN = """
 INSERT INTO subscriptions (subscriber_id, feed_id, name, query)

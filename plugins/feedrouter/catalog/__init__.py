@@ -1,7 +1,7 @@
 """The catalog: feeds, DTDs, subscribers and subscriptions in Postgres (or embedded SQLite), their
 change tracking, and plan builds.
 
-Users manage the catalog with plain SQL (see ``docs/catalog.md``); this package reads it, builds
+Users manage the catalog with plain SQL (see the README's catalog section); this package reads it, builds
 plans (:func:`build_plan`) and loads them back (:func:`load_plan`, :func:`load_latest_plan`).
 SQLAlchemy is imported here, never by the core.
 """
