@@ -11,7 +11,8 @@ Experiments (names for ``--only``; the paper's figure numbers):
 * ``fig12``: Book, FWR, query+DTD, MaxValue = 100, Q = 10,000..100,000, with and without the shared
   selection (shared post-processing);
 * ``selective``: issue 4's targets on a selective population (news DTD, ~2% match rate) at 10,000
-  and 100,000 subscriptions, each size in its own process (``selective_bench.py``).
+  and 100,000 subscriptions, each size in its own process (``selective_bench.py``), and the growth
+  of the per-document cost between them measured with both sizes in one process, alternating.
 
 Every routing row also has, on the same documents and population: lxml parsing alone, one compiled
 lxml XPath per subscription (its for+where part; evaluated document by document until a time budget
@@ -131,6 +132,7 @@ class Settings:
     documents: int = 12
     scaling_documents: int = 10
     selective_documents: int = 20
+    growth_rounds: int = 9
     profile_documents: int = 5
     lxml_budget: float = 20.0
     saxon_sample: int = 200
@@ -147,6 +149,7 @@ QUICK = Settings(
     documents=5,
     scaling_documents=4,
     selective_documents=5,
+    growth_rounds=3,
     profile_documents=2,
     lxml_budget=3.0,
     saxon_sample=30,
@@ -294,6 +297,7 @@ class Results:
     rows: list[dict] = field(default_factory=list)
     breakdown: list[dict] = field(default_factory=list)
     selective: list[dict] = field(default_factory=list)
+    growth: dict = field(default_factory=dict)  # the selective sizes timed alternately in one process
     seconds: dict[str, float] = field(default_factory=dict)
 
     def of(self, experiment: str) -> list[dict]:
@@ -375,6 +379,22 @@ def selective(settings: Settings) -> list[dict]:
     return rows
 
 
+def run_selective(settings: Settings, results: Results) -> None:
+    results.selective.extend(selective(settings))
+    results.growth.update(growth(settings))
+
+
+def growth(settings: Settings) -> dict:
+    """Per-document cost across the selective sizes, measured alternately in one process."""
+    sizes = ",".join(map(str, settings.selective_sizes))
+    cmd = [sys.executable, str(BENCH / "selective_bench.py"), "--growth", sizes]
+    cmd += ["--documents", str(settings.selective_documents), "--rounds", str(settings.growth_rounds)]
+    done = subprocess.run(cmd, check=True, capture_output=True, text=True)
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    print(f"  growth: {found['growth_median']}", flush=True)
+    return found
+
+
 def run_experiment(name: str, settings: Settings, results: Results) -> None:
     steps: dict[str, Callable[[], None]] = {
         "fig7": lambda: opt_matrix("fig7", BIB, settings.bib_q, settings, results),
@@ -387,7 +407,7 @@ def run_experiment(name: str, settings: Settings, results: Results) -> None:
         "fig12": lambda: results.rows.extend(
             q_scaling("fig12", replace(BOOK, max_value=100), settings.fig12_q, sharing_configs(), settings)
         ),
-        "selective": lambda: results.selective.extend(selective(settings)),
+        "selective": lambda: run_selective(settings, results),
     }
     print(f"{name} ...", flush=True)
     started = time.perf_counter()

@@ -17,6 +17,12 @@ DTD with news-sized messages, for ``--size`` subscriptions of which each documen
 
 Prints one JSON object on the last line of stdout. ``paper_bench.py`` runs this for each size;
 run it alone with ``.venv/bin/python bench/selective_bench.py --size 10000``.
+
+``--growth 10000,100000`` measures instead how the per-document cost grows between sizes: every
+size compiled in one process, routing passes alternating between them for ``--rounds`` rounds, so
+that each size sees the same machine (the host's speed drifts by tens of percent between runs,
+which separate processes would read as growth). Reports each size's median ms per document and
+the median over rounds of the per-round ratio to the smallest size.
 """
 
 from __future__ import annotations
@@ -137,14 +143,51 @@ def measure(size: int, n_documents: int, adds: int, lxml_budget: float, saxon_sa
     return row
 
 
+def measure_growth(sizes: list[int], n_documents: int, rounds: int) -> dict:
+    """Per-document routing cost of each size, measured in alternating passes in one process."""
+    graph = dtds.load(DTD)
+    documents = generate_documents(graph, n_documents, seed=SEED, doc_depth=8, max_repeats=5)
+    everyone = population(max(sizes), documents)
+    routers = {
+        size: Router.compile(everyone[:size], dtd=graph, strategy="FWR", optimize="dtd") for size in sizes
+    }
+    passes: dict[int, list[float]] = {size: [] for size in sizes}
+    for size in sizes:
+        route_seconds(routers[size].route, documents[:2], warmup=2)
+    for _ in range(rounds):
+        for size in sizes:
+            seconds, _ = route_seconds(routers[size].route, documents, warmup=0)
+            passes[size].append(seconds * 1e3)
+    smallest = min(sizes)
+    return {
+        "sizes": sizes,
+        "documents": n_documents,
+        "rounds": rounds,
+        "ms_per_doc_median": {size: round(statistics.median(passes[size]), 3) for size in sizes},
+        "ms_per_doc_passes": {size: [round(x, 3) for x in passes[size]] for size in sizes},
+        "growth_median": {size: _median_ratio(passes[smallest], passes[size]) for size in sizes},
+        "shared_plans": {size: routers[size].stats()["shared_plans"] for size in sizes},
+    }
+
+
+def _median_ratio(base: list[float], other: list[float]) -> float:
+    return round(statistics.median(b / a for a, b in zip(base, other, strict=True)), 2)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--growth", default="", help="comma-separated sizes: measure growth between them")
+    ap.add_argument("--rounds", type=int, default=9, help="alternating passes per size (with --growth)")
     ap.add_argument("--size", type=int, default=10000)
     ap.add_argument("--documents", type=int, default=20)
     ap.add_argument("--adds", type=int, default=100)
     ap.add_argument("--lxml-budget", type=float, default=90.0, help="seconds lxml may run")
     ap.add_argument("--saxon-sample", type=int, default=200)
     args = ap.parse_args()
+    if args.growth:
+        sizes = sorted(int(size) for size in args.growth.split(","))
+        print(json.dumps(measure_growth(sizes, args.documents, args.rounds)))
+        return
     row = measure(args.size, args.documents, args.adds, args.lxml_budget, args.saxon_sample)
     print(json.dumps(row))
 

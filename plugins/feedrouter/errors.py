@@ -44,6 +44,13 @@ CODES: dict[str, str] = {
     "FR400": "catalog error",
     # storage
     "FR500": "storage error",
+    # hourly batches (spark: the error classes live in feedrouter.spark.errors)
+    "FR600": "batch cannot be routed",
+    "FR601": "feed has no plan build",
+    "FR602": "two subscriptions deliver to the same folder",
+    "FR603": "pyspark does not match its Spark JVM",
+    "FR604": "injected failure (test hook)",
+    "FR605": "another run of the same hour is in progress",
 }
 
 

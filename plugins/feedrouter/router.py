@@ -16,13 +16,14 @@ from feedrouter.engine.document import DocumentLimits, DocumentParser
 from feedrouter.engine.nfa import Nfa, format_path
 from feedrouter.engine.runtime import LazyDfa, run
 from feedrouter.errors import CompileError, CompileWarning, FeedrouterError, SubscriptionError
-from feedrouter.output.factory import render, render_items, render_wrapped
+from feedrouter.output.factory import render_items
 from feedrouter.plan.context import DocumentContext
-from feedrouter.plan.index import Probe, SelectionIndex, find_probe
+from feedrouter.plan.index import SelectionIndex, find_probe
 from feedrouter.plan.planner import Planner, Strategy, SubscriptionPlan
 from feedrouter.plan.profile import Profiler
 from feedrouter.plan.rules import Optimize
 from feedrouter.plan.rules.never_matches import never_matches
+from feedrouter.plan.sharing import PlanGroup, SharedPlans
 from feedrouter.schema import DtdGraph
 
 OnError = TypingLiteral["raise", "collect"]
@@ -51,13 +52,11 @@ class Router:
         self.optimize = Optimize.parse(optimize, self.graph is not None)
         self._nfa = Nfa()
         self._dfa = LazyDfa(self._nfa, memoize=lazy_dfa)
-        self._planner = Planner(self._nfa, self.strategy, self.optimize, self.graph)
+        self._planner = Planner(self._nfa, self.strategy, self.optimize, self.graph, shared=shared_selection)
         self._parser = DocumentParser(_dtd_text(dtd), limits)
         self._plans: dict[str, SubscriptionPlan] = {}
         self._index = SelectionIndex()
-        self._probes: dict[str, Probe | None] = {}
-        self._order: dict[str, int] = {}
-        self._next_order = 0
+        self._shared = SharedPlans()
         self.errors: dict[str, FeedrouterError] = {}
         self._warnings: dict[str, CompileWarning] = {}
 
@@ -122,20 +121,20 @@ class Router:
                 exc.with_source(sid)
             raise
         plan = self._planner.plan(sid, tree, text)
-        probe = (
-            find_probe(plan.main.pattern, self._nfa.path_id, self.strategy.branches_in_nfa)
-            if self.shared_selection
-            else None
-        )
         self._plans[sid] = plan
-        self._probes[sid] = probe
         if self.graph is not None and self.optimize.uses_dtd:
             reason = never_matches(plan.main.pattern, self.graph)
             if reason is not None:
                 self._warnings[sid] = CompileWarning(sid, "FR304", f"can never match: {reason}")
-        self._index.add(plan, plan.main.pid, probe)
-        self._order[sid] = self._next_order
-        self._next_order += 1
+        group, created = self._shared.join(plan)
+        if created:
+            probe = (
+                find_probe(plan.main.pattern, self._nfa.path_id, self.strategy.branches_in_nfa)
+                if self.shared_selection
+                else None
+            )
+            group.probe = probe
+            self._index.add(group, plan.main.pid, probe)
         self.errors.pop(sid, None)
 
     def remove(self, subscription_id: str) -> None:
@@ -144,9 +143,10 @@ class Router:
         plan = self._plans.pop(sid, None)
         if plan is None:
             raise CompileError(f"no subscription {sid!r} is compiled in this router", code="FR301")
-        self._index.remove(plan, plan.main.pid, self._probes.pop(sid))
+        group, emptied = self._shared.leave(plan)
+        if emptied:
+            self._index.remove(group, plan.main.pid, group.probe)
         self._warnings.pop(sid, None)
-        del self._order[sid]
         self._planner.drop(plan)
 
     # -- routing --------------------------------------------------------------------------------
@@ -175,27 +175,23 @@ class Router:
             matches = run(self._dfa, events, self._parser.limits.max_depth)
         ctx = DocumentContext(matches, source, profiler)
         with _measure(profiler, "shared selection"):
-            candidates: list[SubscriptionPlan] = self._index.candidates(ctx)  # type: ignore[assignment]
-            candidates.sort(key=lambda p: self._order[p.sid])
+            # the index yields groups in an order fixed by the router's history (dicts keep order,
+            # and so does pickling): results come out in the same order every time
+            candidates: list[PlanGroup] = self._index.candidates(ctx)  # type: ignore[assignment]
         results: dict[str, bytes] = {}
-        for plan in candidates:
-            result = self._result(plan, ctx, profiler)
-            if result is not None:
-                results[plan.sid] = result
+        for group in candidates:
+            plan = group.plan
+            bound = plan.bindings(ctx)
+            if not bound:
+                continue
+            if profiler is None:
+                result = plan.result(ctx, bound) if plan.is_flwr else render_items(bound, ctx)
+            else:
+                with profiler.measure("message factory"):
+                    result = plan.result(ctx, bound) if plan.is_flwr else render_items(bound, ctx)
+            # one result object for every member: identical plans build their bytes once
+            results.update(dict.fromkeys(group.members, result))
         return results
-
-    @staticmethod
-    def _result(plan: SubscriptionPlan, ctx: DocumentContext, profiler: Profiler | None) -> bytes | None:
-        bound = plan.bindings(ctx)
-        if not bound:
-            return None
-        if not plan.is_flwr:
-            with _measure(profiler, "message factory"):
-                return render_items(list(bound), ctx)
-        groups = plan.groups(ctx, bound)
-        with _measure(profiler, "message factory"):
-            body = b"".join(render(plan.template, group, ctx) for group in groups)
-            return render_wrapped(plan.wrapper, body)
 
     # -- introspection --------------------------------------------------------------------------
 
@@ -224,6 +220,7 @@ class Router:
             "distinct_paths": self._nfa.path_count,
             "nfa_states": self._nfa.state_count,
             "pattern_plans": self._planner.pattern_plan_count,
+            "shared_plans": len(self._shared),
             "dfa_states": self._dfa.size,
         }
 
@@ -238,6 +235,10 @@ class Router:
             f"subscription {sid} ({kind}), strategy {self.strategy.value}, optimize {self.optimize.value}"
         ]
         lines.extend(f"  {note}" for note in plan.notes)
+        group = self._shared.group_of(plan)
+        if len(group.members) > 1:
+            others = len(group.members) - 1
+            lines.append(f"  shares its whole plan and result with {others} other subscription(s)")
         if sid in self._warnings:
             lines.append(f"  warning: {self._warnings[sid].message}")
         lines.append("paths in the shared NFA:")
@@ -246,12 +247,13 @@ class Router:
         lines.append("plan:")
         lines.extend(f"  {step}" for step in plan.main.describe())
         lines.extend(f"  return slot {i}: {item.describe()}" for i, item in enumerate(plan.returns))
-        probe = self._probes[sid]
+        probe = group.probe
         if probe is not None:
             site = probe.site
+            how = "hashed" if probe.op.value == "=" else "sorted"
             lines.append(
-                f"shared selection: filed under path {site.pid} field ${site.field + 1} "
-                f"({site.kind.value}{site.attribute}) = {probe.key!r}"
+                f"shared selection ({how}): filed under path {site.pid} field ${site.field + 1} "
+                f"({site.kind.value}{site.attribute}) {probe.op.value} {probe.key!r}"
             )
         return "\n".join(lines)
 

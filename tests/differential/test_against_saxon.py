@@ -59,6 +59,12 @@ def compare_with_saxon(
             shared_selection=shared_selection,
         )
         assert not router.errors, router.errors
+        if optimize == "dtd":
+            explained = [router.explain(sid) for sid, _ in subscriptions]
+            counts["chain_rewrites"] += sum("the only chain of elements" in e for e in explained)
+        counts["shared_plans"] = max(
+            counts["shared_plans"], len(subscriptions) - router.stats()["shared_plans"]
+        )
         for d, data in enumerate(documents):
             got = router.route(data, source=f"doc-{d}")
             for sid, text in subscriptions:
@@ -95,7 +101,12 @@ def test_generated_workload_agrees_with_saxon(
     documents = generate_documents(graph, 20, seed=seed, doctype=dtd_name == "news")
     texts = generate_subscriptions(graph, 120, seed=seed, form="mixed", **knobs)
     subscriptions = [(f"{dtd_name}-{i}", t) for i, t in enumerate(texts)]
+    # subscribers who ask for the same thing: their plans and results are shared
+    subscriptions += [(f"{dtd_name}-again-{i}", t) for i, t in enumerate(texts[:20])]
     counts = compare_with_saxon(oracle, subscriptions, documents, dtd=graph)
+    assert counts["shared_plans"] >= 20, counts
+    if dtd_name in ("bib", "news"):  # DTDs with unique chains: '//' expands into '/' steps
+        assert counts["chain_rewrites"] >= 20, counts
     # thousands of pairs per strategy, and enough of them matching to mean something
     assert counts["pairs"] >= len(CONFIGURATIONS) * 2000, counts
     assert counts["matches"] >= len(CONFIGURATIONS) * 100, counts

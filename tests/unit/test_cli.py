@@ -85,7 +85,7 @@ def test_subscription_ids_cannot_escape_the_output_folder(tmp_path: Path) -> Non
 def test_explain_prints_the_plan(tmp_path: Path) -> None:
     subs = tmp_path / "subs.json"
     subs.write_text(json.dumps({"q": "for $s in //section where $s/title = 'x' return $s"}))
-    assert "SemiJoin" in run("explain", "--subscriptions", str(subs), "--id", "q")
+    assert "SharedJoin" in run("explain", "--subscriptions", str(subs), "--id", "q")
 
 
 def test_gzipped_documents_and_jsonl_subscriptions_are_read(tmp_path: Path) -> None:

@@ -74,7 +74,8 @@ def test_explain_shows_paths_shared_states_and_operators() -> None:
     text = router.explain("xml")
     assert "//section//figure/title" in text
     assert "shared with other paths" in text
-    assert "SemiJoin" in text and "OuterJoin-Select" in text
+    assert "SharedJoin" in text and "OuterJoin-Select" in text
+    assert "SemiJoin" in Router.compile(GOOD, strategy="FWR", shared_selection=False).explain("xml")
     assert "WhereFilter" in Router.compile(GOOD, strategy="F").explain("xml")
 
 
@@ -100,6 +101,13 @@ def test_a_compiled_router_pickles_for_spark(strategy: str) -> None:
     router = Router.compile(GOOD, strategy=strategy)
     router.route(DOC)  # warm the lazy DFA: it must pickle too
     clone = pickle.loads(pickle.dumps(router))
+    assert clone.route(DOC) == router.route(DOC)
+    # a loaded plan keeps changing like a fresh one: removing releases exactly what it held
+    for sid in list(clone.subscription_ids):
+        clone.remove(sid)
+    assert clone.stats()["distinct_paths"] == 0 and clone.stats()["pattern_plans"] == 0
+    for sid, text in GOOD:
+        clone.add(sid, text)
     assert clone.route(DOC) == router.route(DOC)
 
 

@@ -23,7 +23,7 @@ from typing import BinaryIO
 
 from lxml import etree
 
-from feedrouter.engine.document import DEFAULT_MAX_BYTES, _document_error
+from feedrouter.engine.document import DEFAULT_MAX_BYTES, _document_error, locked_down_parser
 from feedrouter.errors import DocumentError
 
 CHUNK_BYTES = 1 << 20
@@ -118,17 +118,7 @@ class Splitter:
 
     def pull_parser(self) -> etree.XMLPullParser:
         """An incremental parser with the document parser's lock-down."""
-        parser = etree.XMLPullParser(
-            events=("start", "end"),
-            resolve_entities="internal",
-            no_network=True,
-            load_dtd=self.dtd_text is not None,
-            huge_tree=False,
-            remove_blank_text=False,
-        )
-        if self.dtd_text is not None:
-            parser.resolvers.add(_FeedDtd(self.dtd_text))
-        return parser
+        return locked_down_parser(self.dtd_text)
 
 
 class _RecordCutter:
@@ -186,17 +176,6 @@ def _release(element: etree._Element) -> None:
         return
     while element.getprevious() is not None:
         del parent[0]
-
-
-class _FeedDtd(etree.Resolver):
-    """Answers any external DTD request with the feed's DTD (never the network or the disk)."""
-
-    def __init__(self, dtd_text: str) -> None:
-        super().__init__()
-        self._dtd_text = dtd_text
-
-    def resolve(self, system_url, public_id, context):  # type: ignore[no-untyped-def]
-        return self.resolve_string(self._dtd_text, context)
 
 
 def read_up_to(stream: BinaryIO, limit: int) -> bytes:

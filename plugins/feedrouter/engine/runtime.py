@@ -82,6 +82,9 @@ class LazyDfa:
     def accepts(self, did: int) -> tuple[int, ...]:
         return self._accepts[did]
 
+    def path_id(self, path: NavPath) -> int | None:
+        return self._nfa.path_id(path)
+
     def shape(self, pid: int) -> _PathShape:
         shape = self._shapes.get(pid)
         if shape is None:
@@ -160,6 +163,10 @@ class Matches:
                     pids.setdefault(pid, []).append(did)
             self._pids = pids
         return self._pids
+
+    def path_id(self, path: NavPath) -> int | None:
+        """The id of a path in the NFA this document ran on (None when it is not there)."""
+        return self._dfa.path_id(path)
 
     def last_nodes(self, pid: int) -> list[int]:
         """The nodes a path ends on, in document order."""

@@ -15,7 +15,6 @@ from feedrouter.plan.context import DocumentContext
 
 TextRef = tuple[int, int]  # (element id, index of the text node among the element's text children)
 Item = int | TextRef
-Group = list[list[Item]]  # one list per return slot, in slot order
 
 
 def escape_text(text: str) -> bytes:
@@ -103,18 +102,64 @@ def wrapper_template(name: ast.QName) -> ElementTemplate:
     )
 
 
-def render(template: Template, group: Group, ctx: DocumentContext) -> bytes:
-    """One group (one binding's return lists) through its template."""
+@dataclass(frozen=True)
+class SlotElement:
+    """A constructed element whose content is slots only: ``empty`` when they all come out empty."""
+
+    start: bytes
+    end: bytes
+    empty: bytes
+    slots: tuple[Slot, ...]
+
+
+Op = bytes | Slot | SlotElement
+
+
+def flatten(template: Template) -> tuple[Op, ...]:
+    """Compile a template into a flat sequence, rendered per binding by one loop without recursion.
+
+    An element with literal text or a constructed child is never empty, so its tags become plain
+    bytes around its flattened content; only an element holding nothing but slots needs the check
+    for ``<e/>``. Adjacent bytes are merged.
+    """
+    ops: list[Op] = []
+    _flatten_into(template, ops)
+    merged: list[Op] = []
+    for op in ops:
+        if isinstance(op, bytes) and merged and isinstance(merged[-1], bytes):
+            merged[-1] += op
+        else:
+            merged.append(op)
+    return tuple(merged)
+
+
+def _flatten_into(template: Template, ops: list[Op]) -> None:
     if isinstance(template, Slot):
-        return render_items(group[template.index], ctx, template.default_ns)
-    body = b"".join(
-        part if isinstance(part, bytes) else render(part, group, ctx) for part in template.content
-    )
-    return template.start + body + template.end if body else template.empty
+        ops.append(template)
+        return
+    content = [part for part in template.content if part != b""]  # empty text adds no content
+    if not content:
+        ops.append(template.empty)
+    elif all(isinstance(part, Slot) for part in content):
+        slots = tuple(part for part in content if isinstance(part, Slot))
+        ops.append(SlotElement(template.start, template.end, template.empty, slots))
+    else:
+        ops.append(template.start)
+        for part in content:
+            if isinstance(part, bytes):
+                ops.append(part)
+            else:
+                _flatten_into(part, ops)
+        ops.append(template.end)
 
 
 def render_items(items: list[Item], ctx: DocumentContext, default_ns: str = "") -> bytes:
     """Copies of the selected nodes, concatenated (adjacent text nodes merge, as XQuery's do)."""
+    if not default_ns:  # the common case, kept tight: it runs for every distinct slot of a document
+        serialized = ctx.serialized
+        return b"".join(
+            [_text_node(ctx, item) if isinstance(item, tuple) else serialized(item) for item in items]
+        )
     out = []
     for item in items:
         if isinstance(item, tuple):

@@ -23,7 +23,17 @@ class DocumentContext:
     plans, return-path groups), keyed by the plan object, so identical sub-plans run once.
     """
 
-    __slots__ = ("_ids", "_serialized", "_string_values", "matches", "memo", "nodes", "profiler", "source")
+    __slots__ = (
+        "_ids",
+        "_serialized",
+        "_string_values",
+        "bindings",
+        "matches",
+        "memo",
+        "nodes",
+        "profiler",
+        "source",
+    )
 
     def __init__(self, matches: Matches, source: str | None = None, profiler: Profiler | None = None) -> None:
         self.matches = matches
@@ -31,6 +41,7 @@ class DocumentContext:
         self.nodes: list[etree._Element] = matches.nodes
         self.source = source
         self.memo: dict[object, object] = {}
+        self.bindings: dict[object, list[int]] = {}  # main plan -> its bound nodes (looked up per group)
         self._ids: dict[etree._Element, int] | None = None
         self._string_values: dict[int, str] = {}
         self._serialized: dict[int, bytes] = {}

@@ -1,19 +1,26 @@
 """Shared selection: find the subscriptions a document may match by probing indexed constants.
 
-Most of a large population shares a few paths and differs in the constants of equality predicates
-(``//story[@id = 17]``, ``where $v/price = 40``). Evaluating every subscription whose path matched
-would cost O(subscriptions) per document. Instead each subscription with an equality test on a path
-in the NFA is filed under that test's (path, field, value kind) and its constant; per document, each
-distinct node of such a field is looked up once and yields every subscription whose constant it
-equals (paper 000 §5, shared selections). The equality is a necessary condition of a match, so only
-those candidates run their full plan; subscriptions without an indexable test are always candidates
-when their binding path matched.
+Most of a large population shares a few paths and differs in the constants of its predicates
+(``//story[@id = 17]``, ``where $v/price > 40``). Evaluating every subscription whose path matched
+would cost O(subscriptions) per document. Instead each subscription with a comparison on a path in
+the NFA is filed under that test's site (path, field, value kind) and its constant (paper 000 §5,
+shared selections):
+
+* **equality** constants are hashed: each distinct value found at the site is looked up once;
+* **range** constants (``<``, ``<=``, ``>``, ``>=``) are kept sorted per operator: ``value > c``
+  holds for some value found iff ``c`` is below the largest one, so one bisection on the document's
+  largest (or smallest) value yields every satisfied constant as a slice.
+
+The comparison is a necessary condition of a match, so only those candidates run their full plan;
+subscriptions without an indexable test are always candidates when their binding path matched.
+Equality is preferred when a subscription has both: it is the more selective.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from feedrouter.engine.document import iter_text_nodes
 from feedrouter.lang.ast import CompOp
@@ -36,21 +43,32 @@ class ProbeSite:
     last: bool  # the field is the path's last step
 
 
+_RANGES = (CompOp.LT, CompOp.LE, CompOp.GT, CompOp.GE)
+_INDEXED = (CompOp.EQ, *_RANGES)
+
+
 @dataclass(frozen=True)
 class Probe:
+    """A subscription's entry in the index: ``value op key`` must hold at ``site``."""
+
     site: ProbeSite
     key: Key
+    op: CompOp = CompOp.EQ
 
 
 def find_probe(main: PathPattern, pid_of, branches_in_nfa: bool) -> Probe | None:  # type: ignore[no-untyped-def]
-    """The first equality test of the pattern tree whose path is in the NFA, as a probe."""
-    for pattern in _indexable_patterns(main, branches_in_nfa):
-        for i, tests in enumerate(pattern.tests):
-            for test in tests:
-                probe = _probe_for(test, pid_of(pattern.nav), i, i == pattern.last)
-                if probe is not None:
-                    return probe
-    return None
+    """The pattern tree's first equality test whose path is in the NFA, else its first range test."""
+    probes = [
+        probe
+        for pattern in _indexable_patterns(main, branches_in_nfa)
+        for i, tests in enumerate(pattern.tests)
+        for test in tests
+        if (probe := probe_for(test, pid_of(pattern.nav), i, i == pattern.last)) is not None
+    ]
+    for probe in probes:
+        if probe.op is CompOp.EQ:
+            return probe
+    return probes[0] if probes else None
 
 
 def _indexable_patterns(main: PathPattern, branches_in_nfa: bool) -> Iterator[PathPattern]:
@@ -60,51 +78,121 @@ def _indexable_patterns(main: PathPattern, branches_in_nfa: bool) -> Iterator[Pa
             yield from branch.pattern.walk()
 
 
-def _probe_for(test: LocalTest, pid: int | None, field: int, last: bool) -> Probe | None:
-    if pid is None or test.op is not CompOp.EQ or test.literal is None:
+def probe_for(test: LocalTest, pid: int | None, field: int, last: bool) -> Probe | None:
+    if pid is None or test.op not in _INDEXED or test.literal is None:
         return None
     if test.kind not in (TestKind.SELF_CMP, TestKind.ATTR_CMP, TestKind.TEXT_CMP):
         return None
     value = test.literal.value
-    if isinstance(value, float) and value != value:  # NaN equals nothing: no key to file it under
+    if isinstance(value, float) and value != value:  # NaN compares true with nothing: no key for it
         return None
     site = ProbeSite(pid, field, test.kind, test.attribute, isinstance(value, float), last)
-    return Probe(site, value)
+    return Probe(site, value, test.op)  # type: ignore[arg-type]
+
+
+@dataclass
+class _SortedConstants:
+    """The constants of one range operator at one site, sorted, with their subscriptions."""
+
+    keys: list[Key] = field(default_factory=list)  # distinct, ascending
+    items: dict[Key, list[object]] = field(default_factory=dict)
+
+    def add(self, key: Key, item: object) -> None:
+        bucket = self.items.get(key)
+        if bucket is None:
+            insort(self.keys, key)  # type: ignore[type-var]
+            bucket = self.items[key] = []
+        bucket.append(item)
+
+    def remove(self, key: Key, item: object) -> None:
+        _remove_from(self.items, key, item)
+        if key not in self.items:
+            del self.keys[bisect_left(self.keys, key)]  # type: ignore[type-var]
+
+    def satisfied(self, op: CompOp, values: list[Key]) -> Iterator[object]:
+        """Subscriptions with ``value op key`` true for some value: a slice of the sorted keys."""
+        if op in (CompOp.GT, CompOp.GE):  # some value above the constant: the largest decides
+            top = max(values)  # type: ignore[type-var]
+            end = bisect_left(self.keys, top) if op is CompOp.GT else bisect_right(self.keys, top)  # type: ignore[type-var]
+            chosen = self.keys[:end]
+        else:  # some value below the constant: the smallest decides
+            low = min(values)  # type: ignore[type-var]
+            start = bisect_right(self.keys, low) if op is CompOp.LT else bisect_left(self.keys, low)  # type: ignore[type-var]
+            chosen = self.keys[start:]
+        for key in chosen:
+            yield from self.items[key]
+
+    def __bool__(self) -> bool:
+        return bool(self.keys)
+
+
+@dataclass
+class _Site:
+    """Everything filed at one probe site: equality buckets and one sorted list per range operator."""
+
+    equal: dict[Key, list[object]] = field(default_factory=dict)
+    ranges: dict[CompOp, _SortedConstants] = field(default_factory=dict)
+
+    def add(self, probe: Probe, item: object) -> None:
+        if probe.op is CompOp.EQ:
+            self.equal.setdefault(probe.key, []).append(item)
+        else:
+            self.ranges.setdefault(probe.op, _SortedConstants()).add(probe.key, item)
+
+    def remove(self, probe: Probe, item: object) -> None:
+        if probe.op is CompOp.EQ:
+            _remove_from(self.equal, probe.key, item)
+        else:
+            constants = self.ranges[probe.op]
+            constants.remove(probe.key, item)
+            if not constants:
+                del self.ranges[probe.op]
+
+    def __bool__(self) -> bool:
+        return bool(self.equal or self.ranges)
 
 
 class SelectionIndex:
     """Subscriptions filed by probe (or by binding path when they have none), with per-document lookup."""
 
     def __init__(self) -> None:
-        self._sites: dict[int, dict[ProbeSite, dict[Key, list[object]]]] = {}
+        self._sites: dict[int, dict[ProbeSite, _Site]] = {}
         self._unindexed: dict[int, list[object]] = {}
 
     def add(self, item: object, main_pid: int, probe: Probe | None) -> None:
         if probe is None:
             self._unindexed.setdefault(main_pid, []).append(item)
             return
-        buckets = self._sites.setdefault(probe.site.pid, {}).setdefault(probe.site, {})
-        buckets.setdefault(probe.key, []).append(item)
+        self._sites.setdefault(probe.site.pid, {}).setdefault(probe.site, _Site()).add(probe, item)
 
     def remove(self, item: object, main_pid: int, probe: Probe | None) -> None:
         if probe is None:
             _remove_from(self._unindexed, main_pid, item)
             return
         sites = self._sites[probe.site.pid]
-        _remove_from(sites[probe.site], probe.key, item)
+        sites[probe.site].remove(probe, item)
         if not sites[probe.site]:
             del sites[probe.site]
             if not sites:
                 del self._sites[probe.site.pid]
 
     def candidates(self, ctx: DocumentContext) -> list[object]:
-        """Every subscription the document may match: one look-up per distinct probed node value."""
+        """Every subscription the document may match: one look-up per distinct probed value, and one
+        bisection per range operator."""
         found: list[object] = []
         for pid in ctx.matches.matched():
             found.extend(self._unindexed.get(pid, ()))
-            for site, buckets in self._sites.get(pid, {}).items():
-                for key in _keys(ctx, _site_nodes(ctx, site), site):
-                    found.extend(buckets.get(key, ()))
+            for site, filed in self._sites.get(pid, {}).items():
+                keys = _keys(ctx, _site_nodes(ctx, site), site)
+                if not keys:
+                    continue
+                equal = filed.equal
+                for key in keys:
+                    found.extend(equal.get(key, ()))
+                if filed.ranges:
+                    values = list(keys)
+                    for op, constants in filed.ranges.items():
+                        found.extend(constants.satisfied(op, values))
         return found
 
 
@@ -126,11 +214,17 @@ def _keys(ctx: DocumentContext, nodes: set[int], site: ProbeSite) -> set[Key]:
     """The distinct values found at the site's field, as index keys."""
     keys: set[Key] = set()
     for nid in nodes:
-        for value in _values(ctx, nid, site):
-            key = to_double(value) if site.numeric else value
-            if key is not None:
-                keys.add(key)
+        keys.update(site_keys(ctx, nid, site))
     return keys
+
+
+def site_keys(ctx: DocumentContext, nid: int, site: ProbeSite) -> Iterator[Key]:
+    """A node's values at a site as keys: cast to xs:double for a numeric literal, NaN and values
+    that do not cast left out (they satisfy no comparison)."""
+    for value in _values(ctx, nid, site):
+        key = to_double(value) if site.numeric else value
+        if key is not None and key == key:
+            yield key
 
 
 def _values(ctx: DocumentContext, nid: int, site: ProbeSite) -> Iterator[str]:

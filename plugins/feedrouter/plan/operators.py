@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from feedrouter.engine.nfa import WILDCARD
 from feedrouter.engine.runtime import PathTuple
 from feedrouter.lang.ast import Axis
 from feedrouter.plan.context import DocumentContext, checker
@@ -152,9 +153,15 @@ class PatternPlan:
     """The operators that turn the stream of one path id into the tuples satisfying a pattern."""
 
     def __init__(
-        self, pattern: PathPattern, pid: int, operators: tuple, notes: list[str] | None = None
+        self,
+        pattern: PathPattern,
+        pid: int,
+        operators: tuple,
+        notes: list[str] | None = None,
+        main: bool = False,
     ) -> None:
         self.pattern = pattern
+        self.main = main  # a subscription's binding plan (with DupElim), not a branch or return plan
         self.pid = pid
         self.operators = operators
         self.notes = notes or []  # the claims that shaped this plan, for explain()
@@ -179,6 +186,15 @@ class PatternPlan:
                 tuples = op.apply(ctx, tuples)
         return tuples
 
+    def prefix_pid(self, ctx: DocumentContext, field: int) -> int | None:
+        """The NFA path id of the pattern's steps up to ``field``, remembered (hashing a path is
+        not free). Stable while this plan lives: its prefix is the binding path of the plans that
+        hold it."""
+        prefixes = self.__dict__.setdefault("_prefixes", {})
+        if field not in prefixes:
+            prefixes[field] = ctx.matches.path_id(self.pattern.nav[: field + 1])
+        return prefixes[field]
+
     def key_set(self, ctx: DocumentContext, field: int) -> set[int]:
         """The nodes of ``field`` in qualifying tuples: the build side of a hash semijoin."""
         key = (self, field, "set")
@@ -200,13 +216,81 @@ class PatternPlan:
         key = (self, field, "groups")
         groups = ctx.memo.get(key)
         if groups is None:
-            groups = ctx.memo[key] = _group_by(self.tuples(ctx), field, dedupe)
+            groups = _group_by_ancestors(ctx, self, field) if not self.operators else None
+            if groups is None:
+                groups = _group_by(self.tuples(ctx), field, dedupe)
+            ctx.memo[key] = groups
         return groups  # type: ignore[return-value]
 
     def describe(self) -> list[str]:
         lines = [f"Stream(path {self.pid}: {format_pattern(self.pattern)})"]
         lines += [op.describe() for op in self.operators]
         return lines + [f"  ({note})" for note in self.notes]
+
+
+def _group_by_ancestors(ctx: DocumentContext, plan: PatternPlan, field: int) -> dict[int, list[int]] | None:
+    """GroupBy on ``field`` without path-tuples, when at most one ``//`` follows it (else None).
+
+    The child steps after the ``//`` (or after ``field``, without one) fix, for each node the path
+    accepts, the node they hang from. Without a ``//`` that node is in ``field``; with one, ``field``
+    holds any strict ancestor of it whose chain matches the child steps before the ``//`` and that
+    the binding path (the pattern's prefix up to ``field``) accepts. Every such ancestor gives a
+    tuple, and only those do, so the groups are exact; a node joins each group once, in document
+    order, so no DupElim is needed.
+    """
+    nav = plan.pattern.nav
+    last = len(nav) - 1
+    descendant = [j for j in range(field + 1, last + 1) if nav[j].axis is Axis.DESCENDANT]
+    if len(descendant) > 1:
+        return None
+    matches = ctx.matches
+    parents = matches.parents
+    groups: dict[int, list[int]] = {}
+    if not descendant:
+        for nid in matches.last_nodes(plan.pid):
+            _add(groups, _ancestor(parents, nid, last - field), nid)
+        return groups
+    j = descendant[0]
+    prefix = plan.prefix_pid(ctx, field)
+    if prefix is None:
+        return None
+    accepted = ctx.memo.get(("accepted", prefix))
+    if accepted is None:
+        accepted = ctx.memo["accepted", prefix] = set(matches.last_nodes(prefix))
+    head = [step.tag for step in nav[field + 1 : j]]  # child steps between the field and the '//'
+    tags = matches.tags
+    for nid in matches.last_nodes(plan.pid):
+        below = parents[_ancestor(parents, nid, last - j)]  # strict ancestors of the '//' node
+        while below >= 0:
+            anchor = _chain_top(parents, tags, below, head)
+            if anchor >= 0 and anchor in accepted:
+                _add(groups, anchor, nid)
+            below = parents[below]
+    return groups
+
+
+def _ancestor(parents: list[int], nid: int, up: int) -> int:
+    for _ in range(up):
+        nid = parents[nid]
+    return nid
+
+
+def _chain_top(parents: list[int], tags: list[str], nid: int, head: list[str]) -> int:
+    """The node ``len(head)`` levels above ``nid`` when the chain down to ``nid`` has the tags of
+    ``head`` (``*`` matches any), else -1."""
+    for tag in reversed(head):
+        if nid < 0 or (tag != WILDCARD and tags[nid] != tag):
+            return -1
+        nid = parents[nid]
+    return nid
+
+
+def _add(groups: dict[int, list[int]], anchor: int, nid: int) -> None:
+    members = groups.get(anchor)
+    if members is None:
+        groups[anchor] = [nid]
+    else:
+        members.append(nid)
 
 
 def _group_by(tuples: list[PathTuple], field: int, dedupe: bool) -> dict[int, list[int]]:

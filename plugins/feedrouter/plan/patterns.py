@@ -162,6 +162,21 @@ def relative_pattern(prefix: NavPath, path: ast.RelPath, last_test: LocalTest | 
     return builder.build()
 
 
+def renumbered(
+    pattern: PathPattern, nav: NavPath, positions: tuple[int, ...], branches: tuple[Branch, ...]
+) -> PathPattern:
+    """``pattern`` over a rewritten ``nav`` whose step ``i`` moved to ``positions[i]``.
+
+    Steps a rewrite inserted get no tests; ``branches`` are already rewritten and joined on the new
+    field numbers.
+    """
+    tests: list[tuple[LocalTest, ...]] = [() for _ in nav]
+    for old, new in enumerate(positions[: len(pattern.tests)]):
+        tests[new] = pattern.tests[old]
+    base = positions[pattern.base - 1] + 1 if pattern.base else 0
+    return PathPattern(nav, base, tuple(tests), branches)
+
+
 def format_pattern(pattern: PathPattern) -> str:
     """Readable text of a pattern: steps with their tests in brackets, branches marked by ``⋉``."""
     parts = []

@@ -16,7 +16,17 @@ from feedrouter.engine.document import iter_text_nodes
 from feedrouter.engine.nfa import Nfa
 from feedrouter.errors import CompileError
 from feedrouter.lang import ast
-from feedrouter.output.factory import ElementTemplate, Group, Item, Slot, Template, compile_constructor
+from feedrouter.output.factory import (
+    ElementTemplate,
+    Item,
+    Op,
+    Slot,
+    Template,
+    compile_constructor,
+    flatten,
+    render_items,
+    render_wrapped,
+)
 from feedrouter.output.factory import wrapper_template as make_wrapper
 from feedrouter.plan.context import DocumentContext
 from feedrouter.plan.operators import (
@@ -28,16 +38,20 @@ from feedrouter.plan.operators import (
     WhereFilter,
     search_all,
 )
-from feedrouter.plan.patterns import Branch, PathPattern, absolute_pattern, format_pattern, relative_pattern
+from feedrouter.plan.patterns import (
+    Branch,
+    PathPattern,
+    absolute_pattern,
+    format_pattern,
+    relative_pattern,
+    renumbered,
+)
 from feedrouter.plan.rules import Optimize
 from feedrouter.plan.rules.claims import no_duplicates, no_duplicates_on, ordered_on
 from feedrouter.plan.rules.resolve_wildcards import resolve_wildcards
 from feedrouter.plan.rules.rewrite_descendants import rewrite_descendants
+from feedrouter.plan.shared_join import SharedSelection, shared_selection_plan
 from feedrouter.schema import DtdGraph
-
-#: Navigation rewrites run in this order when the DTD is used (wildcards first: they name the
-#: context the '//' rewrite looks at).
-NAV_RULES = (resolve_wildcards, rewrite_descendants)
 
 
 class Strategy(Enum):
@@ -65,14 +79,36 @@ class Strategy(Enum):
         return self is Strategy.FWR
 
 
-@dataclass
+@dataclass(eq=False)
 class ReturnItem:
-    """One return slot: the bound node itself, or a path from it (through the NFA or a tree search)."""
+    """One return slot: the bound node itself, or a path from it (through the NFA or a tree search).
+
+    The planner interns return items, so subscriptions returning the same path share one object and
+    its per-document memo (keyed by identity).
+    """
 
     pattern: PathPattern | None
     text: bool = False
     plan: PatternPlan | None = None
     dedupe: bool = True  # False where Claim 3 proves the return stream has no duplicates
+
+    def rendered(self, ctx: DocumentContext, bound: int, default_ns: str) -> bytes:
+        """This slot's bytes for one binding, built once per document for every plan that has it.
+
+        Return items are interned, so distinct plans returning ``$v/title`` for one bound node
+        reuse the same bytes.
+        """
+        key = (self, default_ns, bound)
+        data = ctx.memo.get(key)
+        if data is None:
+            items = self.items(ctx, bound)
+            if ctx.profiler is not None:
+                with ctx.profiler.measure("message factory"):
+                    data = render_items(items, ctx, default_ns)
+            else:
+                data = render_items(items, ctx, default_ns)
+            ctx.memo[key] = data
+        return data  # type: ignore[return-value]
 
     def items(self, ctx: DocumentContext, bound: int) -> list[Item]:
         if ctx.profiler is not None:
@@ -89,7 +125,7 @@ class ReturnItem:
         else:
             nodes = search_all(ctx, bound, self.pattern)
         if not self.text:
-            return list(nodes)
+            return nodes  # shared with the GroupBy's memo: read only
         return [(nid, index) for nid in nodes for index, _ in iter_text_nodes(ctx.nodes[nid])]
 
     def describe(self) -> str:
@@ -115,38 +151,68 @@ class SubscriptionPlan:
     wrapper: ElementTemplate | None
     held: list[PatternPlan] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # rewrites applied
+    is_flwr: bool = field(init=False)
+    signature: tuple = field(init=False, repr=False)
+    ops: tuple[Op, ...] = field(init=False, repr=False)  # the template, flattened
 
-    @property
-    def is_flwr(self) -> bool:
-        return isinstance(self.tree.body, ast.Flwr)
+    def __post_init__(self) -> None:
+        self.is_flwr = isinstance(self.tree.body, ast.Flwr)
+        self.ops = flatten(self.template)
+        # What the result depends on, and nothing else: plans with one signature give one result.
+        # Patterns stand for their interned plans (the planner interns by pattern).
+        returns = tuple((r.pattern, r.text, r.dedupe, r.plan is not None) for r in self.returns)
+        self.signature = (self.is_flwr, self.main.pattern, returns, self.template, self.wrapper)
 
     def bindings(self, ctx: DocumentContext) -> list[int]:
         """The bound nodes (FLWR) or selected nodes (filter), distinct and in document order."""
-        key = (self.main, "bindings")
-        bound = ctx.memo.get(key)
+        bound = ctx.bindings.get(self.main)
         if bound is None:
-            bound = ctx.memo[key] = [t[-1] for t in self.main.tuples(ctx)]
-        return bound  # type: ignore[return-value]
+            bound = ctx.bindings[self.main] = [t[-1] for t in self.main.tuples(ctx)]
+        return bound
 
-    def groups(self, ctx: DocumentContext, bound: list[int]) -> list[Group]:
-        """groupSequence-listSequence: per binding, one list of nodes per return slot."""
-        return [[item.items(ctx, b) for item in self.returns] for b in bound]
+    def result(self, ctx: DocumentContext, bound: list[int]) -> bytes:
+        """The FLWR result: each binding through the template, concatenated, in the wrapper.
+
+        The hot loop of routing (once per matched plan and binding): the template is pre-flattened
+        and slot bytes come straight from the per-document memo of the shared return items.
+        """
+        memo, returns, parts = ctx.memo, self.returns, []
+        for b in bound:
+            for op in self.ops:
+                if isinstance(op, bytes):
+                    parts.append(op)
+                elif isinstance(op, Slot):
+                    data = memo.get((returns[op.index], op.default_ns, b))
+                    if data is None:
+                        data = returns[op.index].rendered(ctx, b, op.default_ns)
+                    parts.append(data)
+                else:  # an element holding only slots: <e/> when they are all empty
+                    body = b"".join([returns[s.index].rendered(ctx, b, s.default_ns) for s in op.slots])
+                    parts.append(op.start + body + op.end if body else op.empty)
+        return render_wrapped(self.wrapper, b"".join(parts))  # type: ignore[arg-type]
 
 
 class Planner:
     """Interns pattern plans over one NFA and builds subscription plans for one strategy."""
 
     def __init__(
-        self, nfa: Nfa, strategy: Strategy, optimize: Optimize = Optimize.QUERY, graph: DtdGraph | None = None
+        self,
+        nfa: Nfa,
+        strategy: Strategy,
+        optimize: Optimize = Optimize.QUERY,
+        graph: DtdGraph | None = None,
+        shared: bool = True,
     ) -> None:
         self.nfa = nfa
+        self.shared = shared  # pull selections up over shared joins (shared post-processing)
         self.strategy = strategy
         self.optimize = optimize
         self.graph = graph if optimize.uses_dtd else None
         self._plans: dict[tuple[PathPattern, bool], PatternPlan] = {}
-        self._refs: dict[int, int] = {}
-        self._children: dict[int, list[PatternPlan]] = {}
-        self._keys: dict[int, tuple[PathPattern, bool]] = {}
+        # keyed by the intern key, not by id(): ids change when a compiled router is unpickled
+        self._refs: dict[tuple[PathPattern, bool], int] = {}
+        self._children: dict[tuple[PathPattern, bool], list[PatternPlan]] = {}
+        self._returns: dict[tuple, tuple[ReturnItem, int]] = {}  # interned return items, ref counted
 
     # -- pattern plans ------------------------------------------------------------------------------
 
@@ -155,18 +221,18 @@ class Planner:
         plan = self._plans.get(key)
         if plan is None:
             plan = self._plans[key] = self._build(pattern, main)
-            self._keys[id(plan)] = key
-            self._refs[id(plan)] = 0
-        self._refs[id(plan)] += 1
+            self._refs[key] = 0
+        self._refs[key] += 1
         return plan
 
     def release(self, plan: PatternPlan) -> None:
-        self._refs[id(plan)] -= 1
-        if self._refs[id(plan)] == 0:
-            del self._refs[id(plan)]
-            del self._plans[self._keys.pop(id(plan))]
+        key = (plan.pattern, plan.main)
+        self._refs[key] -= 1
+        if self._refs[key] == 0:
+            del self._refs[key]
+            del self._plans[key]
             self.nfa.release_path(plan.pattern.nav)
-            for child in self._children.pop(id(plan), []):
+            for child in self._children.pop(key, []):
                 self.release(child)
 
     @property
@@ -178,10 +244,14 @@ class Planner:
         operators: list[object] = []
         children: list[PatternPlan] = []
         notes: list[str] = []
-        if pattern.tested_fields:
-            operators.append(Selection(pattern))
-        for branch in pattern.branches:
-            operators.append(self._join(pattern, branch.field, branch.pattern, children, notes))
+        shared = self._shared_selection(pattern, children, notes) if main else None
+        if shared is not None:
+            operators.append(shared)
+        else:
+            if pattern.tested_fields:
+                operators.append(Selection(pattern))
+            for branch in pattern.branches:
+                operators.append(self._join(pattern, branch.field, branch.pattern, children, notes))
         if main:
             claim = no_duplicates(pattern.nav, self.graph) if self.optimize.claims else None
             if claim is None:
@@ -189,9 +259,32 @@ class Planner:
                 operators.append(DupElimScan(pattern.last))
             else:
                 notes.append(f"{claim}: no duplicate bindings, DupElim removed")
-        plan = PatternPlan(pattern, pid, tuple(operators), notes)
-        self._children[id(plan)] = children
+        plan = PatternPlan(pattern, pid, tuple(operators), notes, main=main)
+        self._children[pattern, main] = children
         return plan
+
+    def _shared_selection(
+        self, pattern: PathPattern, children: list[PatternPlan], notes: list[str]
+    ) -> SharedSelection | None:
+        """The selection pulled up over a shared join, where the pattern has that shape."""
+        if not self.shared:
+            return None
+        predicate = None
+        if pattern.branches:
+            if len(pattern.branches) != 1 or not self.strategy.branches_in_nfa:
+                return None
+            branch = pattern.branches[0].pattern
+            # the predicate path without its test: one NFA path and plan for every constant
+            predicate = self.acquire(PathPattern(branch.nav, branch.base), main=False)
+        shared = shared_selection_plan(pattern, self.nfa.path_id)
+        if shared is None:
+            if predicate is not None:
+                self.release(predicate)
+            return None
+        if predicate is not None:
+            children.append(predicate)
+        notes.append("selection pulled up over a shared join: one pass per document for every constant")
+        return SharedSelection(shared)
 
     def _join(
         self, parent: PathPattern, at: int, branch: PathPattern, children: list[PatternPlan], notes: list[str]
@@ -209,15 +302,21 @@ class Planner:
     # -- rewrites -----------------------------------------------------------------------------------
 
     def rewrite(self, pattern: PathPattern, notes: list[str]) -> PathPattern:
-        """Apply the DTD's navigation rewrites to a pattern and its branches (no-op without a DTD)."""
+        """Apply the DTD's navigation rewrites to a pattern and its branches (no-op without a DTD).
+
+        Wildcards are resolved first: they name the context the ``//`` rewrite looks at. Expanding a
+        ``//`` into its chain adds steps, so tests, branches and the base are renumbered. A branch's
+        path starts with its parent's prefix, which rewrites the same way (the rules look only at
+        earlier steps), so the parent's and the branch's field numbers still agree.
+        """
         if self.graph is None:
             return pattern
-        nav = pattern.nav
-        for rule in NAV_RULES:
-            nav, applied = rule(nav, self.graph)
-            notes.extend(n for n in applied if n not in notes)
-        branches = tuple(Branch(b.field, self.rewrite(b.pattern, notes)) for b in pattern.branches)
-        return PathPattern(nav, pattern.base, pattern.tests, branches)
+        nav, applied = resolve_wildcards(pattern.nav, self.graph)
+        _note(notes, applied)
+        nav, positions, applied = rewrite_descendants(nav, self.graph)
+        _note(notes, applied)
+        branches = [Branch(positions[b.field], self.rewrite(b.pattern, notes)) for b in pattern.branches]
+        return renumbered(pattern, nav, positions, tuple(branches))
 
     # -- subscription plans -------------------------------------------------------------------------
 
@@ -226,7 +325,7 @@ class Planner:
         notes: list[str] = []
         if isinstance(body, ast.Filter):
             main = self.acquire(self.rewrite(absolute_pattern(body.path), notes), main=True)
-            returns = (ReturnItem(None),)
+            returns = (self._intern_return(ReturnItem(None)),)
             return SubscriptionPlan(sid, text, tree, main, returns, Slot(0), None, [main], notes)
         main = self.acquire(self.rewrite(absolute_pattern(body.binding, body.where), notes), main=True)
         held = [main]
@@ -246,15 +345,35 @@ class Planner:
     ) -> ReturnItem:
         text = isinstance(path.tail, ast.TextTest)
         if not path.steps:
-            return ReturnItem(None, text)
+            return self._intern_return(ReturnItem(None, text))
         pattern = self.rewrite(relative_pattern(bound.nav, path), notes)
         if not self.strategy.returns_in_nfa:
-            return ReturnItem(pattern, text)
+            return self._intern_return(ReturnItem(pattern, text))
         plan = self.acquire(pattern, main=False)
         held.append(plan)
         claim = no_duplicates_on(pattern.nav, pattern.base - 1, self.graph) if self.optimize.claims else None
-        return ReturnItem(pattern, text, plan, dedupe=claim is None)
+        return self._intern_return(ReturnItem(pattern, text, plan, dedupe=claim is None))
+
+    def _intern_return(self, item: ReturnItem) -> ReturnItem:
+        key = (item.pattern, item.text, item.dedupe, item.plan is not None)
+        shared, refs = self._returns.get(key, (item, 0))
+        self._returns[key] = (shared, refs + 1)
+        return shared
+
+    def _release_return(self, item: ReturnItem) -> None:
+        key = (item.pattern, item.text, item.dedupe, item.plan is not None)
+        shared, refs = self._returns[key]
+        if refs == 1:
+            del self._returns[key]
+        else:
+            self._returns[key] = (shared, refs - 1)
 
     def drop(self, plan: SubscriptionPlan) -> None:
+        for item in plan.returns:
+            self._release_return(item)
         for held in plan.held:
             self.release(held)
+
+
+def _note(notes: list[str], applied: list[str]) -> None:
+    notes.extend(n for n in applied if n not in notes)

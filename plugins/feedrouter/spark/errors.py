@@ -1,20 +1,9 @@
-"""Errors of the Spark batch job (codes FR6xx), terminal unless marked transient.
-
-Add :data:`CODES` to :data:`feedrouter.errors.CODES` to list them with the others.
-"""
+"""Errors of the Spark batch job (codes FR6xx, listed in :data:`feedrouter.errors.CODES`), terminal
+unless marked transient."""
 
 from __future__ import annotations
 
 from feedrouter.errors import FeedrouterError
-
-CODES: dict[str, str] = {
-    "FR600": "batch cannot be routed",
-    "FR601": "feed has no plan build",
-    "FR602": "two subscriptions deliver to the same folder",
-    "FR603": "pyspark does not match its Spark JVM",
-    "FR604": "injected failure (test hook)",
-    "FR605": "another run of the same hour is in progress",
-}
 
 
 class BatchError(FeedrouterError):

@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from feedrouter.lang import ast
-from feedrouter.output.factory import compile_constructor, escape_text, wrapper_template
+from feedrouter.output.factory import (
+    Slot,
+    SlotElement,
+    compile_constructor,
+    escape_text,
+    flatten,
+    wrapper_template,
+)
 
 
 def q(local: str, uri: str = "", prefix: str = "") -> ast.QName:
@@ -53,3 +60,27 @@ def test_wrapper_slot_knows_the_default_namespace_in_scope() -> None:
     wrapper = wrapper_template(q("all", "urn:d"))
     assert wrapper.start == b'<all xmlns="urn:d">'
     assert wrapper.content[0].default_ns == "urn:d"
+
+
+def test_flattened_templates_merge_literals_and_keep_the_empty_element_check() -> None:
+    slots: list[ast.RelPath] = []
+    step = ast.RelPath((ast.Step(ast.Axis.CHILD, q("t")),))
+    ctor = ast.Constructor(
+        q("r"),
+        (
+            ast.Constructor(q("part"), (ast.Enclosed((step,)),)),  # slots only: may be <part/>
+            ast.Enclosed((step,)),
+            ast.Constructor(q("empty")),
+            ast.TextContent("x"),
+        ),
+    )
+    ops = flatten(compile_constructor(ctor, slots))
+    assert ops == (
+        b"<r>",
+        SlotElement(b"<part>", b"</part>", b"<part/>", (Slot(0),)),
+        Slot(1),
+        b"<empty/>x</r>",  # adjacent literals merged
+    )
+    assert flatten(Slot(0)) == (Slot(0),)
+    # an element whose only content is empty text is the empty element
+    assert flatten(compile_constructor(ast.Constructor(q("e"), (ast.TextContent(""),)), [])) == (b"<e/>",)

@@ -1,8 +1,10 @@
-"""Rewrite superfluous ``//`` steps into ``/`` (paper 000 §5.1, paper 003 §3).
+"""Rewrite superfluous ``//`` steps into the deterministic ``/`` chain (paper 000 §5.1, paper 003 §3).
 
-``p//t`` is ``p/t`` when the DTD lets ``t`` occur below ``p`` only as a direct child. Equivalent
-paths then share one NFA path and one stream. The number of steps never changes, so field numbers
-(and the joins that use them) stay valid.
+``p//t`` is ``p/c1/.../ck/t`` when the DTD allows exactly one chain of elements from ``p`` down to a
+``t`` (``k = 0``: ``t`` occurs below ``p`` only as a child). Equivalent paths then share one NFA path
+and one stream, child-only paths enumerate their path-tuples without search, and Claims 1-5 see fewer
+``//`` steps. The chain adds steps, so the rule reports where each original step went: the planner
+renumbers the tests and branches that refer to fields.
 """
 
 from __future__ import annotations
@@ -13,27 +15,49 @@ from feedrouter.plan.rules.names import dtd_name
 from feedrouter.schema import DtdGraph
 
 
-def rewrite_descendants(nav: NavPath, graph: DtdGraph) -> tuple[NavPath, list[str]]:
-    steps, notes = list(nav), []
-    for i, step in enumerate(steps):
-        if step.axis is not Axis.DESCENDANT:
-            continue
-        name = dtd_name(graph, step.tag)
-        context = _context(graph, steps, i)
-        if name is None or context is False:
-            continue
-        if graph.child_chains(context, name) == frozenset({(name,)}):  # type: ignore[arg-type]
-            steps[i] = NavStep(Axis.CHILD, step.tag)
-            where = "the document" if context is None else f"'{context}'"
-            notes.append(
-                f"rewrite: //{name} -> /{name} (the DTD allows '{name}' below {where} only as a child)"
-            )
-    return tuple(steps), notes
+def rewrite_descendants(nav: NavPath, graph: DtdGraph) -> tuple[NavPath, tuple[int, ...], list[str]]:
+    """The rewritten path, the new position of each original step, and a note per rewrite."""
+    steps: list[NavStep] = []
+    positions: list[int] = []
+    notes: list[str] = []
+    for step in nav:
+        context = _context(graph, steps)
+        chain = _only_chain(graph, context, step) if step.axis is Axis.DESCENDANT else None
+        if chain is None:
+            steps.append(step)
+        else:
+            steps.extend(NavStep(Axis.CHILD, name) for name in chain)
+            notes.append(_note(chain, context))
+        positions.append(len(steps) - 1)
+    return tuple(steps), tuple(positions), notes
 
 
-def _context(graph: DtdGraph, steps: list[NavStep], i: int) -> str | bool | None:
-    """The element the step before ``i`` binds (None: the document node; False: not known)."""
-    if i == 0:
+def _context(graph: DtdGraph, done: list[NavStep]) -> str | bool | None:
+    """The element the last step so far binds (None: the document node; False: not known)."""
+    if not done:
         return None
-    name = dtd_name(graph, steps[i - 1].tag)
+    name = dtd_name(graph, done[-1].tag)
     return False if name is None else name
+
+
+def _only_chain(graph: DtdGraph, context: str | bool | None, step: NavStep) -> tuple[str, ...] | None:
+    """The one chain of element names from ``context`` down to the step's element, if only one."""
+    name = dtd_name(graph, step.tag)
+    if name is None or context is False:
+        return None
+    chains = graph.child_chains(context, name)  # type: ignore[arg-type]
+    if chains is None or len(chains) != 1:
+        return None  # a loop between them, several chains, or none (never-match warns about that)
+    (chain,) = chains
+    if any(":" in element for element in chain):
+        return None  # prefixed DTD names: the namespace they stand for is not known here
+    return chain
+
+
+def _note(chain: tuple[str, ...], context: str | bool | None) -> str:
+    name = chain[-1]
+    where = "the document" if context is None else f"'{context}'"
+    if len(chain) == 1:
+        return f"rewrite: //{name} -> /{name} (the DTD allows '{name}' below {where} only as a child)"
+    path = "/" + "/".join(chain)
+    return f"rewrite: //{name} -> {path} (the only chain of elements the DTD allows from {where} to '{name}')"
