@@ -179,9 +179,12 @@ class Router:
             # and so does pickling): results come out in the same order every time
             candidates: list[PlanGroup] = self._index.candidates(ctx)  # type: ignore[assignment]
         results: dict[str, bytes] = {}
+        bindings = ctx.bindings
         for group in candidates:
             plan = group.plan
-            bound = plan.bindings(ctx)
+            bound = bindings.get(plan.main)
+            if bound is None:
+                bound = plan.bindings(ctx)
             if not bound:
                 continue
             if profiler is None:
@@ -190,7 +193,8 @@ class Router:
                 with profiler.measure("message factory"):
                     result = plan.result(ctx, bound) if plan.is_flwr else render_items(bound, ctx)
             # one result object for every member: identical plans build their bytes once
-            results.update(dict.fromkeys(group.members, result))
+            for sid in group.members:
+                results[sid] = result
         return results
 
     # -- introspection --------------------------------------------------------------------------

@@ -33,7 +33,8 @@ from feedrouter.errors import CompileError
 from feedrouter.storage import ObjectStore
 
 MAGIC = b"FEEDROUTER-PLAN\n"
-FORMAT_VERSION = 1
+# 2: plans grouped by signature (shared plans), interned return items with slot refs, flat code
+FORMAT_VERSION = 2
 MAX_HEADER_BYTES = 4096
 SUFFIX = ".plan"
 

@@ -141,7 +141,18 @@ class Matches:
     paths that no candidate subscription consumes cost nothing beyond the state transition.
     """
 
-    __slots__ = ("_chains", "_dfa", "_last", "_pids", "_tuples", "by_state", "nodes", "parents", "tags")
+    __slots__ = (
+        "_chains",
+        "_dfa",
+        "_ends",
+        "_last",
+        "_pids",
+        "_tuples",
+        "by_state",
+        "nodes",
+        "parents",
+        "tags",
+    )
 
     def __init__(self, dfa: LazyDfa) -> None:
         self._dfa = dfa
@@ -153,6 +164,20 @@ class Matches:
         self._last: dict[int, list[int]] = {}
         self._tuples: dict[int, list[PathTuple]] = {}
         self._chains: dict[int, tuple[list[int], list[str]]] = {}
+        self._ends: list[int] | None = None
+
+    def subtree_ends(self) -> list[int]:
+        """Per element, the id of the last element in its subtree: ids are in document order, so
+        the descendants of ``nid`` are exactly the ids ``nid + 1 .. ends[nid]``."""
+        if self._ends is None:
+            parents = self.parents
+            ends = list(range(len(parents)))
+            for nid in range(len(parents) - 1, 0, -1):
+                parent = parents[nid]
+                if parent >= 0 and ends[nid] > ends[parent]:
+                    ends[parent] = ends[nid]
+            self._ends = ends
+        return self._ends
 
     def matched(self) -> dict[int, list[int]]:
         """Path id -> the DFA states (seen in this document) that accept it."""

@@ -10,6 +10,7 @@ identical sub-plans run once per document.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
 
 from feedrouter.engine.nfa import WILDCARD
@@ -222,6 +223,34 @@ class PatternPlan:
             ctx.memo[key] = groups
         return groups  # type: ignore[return-value]
 
+    def group(self, ctx: DocumentContext, field: int, anchor: int, dedupe: bool = True) -> list[int]:
+        """The GroupBy's group of one node of ``field``: what a return slot needs for one binding.
+
+        Where the pattern allows (see :func:`_group_by_ancestors`), only the path's nodes in the
+        anchor's subtree are looked at, so a document with many candidate anchors and few bound
+        ones pays for the bound ones alone; otherwise the group comes from the shared GroupBy.
+        """
+        shape = self._suffix_shape(ctx, field)
+        if shape is None:
+            return self.groups(ctx, field, dedupe).get(anchor, [])
+        key = (self, field, anchor)
+        members = ctx.memo.get(key)
+        if members is None:
+            members = ctx.memo[key] = _group_of_anchor(ctx, self, field, anchor, shape)
+        return members  # type: ignore[return-value]
+
+    def _suffix_shape(self, ctx: DocumentContext, field: int) -> _SuffixShape | None:
+        """How the steps after ``field`` hang from it, when :func:`_group_of_anchor` applies."""
+        if self.operators:
+            return None
+        shapes = self.__dict__.setdefault("_suffix_shapes", {})
+        if field not in shapes:
+            shapes[field] = _suffix_shape(self.pattern, field)
+        shape = shapes[field]
+        if shape is not None and shape.descendant >= 0 and self.prefix_pid(ctx, field) is None:
+            return None
+        return shape
+
     def describe(self) -> list[str]:
         lines = [f"Stream(path {self.pid}: {format_pattern(self.pattern)})"]
         lines += [op.describe() for op in self.operators]
@@ -267,6 +296,78 @@ def _group_by_ancestors(ctx: DocumentContext, plan: PatternPlan, field: int) -> 
                 _add(groups, anchor, nid)
             below = parents[below]
     return groups
+
+
+class _SuffixShape:
+    """The steps of a pattern after a field: the position of its one ``//`` (-1: none) and the
+    child steps between the field and that ``//``."""
+
+    __slots__ = ("descendant", "head", "last")
+
+    def __init__(self, last: int, descendant: int, head: list[str]) -> None:
+        self.last = last
+        self.descendant = descendant
+        self.head = head
+
+
+def _suffix_shape(pattern: PathPattern, field: int) -> _SuffixShape | None:
+    nav = pattern.nav
+    last = len(nav) - 1
+    descendant = [j for j in range(field + 1, last + 1) if nav[j].axis is Axis.DESCENDANT]
+    if len(descendant) > 1:
+        return None
+    if not descendant:
+        return _SuffixShape(last, -1, [])
+    j = descendant[0]
+    return _SuffixShape(last, j, [step.tag for step in nav[field + 1 : j]])
+
+
+def _group_of_anchor(
+    ctx: DocumentContext, plan: PatternPlan, field: int, anchor: int, shape: _SuffixShape
+) -> list[int]:
+    """One group of :func:`_group_by_ancestors`, from the path's nodes in the anchor's subtree.
+
+    Element ids are in document order, so the subtree is an id range and its share of the path's
+    (sorted) nodes two bisections away. A node belongs to the group when the anchor is where its
+    chain of steps hangs: for child steps only, exactly ``last - field`` levels up; with a ``//``
+    at step ``j``, the anchor must be an ancestor of the node ``j`` matched (``x``), at least
+    ``len(head) + 1`` levels above it, with ``head``'s tags on the way down, and accepted by the
+    binding path.
+    """
+    matches = ctx.matches
+    nodes = matches.last_nodes(plan.pid)
+    lo = bisect_right(nodes, anchor)
+    hi = bisect_right(nodes, matches.subtree_ends()[anchor], lo)
+    if lo == hi:
+        return []
+    parents = matches.parents
+    if shape.descendant < 0:
+        up = shape.last - field
+        return [nid for nid in nodes[lo:hi] if _ancestor(parents, nid, up) == anchor]
+    accepted = matches.last_nodes(plan.prefix_pid(ctx, field))  # type: ignore[arg-type]
+    at = bisect_left(accepted, anchor)
+    if at == len(accepted) or accepted[at] != anchor:
+        return []
+    up = shape.last - shape.descendant
+    head = shape.head
+    if not head:
+        # the anchor is an ancestor of every node in its subtree, and of x exactly when x is
+        # inside the subtree too: ancestors of a node are ordered by id
+        return [nid for nid in nodes[lo:hi] if _ancestor(parents, nid, up) > anchor]
+    tags = matches.tags
+    members = []
+    for nid in nodes[lo:hi]:
+        between = []  # the elements strictly between the anchor and x, bottom up
+        node = parents[_ancestor(parents, nid, up)]
+        while node > anchor:
+            between.append(node)
+            node = parents[node]
+        if node != anchor or len(between) < len(head):
+            continue
+        below = between[::-1]
+        if all(tag == WILDCARD or tags[below[i]] == tag for i, tag in enumerate(head)):
+            members.append(nid)
+    return members
 
 
 def _ancestor(parents: list[int], nid: int, up: int) -> int:

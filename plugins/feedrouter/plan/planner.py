@@ -79,6 +79,35 @@ class Strategy(Enum):
         return self is Strategy.FWR
 
 
+class SlotRef:
+    """One return item under one default namespace: the key of its slot bytes in a document's memo.
+
+    Each :class:`ReturnItem` hands out one ref per namespace (:meth:`ReturnItem.ref`), and return
+    items are interned, so every plan that returns ``$v/title`` into the same scope holds the same
+    ref and reuses the bytes built for a binding.
+    """
+
+    __slots__ = ("default_ns", "item")
+
+    def __init__(self, item: ReturnItem, default_ns: str) -> None:
+        self.item = item
+        self.default_ns = default_ns
+
+    def rendered(self, ctx: DocumentContext, bound: int) -> bytes:
+        """This slot's bytes for one binding, built once per document."""
+        key = (self, bound)
+        data = ctx.memo.get(key)
+        if data is None:
+            items = self.item.items(ctx, bound)
+            if ctx.profiler is not None:
+                with ctx.profiler.measure("message factory"):
+                    data = render_items(items, ctx, self.default_ns)
+            else:
+                data = render_items(items, ctx, self.default_ns)
+            ctx.memo[key] = data
+        return data  # type: ignore[return-value]
+
+
 @dataclass(eq=False)
 class ReturnItem:
     """One return slot: the bound node itself, or a path from it (through the NFA or a tree search).
@@ -91,24 +120,13 @@ class ReturnItem:
     text: bool = False
     plan: PatternPlan | None = None
     dedupe: bool = True  # False where Claim 3 proves the return stream has no duplicates
+    refs: dict[str, SlotRef] = field(default_factory=dict, repr=False)
 
-    def rendered(self, ctx: DocumentContext, bound: int, default_ns: str) -> bytes:
-        """This slot's bytes for one binding, built once per document for every plan that has it.
-
-        Return items are interned, so distinct plans returning ``$v/title`` for one bound node
-        reuse the same bytes.
-        """
-        key = (self, default_ns, bound)
-        data = ctx.memo.get(key)
-        if data is None:
-            items = self.items(ctx, bound)
-            if ctx.profiler is not None:
-                with ctx.profiler.measure("message factory"):
-                    data = render_items(items, ctx, default_ns)
-            else:
-                data = render_items(items, ctx, default_ns)
-            ctx.memo[key] = data
-        return data  # type: ignore[return-value]
+    def ref(self, default_ns: str) -> SlotRef:
+        ref = self.refs.get(default_ns)
+        if ref is None:
+            ref = self.refs[default_ns] = SlotRef(self, default_ns)
+        return ref
 
     def items(self, ctx: DocumentContext, bound: int) -> list[Item]:
         if ctx.profiler is not None:
@@ -121,7 +139,7 @@ class ReturnItem:
         if self.pattern is None:
             nodes = [bound]
         elif self.plan is not None:
-            nodes = self.plan.groups(ctx, self.pattern.base - 1, self.dedupe).get(bound, [])
+            nodes = self.plan.group(ctx, self.pattern.base - 1, bound, self.dedupe)
         else:
             nodes = search_all(ctx, bound, self.pattern)
         if not self.text:
@@ -136,6 +154,28 @@ class ReturnItem:
         else:
             how = "Return-Select[tree]"
         return f"{how}({format_pattern(self.pattern)}{'/text()' if self.text else ''})"
+
+
+@dataclass(frozen=True)
+class SlotElementCode:
+    """A flattened :class:`SlotElement` with its slots resolved to refs."""
+
+    start: bytes
+    end: bytes
+    empty: bytes
+    refs: tuple[SlotRef, ...]
+
+
+Code = bytes | SlotRef | SlotElementCode
+
+
+def _resolve(op: Op, returns: tuple[ReturnItem, ...]) -> Code:
+    if isinstance(op, bytes):
+        return op
+    if isinstance(op, Slot):
+        return returns[op.index].ref(op.default_ns)
+    refs = tuple(returns[slot.index].ref(slot.default_ns) for slot in op.slots)
+    return SlotElementCode(op.start, op.end, op.empty, refs)
 
 
 @dataclass
@@ -153,11 +193,11 @@ class SubscriptionPlan:
     notes: list[str] = field(default_factory=list)  # rewrites applied
     is_flwr: bool = field(init=False)
     signature: tuple = field(init=False, repr=False)
-    ops: tuple[Op, ...] = field(init=False, repr=False)  # the template, flattened
+    code: tuple[Code, ...] = field(init=False, repr=False)  # the template, flattened and resolved
 
     def __post_init__(self) -> None:
         self.is_flwr = isinstance(self.tree.body, ast.Flwr)
-        self.ops = flatten(self.template)
+        self.code = tuple(_resolve(op, self.returns) for op in flatten(self.template))
         # What the result depends on, and nothing else: plans with one signature give one result.
         # Patterns stand for their interned plans (the planner interns by pattern).
         returns = tuple((r.pattern, r.text, r.dedupe, r.plan is not None) for r in self.returns)
@@ -173,23 +213,25 @@ class SubscriptionPlan:
     def result(self, ctx: DocumentContext, bound: list[int]) -> bytes:
         """The FLWR result: each binding through the template, concatenated, in the wrapper.
 
-        The hot loop of routing (once per matched plan and binding): the template is pre-flattened
-        and slot bytes come straight from the per-document memo of the shared return items.
+        The hot loop of routing (once per matched plan and binding): the template is pre-flattened,
+        its slots resolved to the shared refs whose bytes sit in the per-document memo.
         """
-        memo, returns, parts = ctx.memo, self.returns, []
+        memo, parts = ctx.memo, []
+        append = parts.append
         for b in bound:
-            for op in self.ops:
-                if isinstance(op, bytes):
-                    parts.append(op)
-                elif isinstance(op, Slot):
-                    data = memo.get((returns[op.index], op.default_ns, b))
-                    if data is None:
-                        data = returns[op.index].rendered(ctx, b, op.default_ns)
-                    parts.append(data)
+            for op in self.code:
+                kind = op.__class__
+                if kind is bytes:
+                    append(op)
+                elif kind is SlotRef:
+                    data = memo.get((op, b))
+                    append(op.rendered(ctx, b) if data is None else data)  # type: ignore[union-attr]
                 else:  # an element holding only slots: <e/> when they are all empty
-                    body = b"".join([returns[s.index].rendered(ctx, b, s.default_ns) for s in op.slots])
-                    parts.append(op.start + body + op.end if body else op.empty)
-        return render_wrapped(self.wrapper, b"".join(parts))  # type: ignore[arg-type]
+                    # memo.get first: a call per slot costs more than the lookup (b"" falls through
+                    # to rendered(), which finds it in the memo)
+                    body = b"".join([memo.get((r, b)) or r.rendered(ctx, b) for r in op.refs])  # type: ignore[union-attr]
+                    append(op.start + body + op.end if body else op.empty)  # type: ignore[union-attr]
+        return render_wrapped(self.wrapper, b"".join(parts))
 
 
 class Planner:

@@ -58,6 +58,9 @@ def test_round_trip() -> None:
     )
 
 
+NEXT_FORMAT = artifact.FORMAT_VERSION + 1
+
+
 @pytest.mark.parametrize(
     ("mangle", "why"),
     [
@@ -66,7 +69,7 @@ def test_round_trip() -> None:
         (lambda d: b"<?xml version='1.0'?><plan/>", "not a feedrouter plan artifact"),
         (lambda d: artifact.MAGIC + b"x" * 5000, "unterminated or too long"),
         (lambda d: artifact.MAGIC + b"{not json}\n", "unreadable"),
-        (lambda d: _with_header(d, format=artifact.FORMAT_VERSION + 1), "has format 2"),
+        (lambda d: _with_header(d, format=NEXT_FORMAT), f"has format {NEXT_FORMAT}"),
         (lambda d: _with_header(d, feedrouter="0.0.1"), "built by feedrouter 0.0.1"),
         (lambda d: _with_header(d, compression="lz4"), "unknown compression"),
     ],

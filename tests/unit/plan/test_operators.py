@@ -1,0 +1,57 @@
+"""GroupBy for return paths: the parent-pointer shortcuts agree with grouping the path-tuples."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from feedrouter import Router
+from feedrouter.engine.runtime import run
+from feedrouter.plan.context import DocumentContext
+from feedrouter.plan.operators import _group_by, _group_by_ancestors
+
+RETURNS = [
+    "for $v in //a return <r>{ $v//c }</r>",  # '//' right after the binding
+    "for $v in //a return <r>{ $v//a/c }</r>",  # the '//' node may be the anchor's own tag
+    "for $v in //a return <r>{ $v/b//c }</r>",  # child steps, then '//'
+    "for $v in //a return <r>{ $v/*/b//c }</r>",  # a wildcard among them
+    "for $v in //a return <r>{ $v/b/c }</r>",  # child steps only
+    "for $v in //a/b return <r>{ $v/a//c }</r>",
+    "for $v in /a//b return <r>{ $v//a/c }</r>",  # '//' in the binding path too
+    "for $v in //a return <r>{ $v//b//c }</r>",  # two '//': the tuples decide
+]
+
+tags = st.sampled_from("abc")
+
+
+@st.composite
+def trees(draw: st.DrawFn, depth: int = 0) -> str:
+    tag = draw(tags)
+    children = draw(st.lists(trees(depth + 1), max_size=3)) if depth < 5 else []
+    return f"<{tag}>{''.join(children)}</{tag}>"
+
+
+ROUTER = Router.compile(list(enumerate(RETURNS)), strategy="FWR", optimize="none")
+
+
+def context(document: bytes) -> DocumentContext:
+    parser = ROUTER._parser
+    return DocumentContext(run(ROUTER._dfa, parser.events(document, None), parser.limits.max_depth))
+
+
+@settings(max_examples=150, deadline=None)
+@given(trees())
+def test_groups_of_one_anchor_and_of_all_anchors_match_the_tuples(document: str) -> None:
+    ctx = context(document.encode())
+    checked = 0
+    for sid in ROUTER.subscription_ids:
+        for item in ROUTER._plans[sid].returns:
+            plan, field = item.plan, item.pattern.base - 1
+            truth = _group_by(plan.tuples(ctx), field, dedupe=True)
+            whole = _group_by_ancestors(ctx, plan, field)
+            if whole is not None:
+                assert whole == truth, (sid, document)
+            for anchor in range(len(ctx.nodes)):
+                assert plan.group(ctx, field, anchor) == truth.get(anchor, []), (sid, anchor, document)
+            checked += 1
+    assert checked == len(RETURNS)
