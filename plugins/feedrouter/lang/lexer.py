@@ -35,6 +35,7 @@ _PUNCTUATION = (
     "/", "{", "}", "[", "]", "(", ")", ",", ";", "@", ".", "*", "=", "<", ">", "|", "!", "+", "-",
     "$", "?", "#", ":", "%",
 )  # fmt: skip
+_PUNCT = re.compile("|".join(re.escape(p) for p in _PUNCTUATION))  # alternatives tried in that order
 
 
 class Stop(Exception):
@@ -152,11 +153,18 @@ class Lexer:
     def __init__(self, text: str, diagnostics: Diagnostics) -> None:
         self.text = text
         self.diag = diagnostics
+        self._tokens: dict[int, Token] = {}  # the parser looks ahead and back: read each token once
 
     # -- expression mode -------------------------------------------------------------------------
 
     def token_at(self, pos: int) -> Token:
         """The token that starts at ``pos`` or after the whitespace and comments there."""
+        token = self._tokens.get(pos)
+        if token is None:
+            token = self._tokens[pos] = self._read_token(pos)
+        return token
+
+    def _read_token(self, pos: int) -> Token:
         pos = self.skip_trivia(pos)
         text = self.text
         if pos >= len(text):
@@ -173,9 +181,9 @@ class Lexer:
         if ch == "*" and text.startswith(":", pos + 1) and NCNAME.match(text, pos + 2):
             end = NCNAME.match(text, pos + 2).end()  # type: ignore[union-attr]
             return Token("wildcard", text[pos:end], pos, end)
-        for punct in _PUNCTUATION:
-            if text.startswith(punct, pos):
-                return Token("punct", punct, pos, pos + len(punct))
+        punct = _PUNCT.match(text, pos)
+        if punct is not None:
+            return Token("punct", punct.group(), pos, punct.end())
         raise self.diag.fail("FR100", f"unexpected character {ch!r}", pos)
 
     def skip_trivia(self, pos: int) -> int:

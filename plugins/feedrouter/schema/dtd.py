@@ -252,6 +252,19 @@ class DtdGraph:
             infinite (a loop lies between ``a`` and ``b``) and ``max_len`` does not bound it. With
             ``max_len`` only chains of at most that many steps are listed and the result is finite.
         """
+        key = (a, b, max_len)
+        if key not in self._chains:
+            self._chains[key] = self._find_child_chains(a, b, max_len)
+        return self._chains[key]
+
+    @cached_property
+    def _chains(self) -> dict[tuple[str | None, str, int | None], frozenset[tuple[str, ...]] | None]:
+        """Answers of :meth:`child_chains`: compiling a population asks the same few again and again."""
+        return {}
+
+    def _find_child_chains(
+        self, a: str | None, b: str, max_len: int | None
+    ) -> frozenset[tuple[str, ...]] | None:
         start = {self.root} if a is None else self.children(a)
         if max_len is None and self._loop_between(start, b):
             return None
