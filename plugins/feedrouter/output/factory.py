@@ -9,6 +9,7 @@ are serialized (each at most once, by the document context).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 from feedrouter.lang import ast
 from feedrouter.plan.context import DocumentContext
@@ -102,17 +103,23 @@ def wrapper_template(name: ast.QName) -> ElementTemplate:
     )
 
 
+S = TypeVar("S")
+
+
 @dataclass(frozen=True)
-class SlotElement:
-    """A constructed element whose content is slots only: ``empty`` when they all come out empty."""
+class SlotElement(Generic[S]):
+    """A constructed element whose content is slots only: ``empty`` when they all come out empty.
+
+    ``S`` is what a slot is: a :class:`Slot` here; the planner swaps in what it resolved each to.
+    """
 
     start: bytes
     end: bytes
     empty: bytes
-    slots: tuple[Slot, ...]
+    slots: tuple[S, ...]
 
 
-Op = bytes | Slot | SlotElement
+Op = bytes | Slot | SlotElement[Slot]
 
 
 def flatten(template: Template) -> tuple[Op, ...]:

@@ -9,7 +9,7 @@ per-document result, and removing a subscription releases exactly what it held.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 
 from feedrouter.engine.document import iter_text_nodes
@@ -21,6 +21,7 @@ from feedrouter.output.factory import (
     Item,
     Op,
     Slot,
+    SlotElement,
     Template,
     compile_constructor,
     flatten,
@@ -156,17 +157,7 @@ class ReturnItem:
         return f"{how}({format_pattern(self.pattern)}{'/text()' if self.text else ''})"
 
 
-@dataclass(frozen=True)
-class SlotElementCode:
-    """A flattened :class:`SlotElement` with its slots resolved to refs."""
-
-    start: bytes
-    end: bytes
-    empty: bytes
-    refs: tuple[SlotRef, ...]
-
-
-Code = bytes | SlotRef | SlotElementCode
+Code = bytes | SlotRef | SlotElement[SlotRef]
 
 
 def _resolve(op: Op, returns: tuple[ReturnItem, ...]) -> Code:
@@ -175,7 +166,7 @@ def _resolve(op: Op, returns: tuple[ReturnItem, ...]) -> Code:
     if isinstance(op, Slot):
         return returns[op.index].ref(op.default_ns)
     refs = tuple(returns[slot.index].ref(slot.default_ns) for slot in op.slots)
-    return SlotElementCode(op.start, op.end, op.empty, refs)
+    return replace(op, slots=refs)
 
 
 @dataclass
@@ -229,7 +220,7 @@ class SubscriptionPlan:
                 else:  # an element holding only slots: <e/> when they are all empty
                     # memo.get first: a call per slot costs more than the lookup (b"" falls through
                     # to rendered(), which finds it in the memo)
-                    body = b"".join([memo.get((r, b)) or r.rendered(ctx, b) for r in op.refs])  # type: ignore[union-attr]
+                    body = b"".join([memo.get((r, b)) or r.rendered(ctx, b) for r in op.slots])  # type: ignore[union-attr]
                     append(op.start + body + op.end if body else op.empty)  # type: ignore[union-attr]
         return render_wrapped(self.wrapper, b"".join(parts))
 
