@@ -240,15 +240,15 @@ class PatternPlan:
         return members  # type: ignore[return-value]
 
     def _suffix_shape(self, ctx: DocumentContext, field: int) -> _SuffixShape | None:
-        """How the steps after ``field`` hang from it, when :func:`_group_of_anchor` applies."""
-        if self.operators:
-            return None
+        """How the steps after ``field`` hang from it, when :func:`_group_of_anchor` applies.
+        Remembered per field: it depends on the pattern and on :meth:`prefix_pid`, both stable."""
         shapes = self.__dict__.setdefault("_suffix_shapes", {})
-        if field not in shapes:
-            shapes[field] = _suffix_shape(self.pattern, field)
-        shape = shapes[field]
+        if field in shapes:
+            return shapes[field]
+        shape = None if self.operators else _suffix_shape(self.pattern, field)
         if shape is not None and shape.descendant >= 0 and self.prefix_pid(ctx, field) is None:
-            return None
+            shape = None
+        shapes[field] = shape
         return shape
 
     def describe(self) -> list[str]:

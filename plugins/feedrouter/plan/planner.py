@@ -94,19 +94,18 @@ class SlotRef:
         self.item = item
         self.default_ns = default_ns
 
-    def rendered(self, ctx: DocumentContext, bound: int) -> bytes:
-        """This slot's bytes for one binding, built once per document."""
-        key = (self, bound)
-        data = ctx.memo.get(key)
-        if data is None:
+    def build(self, ctx: DocumentContext, bound: int) -> bytes:
+        """Build this slot's bytes for one binding and file them in the memo, so that they are
+        built once per document (the result loop looks the memo up first: a call costs more)."""
+        profiler = ctx.profiler
+        if profiler is None:
+            data = render_items(self.item.select(ctx, bound), ctx, self.default_ns)
+        else:
             items = self.item.items(ctx, bound)
-            if ctx.profiler is not None:
-                with ctx.profiler.measure("message factory"):
-                    data = render_items(items, ctx, self.default_ns)
-            else:
+            with profiler.measure("message factory"):
                 data = render_items(items, ctx, self.default_ns)
-            ctx.memo[key] = data
-        return data  # type: ignore[return-value]
+        ctx.memo[self, bound] = data
+        return data
 
 
 @dataclass(eq=False)
@@ -133,10 +132,11 @@ class ReturnItem:
         if ctx.profiler is not None:
             category = "OuterJoin-Select" if self.plan is not None else "Return-Select"
             with ctx.profiler.measure(category):
-                return self._items(ctx, bound)
-        return self._items(ctx, bound)
+                return self.select(ctx, bound)
+        return self.select(ctx, bound)
 
-    def _items(self, ctx: DocumentContext, bound: int) -> list[Item]:
+    def select(self, ctx: DocumentContext, bound: int) -> list[Item]:
+        """The items of this slot for one binding (unprofiled)."""
         if self.pattern is None:
             nodes = [bound]
         elif self.plan is not None:
@@ -209,18 +209,20 @@ class SubscriptionPlan:
         """
         memo, parts = ctx.memo, []
         append = parts.append
+        get = memo.get
         for b in bound:
             for op in self.code:
                 kind = op.__class__
                 if kind is bytes:
                     append(op)
                 elif kind is SlotRef:
-                    data = memo.get((op, b))
-                    append(op.rendered(ctx, b) if data is None else data)  # type: ignore[union-attr]
+                    data = get((op, b))
+                    append(op.build(ctx, b) if data is None else data)  # type: ignore[union-attr]
                 else:  # an element holding only slots: <e/> when they are all empty
-                    # memo.get first: a call per slot costs more than the lookup (b"" falls through
-                    # to rendered(), which finds it in the memo)
-                    body = b"".join([memo.get((r, b)) or r.rendered(ctx, b) for r in op.slots])  # type: ignore[union-attr]
+                    # the memo first: a call per slot costs more than the look-up
+                    body = b"".join(
+                        [d if (d := get((r, b))) is not None else r.build(ctx, b) for r in op.slots]  # type: ignore[union-attr]
+                    )
                     append(op.start + body + op.end if body else op.empty)  # type: ignore[union-attr]
         return render_wrapped(self.wrapper, b"".join(parts))
 
