@@ -20,7 +20,8 @@ is spent), Saxon per subscription (a sample of subscriptions, scaled to the popu
 of each to routing, and the number of subscriptions whose matched set differs from lxml's.
 
 Results (CSV, Markdown, PNG) go to ``bench/results/`` (``bench/results/quick/`` with ``--quick``);
-``paper.md`` there collects every table. See ``bench/README.md``.
+``paper.md`` there collects every table of a full run: a run with ``--only`` writes the files of
+its experiments and leaves ``paper.md`` as the last full run left it. See ``bench/README.md``.
 
 Usage: ``.venv/bin/python bench/paper_bench.py [--quick] [--only fig7,fig11,...]``
 """
@@ -432,12 +433,29 @@ def machine() -> dict[str, str]:
         (line.split(":", 1)[1].strip() for line in _cpuinfo() if line.startswith("model name")), "unknown"
     )
     return {
+        "code": _commit(),
         "cpu": f"{cpu} x {os.cpu_count()}",
         "python": platform.python_version(),
         "lxml": lxml.__version__,
         "platform": platform.platform(),
         "load average at start": " ".join(f"{x:.2f}" for x in os.getloadavg()),
     }
+
+
+def _commit() -> str:
+    """The commit measured, marked ``+changes`` when the work tree differs from it."""
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=BENCH
+        )
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--", "plugins"], capture_output=True, text=True, cwd=BENCH
+        )
+    except OSError:
+        return "unknown"
+    if head.returncode != 0:
+        return "unknown"
+    return head.stdout.strip() + (" +changes" if dirty.stdout.strip() else "")
 
 
 def _cpuinfo() -> list[str]:
@@ -462,7 +480,7 @@ def main() -> None:
     info["wall time"] = f"{time.perf_counter() - started:.0f} s"
     info["load average at end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     command = "bench/paper_bench.py" + (" --quick" if args.quick else "")
-    paper_report.write_all(results, settings, info, command)
+    paper_report.write_all(results, settings, info, command, summary=len(chosen) == len(EXPERIMENTS))
 
 
 if __name__ == "__main__":

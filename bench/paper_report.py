@@ -223,7 +223,11 @@ def _met(ok: bool | None) -> str:
 # -- writing ----------------------------------------------------------------------------------------
 
 
-def write_all(results: Results, settings: Settings, info: dict[str, str], command: str) -> None:
+def write_all(
+    results: Results, settings: Settings, info: dict[str, str], command: str, summary: bool = True
+) -> None:
+    """Write each experiment's files, and with ``summary`` (a run of every experiment) ``paper.md``:
+    a partial run would drop the other experiments' sections from it."""
     out = settings.results
     out.mkdir(parents=True, exist_ok=True)
     sections = [_header(results, info, command)]
@@ -235,6 +239,9 @@ def write_all(results: Results, settings: Settings, info: dict[str, str], comman
             sections.append(_write_experiment(name, rows, out))
         if name in ("fig7", "fig10"):
             sections += _write_breakdown(name, results.breakdown, out)
+    if not summary:
+        print(f"wrote this run's files in {out}; paper.md left as the last full run wrote it", flush=True)
+        return
     sections.append(_write_mismatches(results, out))
     (out / "paper.md").write_text("\n".join(sections), encoding="utf-8")
     print(f"wrote {out / 'paper.md'}", flush=True)
