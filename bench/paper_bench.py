@@ -55,7 +55,7 @@ from common import (
     route_seconds,
     run_xpaths,
 )
-from feedrouter import Router
+from feedrouter import Router, heap
 from feedrouter.schema import DtdGraph
 from feedrouter.workload import dtds, generate_documents, generate_subscriptions
 
@@ -273,7 +273,8 @@ def profile_rows(
     experiment: str, point: Point, config: Config, router: Router, documents: list[bytes], mqpt: float
 ) -> list[dict]:
     """ms per document per operator category (exclusive times), plus their total and the unprofiled time."""
-    seconds = router.profile(documents)
+    with heap.settled():
+        seconds = router.profile(documents)
     base = {
         "experiment": experiment,
         "dtd": point.workload.dtd,

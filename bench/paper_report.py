@@ -29,6 +29,7 @@ CATEGORIES = (
     "Return-Select",
     "OuterJoin-Select",
     "message factory",
+    "garbage collection",
 )
 COLUMNS = (
     "Q",

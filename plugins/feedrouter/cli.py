@@ -11,6 +11,7 @@ from pathlib import Path
 
 import click
 
+from feedrouter import heap
 from feedrouter.errors import FeedrouterError
 from feedrouter.paths import safe_component
 
@@ -105,8 +106,9 @@ def route(
     output.mkdir(parents=True, exist_ok=True)
     stats = {"documents": 0, "rejected": 0, "results": 0, "bytes": 0}
     started = time.perf_counter()
-    for path in iter_documents(inputs):
-        _route_one(router, path, output, stats)
+    with heap.settled():
+        for path in iter_documents(inputs):
+            _route_one(router, path, output, stats)
     elapsed = time.perf_counter() - started
     click.echo(
         f"routed {stats['documents']} documents through {len(router)} subscriptions in {elapsed:.2f}s: "

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
+from feedrouter import heap
 from feedrouter.delivery.messages import CountingReader, Splitter
 from feedrouter.delivery.parts import DEFAULT_MAX_PART_BYTES, Part, PartHeader, Result, write_parts
 from feedrouter.delivery.routing import Routed, Routes, route_message
@@ -61,9 +62,10 @@ class HourRun:
 def route_locally(router: Routes, splitter: Splitter, objects: Iterable[tuple[str, BinaryIO]]) -> HourRun:
     """Route the messages of ``objects`` (``(key, stream)`` pairs, in key order) in this process."""
     run = HourRun()
-    for source, stream in objects:
-        counted = CountingReader(stream)
-        for message in splitter.messages(source, counted):  # type: ignore[arg-type]
-            run.add(route_message(router, message))
-        run.bytes += counted.count
+    with heap.settled():
+        for source, stream in objects:
+            counted = CountingReader(stream)
+            for message in splitter.messages(source, counted):  # type: ignore[arg-type]
+                run.add(route_message(router, message))
+            run.bytes += counted.count
     return run

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from feedrouter import heap
 from feedrouter.delivery import CountingReader, Result, Splitter, dtd_text_of, route_message
 from feedrouter.spark.publish import Delivered, publish
 from feedrouter.spark.quarantine import Quarantine
@@ -58,8 +59,11 @@ def plan_for(spec: JobSpec, artifact: Any) -> CompiledPlan:
         from feedrouter.catalog.artifact import decode
 
         plan = decode(artifact.value, spec.plan.digest, source=f"plan build {spec.plan.id}")
+        if _PLANS:
+            heap.release()  # the old plan goes: let the collector reach it again
         _PLANS.clear()  # a new build replaces the old one: keep one plan in memory
         _PLANS[spec.plan.digest] = plan
+        heap.settle()  # this worker routes with it until the next build
     return plan
 
 

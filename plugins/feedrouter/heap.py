@@ -1,0 +1,47 @@
+"""Keep a compiled router out of the garbage collector's full passes while a process routes.
+
+A compiled router is millions of long-lived Python objects (plans, patterns, index entries).
+Routing allocates and frees many short-lived ones, and every so often that triggers a full
+collection, which walks the whole heap: about a quarter of a second for 10,000 Book subscriptions.
+Measured on the Book workload at 10,000 subscriptions, that is about a fifth of the routing time.
+``gc.freeze()`` moves the objects that exist now to a generation that collections skip. Young garbage
+is still collected, and frozen objects are still freed when their last reference goes.
+
+Processes that load one router and route many documents with it settle the heap after loading it:
+the ``feedrouter route`` command, local hour runs and the Spark routing tasks. Release it before
+dropping the router, or reference cycles inside it would never be collected.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+_depth = 0  # open settled() blocks: only the outermost one freezes and releases
+
+
+def settle() -> None:
+    """Collect once, then keep everything alive now out of later collections."""
+    gc.collect()
+    gc.freeze()
+
+
+def release() -> None:
+    """Hand the frozen objects back to the collector (before dropping a settled router)."""
+    gc.unfreeze()
+
+
+@contextmanager
+def settled() -> Iterator[None]:
+    """Settle the heap for the block (nested blocks leave it to the outermost)."""
+    global _depth
+    _depth += 1
+    if _depth == 1:
+        settle()
+    try:
+        yield
+    finally:
+        _depth -= 1
+        if _depth == 0:
+            release()

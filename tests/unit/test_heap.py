@@ -1,0 +1,53 @@
+"""Settling the heap: frozen while routing, handed back to the collector afterwards."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from collections.abc import Iterator
+
+import pytest
+
+from feedrouter import heap
+
+
+@pytest.fixture(autouse=True)
+def unfrozen() -> Iterator[None]:
+    gc.unfreeze()  # whatever an earlier test in this process settled
+    yield
+    gc.unfreeze()
+
+
+def test_settled_freezes_for_the_outermost_block_only() -> None:
+    assert gc.get_freeze_count() == 0
+    with heap.settled():
+        frozen = gc.get_freeze_count()
+        assert frozen > 0
+        with heap.settled():
+            assert gc.get_freeze_count() >= frozen
+        assert gc.get_freeze_count() >= frozen  # the inner block left it to the outer one
+    assert gc.get_freeze_count() == 0
+
+
+def test_settled_releases_the_heap_when_the_block_fails() -> None:
+    with pytest.raises(RuntimeError), heap.settled():
+        raise RuntimeError("boom")
+    assert gc.get_freeze_count() == 0
+    with heap.settled():  # and the next block settles again
+        assert gc.get_freeze_count() > 0
+    assert gc.get_freeze_count() == 0
+
+
+def test_a_settled_cycle_is_collected_once_released() -> None:
+    class Node:
+        other: object = None
+
+    a, b = Node(), Node()
+    a.other, b.other = b, a
+    alive = weakref.ref(a)
+    with heap.settled():
+        del a, b
+        gc.collect()
+        assert alive() is not None  # frozen: out of the collector's reach
+    gc.collect()
+    assert alive() is None
