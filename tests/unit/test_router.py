@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from feedrouter import CompileError, DocumentError, Router, SubscriptionError
+from tests.unit.support import BOOK_DOC, toggle
 
-DOC = b"""<book><section id="1"><title>Intro</title><figure><title>XML processing</title></figure>
-<section id="2"><title>Deep</title></section></section><section id="3"><title>End</title></section></book>"""
+DOC = BOOK_DOC
 
 GOOD = [
     ("titles", "//section/title"),
@@ -138,15 +138,7 @@ POPULATION, POPULATION_DOCS = _population()
 def test_any_sequence_of_adds_and_removes_routes_like_a_fresh_compile(data: st.DataObject) -> None:
     strategy = data.draw(st.sampled_from(["F", "FW", "FWR"]))
     router = Router(strategy=strategy)
-    live: dict[str, str] = {}
-    for _ in range(data.draw(st.integers(5, 40))):
-        sid, text = data.draw(st.sampled_from(POPULATION))
-        if sid in live:
-            router.remove(sid)
-            del live[sid]
-        else:
-            router.add(sid, text)
-            live[sid] = text
+    live = toggle(router, data.draw(st.lists(st.sampled_from(POPULATION), min_size=5, max_size=40)))
     fresh = Router.compile(list(live.items()), strategy=strategy)
     assert router.nfa.canonical() == fresh.nfa.canonical()
     for doc in POPULATION_DOCS:

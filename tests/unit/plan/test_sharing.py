@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 from feedrouter import Router
 from feedrouter.plan.planner import SubscriptionPlan
 from feedrouter.plan.sharing import SharedPlans
+from tests.unit.support import BOOK_DOC, toggle
 
-DOC = b"""<book><section id="1"><title>Intro</title><figure><title>XML processing</title></figure>
-<section id="2"><title>Deep</title></section></section><section id="3"><title>End</title></section></book>"""
+DOC = BOOK_DOC
 
 # Three spellings of one subscription (variable name, white space, comments) and one that differs.
 SAME = [
@@ -77,14 +77,7 @@ def test_any_sequence_of_adds_and_removes_of_twins_routes_like_a_fresh_compile(
     steps: list[tuple[str, str]], strategy: str
 ) -> None:
     router = Router(strategy=strategy)
-    live: dict[str, str] = {}
-    for sid, text in steps:
-        if sid in live:
-            router.remove(sid)
-            del live[sid]
-        else:
-            router.add(sid, text)
-            live[sid] = text
+    live = toggle(router, steps)
     fresh = Router.compile(list(live.items()), strategy=strategy)
     assert router.route(DOC) == fresh.route(DOC)
     assert router.stats()["shared_plans"] == fresh.stats()["shared_plans"]
