@@ -31,6 +31,7 @@ class DocumentContext:
         "matches",
         "memo",
         "nodes",
+        "outcomes",
         "profiler",
         "source",
     )
@@ -42,6 +43,7 @@ class DocumentContext:
         self.source = source
         self.memo: dict[object, object] = {}
         self.bindings: dict[object, list[int]] = {}  # main plan -> its bound nodes (looked up per group)
+        self.outcomes: dict[tuple[Checker, int], bool] = {}  # (local test's checker, node) -> passed
         self._ids: dict[etree._Element, int] | None = None
         self._string_values: dict[int, str] = {}
         self._serialized: dict[int, bytes] = {}
@@ -69,7 +71,16 @@ class DocumentContext:
         return data
 
     def passes(self, nid: int, tests: tuple[LocalTest, ...]) -> bool:
-        return all(checker(test)(self, nid) for test in tests)
+        """Whether the node passes every test; each test's outcome is shared as in Selection."""
+        outcomes = self.outcomes
+        for test in tests:
+            check = checker(test)
+            passed = outcomes.get((check, nid))
+            if passed is None:
+                passed = outcomes[check, nid] = check(self, nid)
+            if not passed:
+                return False
+        return True
 
     def children(self, nid: int, tag: str, descendants: bool) -> Iterator[int]:
         """Ids of the element children (or descendants) of a node named ``tag`` (``*``: any)."""

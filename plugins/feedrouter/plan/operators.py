@@ -40,8 +40,22 @@ class Selection:
         self._compile()
 
     def apply(self, ctx: DocumentContext, tuples: list[PathTuple]) -> list[PathTuple]:
-        checks = self._checks
-        return [t for t in tuples if all(check(ctx, t[i]) for i, check in checks)]
+        # Subscriptions repeat tests (few constants, many subscribers): each test is run once per
+        # node and document, its outcome shared through the context (checkers are interned, so
+        # equal tests have one key).
+        outcomes = ctx.outcomes
+        kept = []
+        for t in tuples:
+            for i, check in self._checks:
+                key = (check, t[i])
+                passed = outcomes.get(key)
+                if passed is None:
+                    passed = outcomes[key] = check(ctx, t[i])
+                if not passed:
+                    break
+            else:
+                kept.append(t)
+        return kept
 
     def describe(self) -> str:
         return (

@@ -55,3 +55,21 @@ def test_groups_of_one_anchor_and_of_all_anchors_match_the_tuples(document: str)
                 assert plan.group(ctx, field, anchor) == truth.get(anchor, []), (sid, anchor, document)
             checked += 1
     assert checked == len(RETURNS)
+
+
+def test_selections_with_a_common_test_run_it_once_per_node() -> None:
+    """Selections of different patterns sharing a test share its outcome for each node."""
+    from feedrouter.lang import parse
+    from feedrouter.plan.operators import Selection
+    from feedrouter.plan.patterns import absolute_pattern
+
+    ctx = context(b'<a><b id="1"/><b id="2"/><b id="1" x="y"/></a>')
+    one = Selection(absolute_pattern(parse("//b[@id = 1]").body.path))  # type: ignore[union-attr]
+    both = Selection(absolute_pattern(parse("//b[@id = 1][@x]").body.path))  # type: ignore[union-attr]
+    tuples = [(1,), (2,), (3,)]  # the three b elements (a is node 0)
+    assert one.apply(ctx, tuples) == [(1,), (3,)]
+    shared = dict(ctx.outcomes)
+    assert len(shared) == 3  # @id = 1 on each b
+    assert both.apply(ctx, tuples) == [(3,)]
+    assert all(ctx.outcomes[key] is outcome for key, outcome in shared.items())
+    assert len(ctx.outcomes) == 5  # only @x was new, and only on the two b that passed @id = 1
