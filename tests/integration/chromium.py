@@ -12,7 +12,9 @@ from __future__ import annotations
 import base64
 import itertools
 import json
+import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -57,16 +59,20 @@ class Browser:
         binary = executable()
         if binary is None:
             raise FileNotFoundError("chromium is not installed (apt-get install -y chromium)")
-        with tempfile.TemporaryDirectory(prefix="feedrouter-chromium-") as profile:
-            args = [binary, *FLAGS, f"--user-data-dir={profile}", "--remote-debugging-port=0", "about:blank"]
-            process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            try:
-                port = _devtools_port(Path(profile), process, timeout)
-                with connect(_page_socket_url(port, timeout), max_size=None) as socket:
-                    yield cls(socket)
-            finally:
-                process.terminate()
-                process.wait(timeout=10)
+        profile = tempfile.mkdtemp(prefix="feedrouter-chromium-")
+        args = [binary, *FLAGS, f"--user-data-dir={profile}", "--remote-debugging-port=0", "about:blank"]
+        # a session of its own: Chromium's helper processes are stopped with it, not left writing
+        # into the profile while it is removed
+        process = subprocess.Popen(
+            args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+        )
+        try:
+            port = _devtools_port(Path(profile), process, timeout)
+            with connect(_page_socket_url(port, timeout), max_size=None) as socket:
+                yield cls(socket)
+        finally:
+            _stop(process)
+            _remove_profile(Path(profile))
 
     def call(self, method: str, **params: Any) -> dict[str, Any]:
         """Send one DevTools command and return its result (events in between are skipped)."""
@@ -103,6 +109,32 @@ class Browser:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(base64.b64decode(data))
         return path
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    """Stop Chromium and every process of its session."""
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
+
+
+def _remove_profile(profile: Path) -> None:
+    """Remove the profile folder; a helper process may still be finishing a write into it."""
+    for _ in range(20):
+        try:
+            shutil.rmtree(profile)
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            time.sleep(0.1)
+    shutil.rmtree(profile, ignore_errors=True)
 
 
 def _devtools_port(profile: Path, process: subprocess.Popen[bytes], timeout: float) -> int:
