@@ -181,12 +181,9 @@ class Router:
             # and so does pickling): results come out in the same order every time
             candidates: list[PlanGroup] = self._index.candidates(ctx)  # type: ignore[assignment]
         results: dict[str, bytes] = {}
-        bindings = ctx.bindings
         for group in candidates:
             plan = group.plan
-            bound = bindings.get(plan.main)
-            if bound is None:
-                bound = plan.bindings(ctx)
+            bound = plan.bindings(ctx)
             if not bound:
                 continue
             if profiler is None:

@@ -42,7 +42,7 @@ class DocumentContext:
         self.nodes: list[etree._Element] = matches.nodes
         self.source = source
         self.memo: dict[object, object] = {}
-        self.bindings: dict[object, list[int]] = {}  # main plan -> its bound nodes (looked up per group)
+        self.bindings: dict[object, list[int]] = {}  # main plan -> its bound nodes
         self.outcomes: dict[tuple[Checker, int], bool] = {}  # (local test's checker, node) -> passed
         self._ids: dict[etree._Element, int] | None = None
         self._string_values: dict[int, str] = {}
@@ -70,17 +70,19 @@ class DocumentContext:
             data = self._serialized[nid] = etree.tostring(self.nodes[nid], encoding="utf-8", with_tail=False)
         return data
 
+    def outcome(self, check: Checker, nid: int) -> bool:
+        """A local test's outcome on a node, run once per document for every plan that asks.
+
+        Subscriptions repeat tests (few constants, many subscribers), and :func:`checker` interns
+        one function per test, so equal tests share one entry.
+        """
+        passed = self.outcomes.get((check, nid))
+        if passed is None:
+            passed = self.outcomes[check, nid] = check(self, nid)
+        return passed
+
     def passes(self, nid: int, tests: tuple[LocalTest, ...]) -> bool:
-        """Whether the node passes every test; each test's outcome is shared as in Selection."""
-        outcomes = self.outcomes
-        for test in tests:
-            check = checker(test)
-            passed = outcomes.get((check, nid))
-            if passed is None:
-                passed = outcomes[check, nid] = check(self, nid)
-            if not passed:
-                return False
-        return True
+        return all(self.outcome(checker(test), nid) for test in tests)
 
     def children(self, nid: int, tag: str, descendants: bool) -> Iterator[int]:
         """Ids of the element children (or descendants) of a node named ``tag`` (``*``: any)."""

@@ -19,7 +19,7 @@ Equality is preferred when a subscription has both: it is the more selective.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right, insort
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 
 from feedrouter.engine.document import iter_text_nodes
@@ -109,7 +109,7 @@ class _SortedConstants:
         if key not in self.items:
             del self.keys[bisect_left(self.keys, key)]  # type: ignore[type-var]
 
-    def satisfied(self, op: CompOp, values: list[Key]) -> Iterator[object]:
+    def satisfied(self, op: CompOp, values: Collection[Key]) -> Iterator[object]:
         """Subscriptions with ``value op key`` true for some value: a slice of the sorted keys."""
         if op in (CompOp.GT, CompOp.GE):  # some value above the constant: the largest decides
             top = max(values)  # type: ignore[type-var]
@@ -189,10 +189,8 @@ class SelectionIndex:
                 equal = filed.equal
                 for key in keys:
                     found.extend(equal.get(key, ()))
-                if filed.ranges:
-                    values = list(keys)
-                    for op, constants in filed.ranges.items():
-                        found.extend(constants.satisfied(op, values))
+                for op, constants in filed.ranges.items():
+                    found.extend(constants.satisfied(op, keys))
         return found
 
 

@@ -40,18 +40,10 @@ class Selection:
         self._compile()
 
     def apply(self, ctx: DocumentContext, tuples: list[PathTuple]) -> list[PathTuple]:
-        # Subscriptions repeat tests (few constants, many subscribers): each test is run once per
-        # node and document, its outcome shared through the context (checkers are interned, so
-        # equal tests have one key).
-        outcomes = ctx.outcomes
-        kept = []
+        outcome, kept = ctx.outcome, []
         for t in tuples:
             for i, check in self._checks:
-                key = (check, t[i])
-                passed = outcomes.get(key)
-                if passed is None:
-                    passed = outcomes[key] = check(ctx, t[i])
-                if not passed:
+                if not outcome(check, t[i]):
                     break
             else:
                 kept.append(t)
@@ -231,16 +223,13 @@ class PatternPlan:
         key = (self, field, "groups")
         groups = ctx.memo.get(key)
         if groups is None:
-            groups = _group_by_ancestors(ctx, self, field) if not self.operators else None
-            if groups is None:
-                groups = _group_by(self.tuples(ctx), field, dedupe)
-            ctx.memo[key] = groups
+            groups = ctx.memo[key] = _group_by(self.tuples(ctx), field, dedupe)
         return groups  # type: ignore[return-value]
 
     def group(self, ctx: DocumentContext, field: int, anchor: int, dedupe: bool = True) -> list[int]:
         """The GroupBy's group of one node of ``field``: what a return slot needs for one binding.
 
-        Where the pattern allows (see :func:`_group_by_ancestors`), only the path's nodes in the
+        Where the pattern allows (see :func:`_group_of_anchor`), only the path's nodes in the
         anchor's subtree are looked at, so a document with many candidate anchors and few bound
         ones pays for the bound ones alone; otherwise the group comes from the shared GroupBy.
         """
@@ -271,47 +260,6 @@ class PatternPlan:
         return lines + [f"  ({note})" for note in self.notes]
 
 
-def _group_by_ancestors(ctx: DocumentContext, plan: PatternPlan, field: int) -> dict[int, list[int]] | None:
-    """GroupBy on ``field`` without path-tuples, when at most one ``//`` follows it (else None).
-
-    The child steps after the ``//`` (or after ``field``, without one) fix, for each node the path
-    accepts, the node they hang from. Without a ``//`` that node is in ``field``; with one, ``field``
-    holds any strict ancestor of it whose chain matches the child steps before the ``//`` and that
-    the binding path (the pattern's prefix up to ``field``) accepts. Every such ancestor gives a
-    tuple, and only those do, so the groups are exact; a node joins each group once, in document
-    order, so no DupElim is needed.
-    """
-    nav = plan.pattern.nav
-    last = len(nav) - 1
-    descendant = [j for j in range(field + 1, last + 1) if nav[j].axis is Axis.DESCENDANT]
-    if len(descendant) > 1:
-        return None
-    matches = ctx.matches
-    parents = matches.parents
-    groups: dict[int, list[int]] = {}
-    if not descendant:
-        for nid in matches.last_nodes(plan.pid):
-            _add(groups, _ancestor(parents, nid, last - field), nid)
-        return groups
-    j = descendant[0]
-    prefix = plan.prefix_pid(ctx, field)
-    if prefix is None:
-        return None
-    accepted = ctx.memo.get(("accepted", prefix))
-    if accepted is None:
-        accepted = ctx.memo["accepted", prefix] = set(matches.last_nodes(prefix))
-    head = [step.tag for step in nav[field + 1 : j]]  # child steps between the field and the '//'
-    tags = matches.tags
-    for nid in matches.last_nodes(plan.pid):
-        below = parents[_ancestor(parents, nid, last - j)]  # strict ancestors of the '//' node
-        while below >= 0:
-            anchor = _chain_top(parents, tags, below, head)
-            if anchor >= 0 and anchor in accepted:
-                _add(groups, anchor, nid)
-            below = parents[below]
-    return groups
-
-
 class _SuffixShape:
     """The steps of a pattern after a field: the position of its one ``//`` (-1: none) and the
     child steps between the field and that ``//``."""
@@ -339,7 +287,13 @@ def _suffix_shape(pattern: PathPattern, field: int) -> _SuffixShape | None:
 def _group_of_anchor(
     ctx: DocumentContext, plan: PatternPlan, field: int, anchor: int, shape: _SuffixShape
 ) -> list[int]:
-    """One group of :func:`_group_by_ancestors`, from the path's nodes in the anchor's subtree.
+    """The GroupBy's group of one anchor, without path-tuples: at most one ``//`` follows ``field``.
+
+    The child steps after the ``//`` (or after ``field``, without one) fix, for each node the path
+    accepts, the node they hang from; the anchor is in ``field`` for that node exactly when it is,
+    or (with a ``//``) when it is a strict ancestor of it whose chain matches the child steps before
+    the ``//`` and that the binding path accepts. So the group is exact and, taken in document
+    order, needs no DupElim.
 
     Element ids are in document order, so the subtree is an id range and its share of the path's
     (sorted) nodes two bisections away. A node belongs to the group when the anchor is where its
@@ -388,24 +342,6 @@ def _ancestor(parents: list[int], nid: int, up: int) -> int:
     for _ in range(up):
         nid = parents[nid]
     return nid
-
-
-def _chain_top(parents: list[int], tags: list[str], nid: int, head: list[str]) -> int:
-    """The node ``len(head)`` levels above ``nid`` when the chain down to ``nid`` has the tags of
-    ``head`` (``*`` matches any), else -1."""
-    for tag in reversed(head):
-        if nid < 0 or (tag != WILDCARD and tags[nid] != tag):
-            return -1
-        nid = parents[nid]
-    return nid
-
-
-def _add(groups: dict[int, list[int]], anchor: int, nid: int) -> None:
-    members = groups.get(anchor)
-    if members is None:
-        groups[anchor] = [nid]
-    else:
-        members.append(nid)
 
 
 def _group_by(tuples: list[PathTuple], field: int, dedupe: bool) -> dict[int, list[int]]:

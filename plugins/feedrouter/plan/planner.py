@@ -122,6 +122,11 @@ class ReturnItem:
     dedupe: bool = True  # False where Claim 3 proves the return stream has no duplicates
     refs: dict[str, SlotRef] = field(default_factory=dict, repr=False)
 
+    @property
+    def key(self) -> tuple:
+        """What the items depend on: return items with one key are interned as one."""
+        return (self.pattern, self.text, self.dedupe, self.plan is not None)
+
     def ref(self, default_ns: str) -> SlotRef:
         ref = self.refs.get(default_ns)
         if ref is None:
@@ -191,7 +196,7 @@ class SubscriptionPlan:
         self.code = tuple(_resolve(op, self.returns) for op in flatten(self.template))
         # What the result depends on, and nothing else: plans with one signature give one result.
         # Patterns stand for their interned plans (the planner interns by pattern).
-        returns = tuple((r.pattern, r.text, r.dedupe, r.plan is not None) for r in self.returns)
+        returns = tuple(r.key for r in self.returns)
         self.signature = (self.is_flwr, self.main.pattern, returns, self.template, self.wrapper)
 
     def bindings(self, ctx: DocumentContext) -> list[int]:
@@ -390,18 +395,16 @@ class Planner:
         return self._intern_return(ReturnItem(pattern, text, plan, dedupe=claim is None))
 
     def _intern_return(self, item: ReturnItem) -> ReturnItem:
-        key = (item.pattern, item.text, item.dedupe, item.plan is not None)
-        shared, refs = self._returns.get(key, (item, 0))
-        self._returns[key] = (shared, refs + 1)
+        shared, refs = self._returns.get(item.key, (item, 0))
+        self._returns[item.key] = (shared, refs + 1)
         return shared
 
     def _release_return(self, item: ReturnItem) -> None:
-        key = (item.pattern, item.text, item.dedupe, item.plan is not None)
-        shared, refs = self._returns[key]
+        shared, refs = self._returns[item.key]
         if refs == 1:
-            del self._returns[key]
+            del self._returns[item.key]
         else:
-            self._returns[key] = (shared, refs - 1)
+            self._returns[item.key] = (shared, refs - 1)
 
     def drop(self, plan: SubscriptionPlan) -> None:
         for item in plan.returns:

@@ -30,10 +30,6 @@ class PlanGroup:
     members: dict[str, SubscriptionPlan] = field(default_factory=dict)  # sid -> plan, in add order
     probe: Probe | None = None  # where the selection index files the group (None: by binding path)
 
-    @property
-    def sids(self) -> list[str]:
-        return list(self.members)
-
 
 class SharedPlans:
     """The groups of a router, by signature, maintained as subscriptions come and go."""

@@ -62,7 +62,7 @@ def test_a_group_hands_its_stand_in_role_to_a_live_member_and_drops_when_empty()
     shared = SharedPlans()
     a, b, c = _plan("a", "sig"), _plan("b", "sig"), _plan("c", "other")
     assert shared.join(a)[1] and not shared.join(b)[1] and shared.join(c)[1]
-    assert len(shared) == 2 and shared.group_of(b).sids == ["a", "b"]
+    assert len(shared) == 2 and list(shared.group_of(b).members) == ["a", "b"]
     group, emptied = shared.leave(a)
     assert not emptied and group.plan is b  # never a plan whose subscription is gone
     assert shared.leave(b) == (group, True) and len(shared) == 1
