@@ -1,57 +1,18 @@
 """The one error tree of feedrouter.
 
-Every error carries a stable code (``FR1xx`` language, ``FR2xx`` documents, ``FR3xx`` compile and
-plans, ``FR4xx`` catalog, ``FR5xx`` storage), a message a user can act on and, where it applies, the
-position in the subscription or document it is about. ``transient`` tells adapters (Airflow, Spark)
-whether retrying can help.
+Every error carries a stable code (``FR1xx`` language, ``FR2xx`` documents, ``FR3xx`` compile,
+plans and routing, ``FR4xx`` catalog, ``FR5xx`` storage, ``FR6xx`` hourly batches), a message a user
+can act on and, where it applies, the position in the subscription or document it is about.
+``transient`` tells adapters (Airflow, Spark) whether retrying can help.
+
+:data:`TABLE` is the one place a code is defined: it names the class that carries the code and a
+short title. :func:`error` builds an error from its code, so the code picks the class and an unknown
+code is refused (the way elementpath raises from its code table).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
-#: code -> short title; the message of each error says the specifics.
-CODES: dict[str, str] = {
-    # language (lang)
-    "FR100": "syntax error",
-    "FR101": "unexpected end of text",
-    "FR102": "unterminated string literal or comment",
-    "FR103": "missing closing bracket or brace",
-    "FR104": "construct outside the supported subset",
-    "FR105": "unknown namespace prefix",
-    "FR106": "unknown variable",
-    "FR107": "positional predicate",
-    "FR108": "function call",
-    "FR109": "backward or unsupported axis",
-    "FR110": "mismatched constructor tags",
-    "FR111": "attribute or text where an element is required",
-    "FR112": "invalid literal",
-    "FR113": "empty subscription",
-    # documents (engine)
-    "FR200": "malformed document",
-    "FR201": "document too large",
-    "FR202": "document nested too deeply",
-    "FR203": "entity expansion refused",
-    "FR204": "document is not UTF-8 or declares an unreadable encoding",
-    # compile and plans (plan)
-    "FR300": "subscription id already compiled",
-    "FR301": "unknown subscription id",
-    "FR302": "unknown strategy",
-    "FR303": "invalid DTD",
-    "FR304": "subscription can never match under the DTD",
-    "FR305": "incompatible plan artifact",
-    # catalog
-    "FR400": "catalog error",
-    # storage
-    "FR500": "storage error",
-    # hourly batches (spark: the error classes live in feedrouter.spark.errors)
-    "FR600": "batch cannot be routed",
-    "FR601": "feed has no plan build",
-    "FR602": "two subscriptions deliver to the same folder",
-    "FR603": "pyspark does not match its Spark JVM",
-    "FR604": "injected failure (test hook)",
-    "FR605": "another run of the same hour is in progress",
-}
+from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
@@ -141,18 +102,103 @@ class CompileError(FeedrouterError):
     default_code = "FR300"
 
 
+class RoutingError(FeedrouterError):
+    """One subscription's results for one document cannot be delivered (too large, an internal
+    failure of its plan); the other subscriptions of the document are not affected."""
+
+    default_code = "FR312"
+
+
 class CatalogError(FeedrouterError):
+    """The catalog refuses a request or holds something feedrouter cannot serve."""
+
     default_code = "FR400"
 
 
+class TransientCatalogError(CatalogError):
+    """The catalog could not be reached or the transaction lost a race; a later retry may succeed."""
+
+    default_code = "FR402"
+    transient = True
+
+
 class StorageError(FeedrouterError):
+    """An object store refuses a request (wrong bucket, no permission, an unsafe key)."""
+
     default_code = "FR500"
 
 
 class TransientStorageError(StorageError):
     """A storage call failed in a way a retry may fix (throttling, a dropped connection)."""
 
+    default_code = "FR502"
     transient = True
+
+
+class ObjectNotFoundError(StorageError):
+    """The key names no object (terminal: retrying does not make it appear)."""
+
+    default_code = "FR501"
+
+
+class BatchError(FeedrouterError):
+    """An hour of a feed cannot be routed as configured (the same input fails every time)."""
+
+    default_code = "FR600"
+
+
+class NoPlanBuildError(BatchError):
+    """The feed has no plan build: run ``feedrouter build-plan --feed NAME`` first."""
+
+    default_code = "FR601"
+
+
+class DeliveryConflictError(BatchError):
+    """Two served subscriptions would write the same folder (same output prefix and name)."""
+
+    default_code = "FR602"
+
+
+class SparkVersionError(BatchError):
+    """The installed pyspark Python files do not belong to the Spark JVM they drive, or the
+    session is set up in a way exactly-once delivery cannot work with (speculation)."""
+
+    default_code = "FR603"
+
+
+class InjectedFailure(BatchError):
+    """A failure a test asked for (:class:`~feedrouter.spark.spec.Fault`); a retry succeeds."""
+
+    default_code = "FR604"
+    transient = True
+
+
+class BatchBusyError(BatchError):
+    """Another run of the same feed and hour holds its lock; retry once it has finished."""
+
+    default_code = "FR605"
+    transient = True
+
+
+class LockLostError(BatchError):
+    """The run lost its hour lease (its connection dropped, another run took over): it must not
+    commit; a retry starts over under a new lease."""
+
+    default_code = "FR606"
+    transient = True
+
+
+class HourError(BatchError):
+    """An hour that is not a whole UTC hour (terminal: the same input fails every time)."""
+
+    default_code = "FR608"
+
+
+class SubscriberDeliveryError(BatchError):
+    """Delivering one subscriber's results failed; recorded against that subscriber, retried by
+    the next run of the hour."""
+
+    default_code = "FR607"
 
 
 @dataclass
@@ -167,11 +213,86 @@ class CompileWarning:
         return f"{self.subscription_id}: [{self.code}] {self.message}"
 
 
-@dataclass
-class ErrorReport:
-    """Errors collected while compiling many subscriptions: one bad text never stops the others."""
+#: code -> (the class that carries it, a short title); the message of each error says the specifics.
+TABLE: dict[str, tuple[type[FeedrouterError], str]] = {
+    # language (lang)
+    "FR100": (SubscriptionError, "syntax error"),
+    "FR101": (SubscriptionError, "unexpected end of text"),
+    "FR102": (SubscriptionError, "unterminated string literal or comment"),
+    "FR103": (SubscriptionError, "missing closing bracket or brace"),
+    "FR104": (SubscriptionError, "construct outside the supported subset"),
+    "FR105": (SubscriptionError, "unknown namespace prefix"),
+    "FR106": (SubscriptionError, "unknown variable"),
+    "FR107": (SubscriptionError, "positional predicate"),
+    "FR108": (SubscriptionError, "function call"),
+    "FR109": (SubscriptionError, "backward or unsupported axis"),
+    "FR110": (SubscriptionError, "mismatched constructor tags"),
+    "FR111": (SubscriptionError, "attribute or text where an element is required"),
+    "FR112": (SubscriptionError, "invalid literal"),
+    "FR113": (SubscriptionError, "empty subscription"),
+    "FR114": (SubscriptionError, "subscription text too long or too complex"),
+    # documents (engine, delivery)
+    "FR200": (DocumentError, "malformed document"),
+    "FR201": (DocumentError, "document too large"),
+    "FR202": (DocumentError, "document nested too deeply"),
+    "FR203": (DocumentError, "entity expansion refused"),
+    "FR204": (DocumentError, "document is not UTF-8 or declares an unreadable encoding"),
+    "FR205": (DocumentError, "document exceeds the routing work budget"),
+    "FR206": (DocumentError, "compressed input is corrupt, truncated or expands too far"),
+    "FR207": (DocumentError, "document is not valid against the feed DTD"),
+    # compile and plans (plan)
+    "FR300": (CompileError, "internal error while compiling a subscription"),
+    "FR301": (CompileError, "unknown subscription id"),
+    "FR302": (CompileError, "unknown strategy or optimization level"),
+    "FR303": (CompileError, "invalid DTD"),
+    "FR304": (CompileError, "subscription can never match under the DTD"),
+    "FR305": (CompileError, "incompatible plan artifact"),
+    "FR306": (CompileError, "plan artifact belongs to another feed"),
+    "FR307": (CompileError, "subscription id already compiled"),
+    "FR308": (CompileError, "optimization needs the feed's DTD"),
+    # routing one document (router)
+    "FR310": (RoutingError, "result larger than the per-subscription limit"),
+    "FR311": (RoutingError, "the document's results exceed the per-document limit"),
+    "FR312": (RoutingError, "internal error while evaluating a subscription's plan"),
+    # catalog
+    "FR400": (CatalogError, "catalog error"),
+    "FR401": (CatalogError, "catalog not configured"),
+    "FR402": (TransientCatalogError, "catalog unreachable or busy"),
+    "FR403": (CatalogError, "invalid subscription name or output prefix"),
+    "FR404": (CatalogError, "two subscriptions deliver to the same target"),
+    "FR405": (CatalogError, "no feed of that name"),
+    # storage
+    "FR500": (StorageError, "storage error"),
+    "FR501": (ObjectNotFoundError, "no such object"),
+    "FR502": (TransientStorageError, "storage temporarily unavailable"),
+    "FR503": (StorageError, "unsafe or non-canonical key or prefix"),
+    # hourly batches (spark, delivery)
+    "FR600": (BatchError, "batch cannot be routed"),
+    "FR601": (NoPlanBuildError, "feed has no plan build"),
+    "FR602": (DeliveryConflictError, "two subscriptions deliver to the same folder"),
+    "FR603": (SparkVersionError, "pyspark does not match its Spark JVM"),
+    "FR604": (InjectedFailure, "injected failure (test hook)"),
+    "FR605": (BatchBusyError, "another run of the same hour is in progress"),
+    "FR606": (LockLostError, "the run lost its hour lock"),
+    "FR607": (SubscriberDeliveryError, "delivery to one subscriber failed"),
+    "FR608": (HourError, "not a whole UTC hour"),
+}
 
-    errors: dict[str, FeedrouterError] = field(default_factory=dict)
+#: code -> short title (the table without its classes), for listings and documentation.
+CODES: dict[str, str] = {code: title for code, (_cls, title) in TABLE.items()}
 
-    def __bool__(self) -> bool:
-        return bool(self.errors)
+
+def error(code: str, message: str, **details: object) -> FeedrouterError:
+    """The error for ``code``, of the class the table names for it.
+
+    ``details`` are the keyword arguments of :class:`FeedrouterError` (``span``, ``source``,
+    ``excerpt``). An unknown code is a bug in feedrouter and is refused.
+
+    >>> error("FR201", "the document has 9 bytes, more than the limit of 8").__class__.__name__
+    'DocumentError'
+    """
+    try:
+        cls, _title = TABLE[code]
+    except KeyError:
+        raise ValueError(f"unknown error code {code!r}: add it to feedrouter.errors.TABLE") from None
+    return cls(message, code=code, **details)  # type: ignore[arg-type]

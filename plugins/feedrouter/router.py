@@ -113,7 +113,7 @@ class Router:
         """Compile one more subscription into the running router (no rebuild)."""
         sid = str(subscription_id)
         if sid in self._plans:
-            raise CompileError(f"subscription {sid!r} is already compiled; remove it first", code="FR300")
+            raise CompileError(f"subscription {sid!r} is already compiled; remove it first", code="FR307")
         try:
             tree = lang.parse(text, source=sid)
         except SubscriptionError as exc:

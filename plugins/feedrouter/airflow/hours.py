@@ -15,17 +15,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from feedrouter.errors import FeedrouterError
+from feedrouter.errors import HourError
 
 HOUR_FORMAT = "%Y-%m-%dT%H"
 #: What the trigger form accepts for an hour: "2026-11-22T16", optionally ":00" or ":00:00".
 HOUR_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}(:00(:00)?)?$"
 
-
-class HourError(FeedrouterError):
-    """An hour that is not a whole UTC hour (terminal: the same input fails every time)."""
-
-    default_code = "FR400"
+__all__ = ["HourBatch", "HourError", "format_hour", "parse_hour", "to_hour"]
 
 
 def parse_hour(text: str) -> datetime:

@@ -10,7 +10,6 @@ from feedrouter.catalog.artifact import FORMAT_VERSION, load_plan
 from feedrouter.catalog.builder import build_plan, load_latest_plan
 from feedrouter.catalog.compiled import CompiledPlan, FeedConfig, Target
 from feedrouter.catalog.database import (
-    TransientCatalogError,
     create_catalog_engine,
     create_embedded_schema,
     is_postgres,
@@ -29,6 +28,7 @@ from feedrouter.catalog.models import (
 )
 from feedrouter.catalog.repository import PlanBuildResult, latest_build, subscription_problems
 from feedrouter.catalog.version import catalog_version, catalog_versions
+from feedrouter.errors import TransientCatalogError
 
 __all__ = [
     "FORMAT_VERSION",

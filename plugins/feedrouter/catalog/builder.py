@@ -35,11 +35,11 @@ import feedrouter
 from feedrouter.catalog import repository
 from feedrouter.catalog.artifact import FORMAT_VERSION, SUFFIX, encode, gc_paused, load_plan
 from feedrouter.catalog.compiled import CompiledPlan
-from feedrouter.catalog.database import SQLITE_BEGIN, TransientCatalogError, is_postgres
+from feedrouter.catalog.database import SQLITE_BEGIN, is_postgres
 from feedrouter.catalog.outcomes import Outcome, classify, explain_all
 from feedrouter.catalog.repository import FeedRecord, PlanBuildResult, SubscriptionRecord
 from feedrouter.catalog.version import catalog_version
-from feedrouter.errors import CatalogError, StorageError
+from feedrouter.errors import CatalogError, StorageError, TransientCatalogError
 from feedrouter.router import Router
 from feedrouter.schema import DtdGraph
 from feedrouter.storage import ObjectStore, component, join_key

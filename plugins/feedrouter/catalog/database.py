@@ -17,13 +17,6 @@ from feedrouter.catalog.models import SCHEMA, Base
 from feedrouter.catalog.settings import database_url, normalize_url
 from feedrouter.errors import CatalogError
 
-
-class TransientCatalogError(CatalogError):
-    """The catalog could not be reached or the transaction lost a race; a later retry may succeed."""
-
-    transient = True
-
-
 #: Execution option naming the BEGIN mode of a SQLite transaction ("DEFERRED", "IMMEDIATE").
 SQLITE_BEGIN = "feedrouter_sqlite_begin"
 

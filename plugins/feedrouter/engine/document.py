@@ -9,22 +9,16 @@ size and depth are bounded. Any failure is a :class:`DocumentError` with line an
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from lxml import etree
 
 from feedrouter.errors import DocumentError, Span
+from feedrouter.limits import DEFAULT_MAX_DEPTH, DEFAULT_MAX_DOCUMENT_BYTES, DocumentLimits
 from feedrouter.schema.dtd import general_entity_declarations
 
-DEFAULT_MAX_BYTES = 64 * 1024 * 1024
-# libxml2 refuses more than 256 levels without XML_PARSE_HUGE, which we never set.
-DEFAULT_MAX_DEPTH = 256
+__all__ = ["DEFAULT_MAX_BYTES", "DEFAULT_MAX_DEPTH", "DocumentLimits", "DocumentParser"]
 
-
-@dataclass(frozen=True)
-class DocumentLimits:
-    max_bytes: int = DEFAULT_MAX_BYTES
-    max_depth: int = DEFAULT_MAX_DEPTH
+DEFAULT_MAX_BYTES = DEFAULT_MAX_DOCUMENT_BYTES
 
 
 class _FeedDtdResolver(etree.Resolver):

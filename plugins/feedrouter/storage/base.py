@@ -12,12 +12,10 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 
-from feedrouter.errors import StorageError
+from feedrouter.errors import ObjectNotFoundError, StorageError
 from feedrouter.storage.keys import validate_key, validate_prefix
 
-
-class ObjectNotFoundError(StorageError):
-    """The key names no object (terminal: retrying does not make it appear)."""
+__all__ = ["ObjectNotFoundError", "ObjectStore"]
 
 
 class ObjectStore(ABC):

@@ -30,7 +30,7 @@ class Optimize(Enum):
                 f"unknown optimization level {name!r}; use 'auto', 'none', 'query' or 'dtd'", code="FR302"
             ) from None
         if level is cls.DTD and not has_dtd:
-            raise CompileError("optimize='dtd' needs the feed's DTD (pass dtd=...)", code="FR303")
+            raise CompileError("optimize='dtd' needs the feed's DTD (pass dtd=...)", code="FR308")
         return level
 
     @property

@@ -1,0 +1,43 @@
+"""Every bound a document, a subscription or a result may reach, with its default, in one place.
+
+A feed's documents, its subscribers' texts and the results routed for them come from people
+feedrouter does not control; each resource they can consume is capped here, and the adapters
+(catalog feed settings, CLI options) only choose other values for these fields.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MIB = 1024 * 1024
+
+#: A document (one message) larger than this is refused before parsing (FR201).
+DEFAULT_MAX_DOCUMENT_BYTES = 64 * MIB
+#: Elements nested deeper than this are refused (FR202); libxml2's own default bound is 256.
+DEFAULT_MAX_DEPTH = 256
+#: Units of post-NFA evaluation work one document may cost before it is refused (FR205); a unit is
+#: one node visited by one step of one shared operator, so ordinary documents use a tiny fraction.
+DEFAULT_MAX_WORK = 50_000_000
+#: Result bytes one subscription may receive for one document (FR310 past it).
+DEFAULT_MAX_RESULT_BYTES = 16 * MIB
+#: Distinct result bytes one document may produce for all subscriptions together (FR311 past it).
+DEFAULT_MAX_DOCUMENT_RESULT_BYTES = 256 * MIB
+#: Characters of one subscription text (FR114 past it; the catalog CHECKs the same bound).
+DEFAULT_MAX_SUBSCRIPTION_CHARS = 64 * 1024
+
+
+@dataclass(frozen=True)
+class DocumentLimits:
+    """Bounds on one document: its size, its nesting and the evaluation work it may cause."""
+
+    max_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES
+    max_depth: int = DEFAULT_MAX_DEPTH
+    max_work: int = DEFAULT_MAX_WORK
+
+
+@dataclass(frozen=True)
+class ResultLimits:
+    """Bounds on what one document delivers: per subscription, and for all of them together."""
+
+    per_subscription: int = DEFAULT_MAX_RESULT_BYTES
+    per_document: int = DEFAULT_MAX_DOCUMENT_RESULT_BYTES
