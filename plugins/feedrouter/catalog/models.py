@@ -304,7 +304,8 @@ class Batch(Base):
 
 
 class Delivery(Base):
-    """What one batch delivered to one subscription.
+    """What one batch delivered to one subscription (``status`` "delivered"), or why it could not
+    (``status`` "failed" with ``error_code`` and ``error_message``).
 
     The subscriber and subscription names are copied, so the ledger still says where results went
     after a subscription is deleted (``subscription_id`` then becomes NULL).
@@ -315,6 +316,8 @@ class Delivery(Base):
         UniqueConstraint("batch_id", "subscription_id", "delivery_version"),
         CheckConstraint("result_count >= 0 AND bytes >= 0 AND delivery_version >= 1", name="counts"),
         CheckConstraint("digest IS NULL OR length(digest) = 64", name="digest_length"),
+        CheckConstraint("status IN ('delivered', 'failed')", name="status"),
+        CheckConstraint("status <> 'failed' OR error_code IS NOT NULL", name="failed_has_error"),
     )
 
     id: Mapped[int] = mapped_column(Id, primary_key=True)
@@ -329,6 +332,36 @@ class Delivery(Base):
     result_count: Mapped[int] = mapped_column(BigInteger, nullable=False, server_default="0")
     bytes: Mapped[int] = mapped_column(BigInteger, nullable=False, server_default="0")
     digest: Mapped[str | None] = mapped_column(String(64))
+    # "failed": the store refused this subscriber's writes (error_* say why); retried by the
+    # next run of the hour, while the batch's other deliveries stand.
+    status: Mapped[str] = mapped_column(String(16), nullable=False, server_default="delivered")
+    error_code: Mapped[str | None] = mapped_column(String(8))
+    error_message: Mapped[str | None] = mapped_column(Text)
     delivered_at: Mapped[datetime] = _created()
 
     batch: Mapped[Batch] = relationship()
+
+
+class HourLease(Base):
+    """The lease on one hour of one feed: the run holding ``token`` may commit that hour's ledger
+    until ``expires_at``, which it keeps pushing forward while it runs.
+
+    A run takes the lease in a short transaction of its own (a new, larger ``token`` each time), and
+    the transaction recording its batch checks that the token is still its own and unexpired, so a
+    run that lost its lease (a dropped connection, a stall past the expiry) commits nothing.
+    """
+
+    __tablename__ = "hour_leases"
+    __table_args__ = (
+        CheckConstraint("token >= 1", name="token"),
+        _pg_check("(hour AT TIME ZONE 'UTC') = date_trunc('hour', hour AT TIME ZONE 'UTC')", "whole_hour"),
+    )
+
+    feed_id: Mapped[int] = mapped_column(
+        ForeignKey("feeds.id", ondelete="CASCADE"), primary_key=True, autoincrement=False
+    )
+    hour: Mapped[datetime] = mapped_column(DateTime(timezone=True), primary_key=True)
+    token: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    holder: Mapped[str] = mapped_column(Text, nullable=False)
+    acquired_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
