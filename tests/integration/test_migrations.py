@@ -19,6 +19,7 @@ TABLES = {
     "deliveries",
     "dtds",
     "feeds",
+    "hour_leases",
     "plan_builds",
     "subscribers",
     "subscriptions",

@@ -34,6 +34,14 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
+from feedrouter.limits import (
+    DEFAULT_MAX_DOCUMENT_RESULT_BYTES,
+    DEFAULT_MAX_RESULT_BYTES,
+    DEFAULT_MAX_SUBSCRIPTION_CHARS,
+)
+from feedrouter.paths import MAX_COMPONENT
+from feedrouter.storage.uris import DOT_SEGMENT, FILE_URI, MAX_PREFIX_BYTES, S3_URI
+
 SCHEMA = "feedrouter"
 
 #: Deterministic constraint names, so migrations, models and error messages agree.
@@ -46,6 +54,9 @@ NAMING = {
 }
 
 SUBSCRIPTION_STATUSES = ("pending", "valid", "invalid", "never-matches")
+#: What a feed does with a document its DTD does not validate: route it with the DTD-free plan, or
+#: quarantine it (see ``Feed.invalid_documents``).
+INVALID_DOCUMENT_POLICIES = ("fallback", "quarantine")
 BATCH_STATUSES = ("pending", "running", "succeeded", "empty", "failed")
 DEFAULT_LAYOUT = "{prefix}/dt={date}/hour={hour}/"
 
@@ -55,7 +66,11 @@ Json = JSON().with_variant(JSONB(), "postgresql")
 
 # Postgres regular expressions (ARE) for the shapes the portable checks cannot express.
 NAME_RE = "^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
-URI_RE = r"^(s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/[^/]+)*/?|file://(/[^/]+)+/?)$"
+# A canonical store URI (feedrouter.storage.uris): one spelling per folder, no escape from the root.
+URI_RE = f"^({S3_URI}|{FILE_URI})$"
+#: The characters a name keeps in a key segment (feedrouter.paths.safe_component); the others
+#: become %XX per UTF-8 byte, so the encoded length is computable in SQL.
+SAFE_NAME_CHARS = "[A-Za-z0-9._=-]"
 XML_NAME_RE = "^[A-Za-z_][A-Za-z0-9._:-]*$"
 
 
@@ -67,15 +82,38 @@ def _in(column: str, values: tuple[str, ...]) -> str:
     return f"{column} IN ({', '.join(repr(v) for v in values)})"
 
 
+def prefix_scheme_sql(column: str) -> str:
+    """The portable part of a canonical prefix (SQLite too): scheme, no dot or empty segment, no
+    query or fragment, bounded length. The build checks the rest again in Python."""
+    return (
+        f"({column} LIKE 's3://%' OR {column} LIKE 'file:///%') AND {column} NOT LIKE '%..%'"
+        f" AND {column} NOT LIKE '%/./%' AND {column} NOT LIKE '%/.' AND {column} NOT LIKE '%?%'"
+        f" AND {column} NOT LIKE '%#%' AND replace({column}, '://', '') NOT LIKE '%//%'"
+        f" AND length({column}) <= {MAX_PREFIX_BYTES}"
+    )
+
+
+def prefix_shape_sql(column: str) -> str:
+    """The whole canonical form (Postgres regular expressions): see feedrouter.storage.uris."""
+    return f"{column} ~ '{URI_RE}' AND {column} !~ '{DOT_SEGMENT}' AND {column} !~ '[[:cntrl:]]'"
+
+
+def encoded_name_length_sql(column: str = "name") -> str:
+    """The length of ``safe_component(name)`` in Postgres: safe characters count 1, every other
+    UTF-8 byte 3 (%XX), a leading '.' 2 more."""
+    unsafe = f"regexp_replace({column}, '{SAFE_NAME_CHARS}', '', 'g')"
+    return (
+        f"length({column}) - length({unsafe}) + 3 * octet_length({unsafe})"
+        f" + CASE WHEN {column} LIKE '.%' THEN 2 ELSE 0 END <= {MAX_COMPONENT}"
+    )
+
+
 def _prefix_checks(column: str, nullable: bool = False) -> list[CheckConstraint]:
-    """An ``s3://`` or absolute ``file://`` URI with no ``..`` and no control character."""
+    """A canonical ``s3://`` or absolute ``file://`` URI (feedrouter.storage.uris)."""
     null = f"{column} IS NULL OR " if nullable else ""
     return [
-        CheckConstraint(
-            f"{null}(({column} LIKE 's3://%' OR {column} LIKE 'file:///%') AND {column} NOT LIKE '%..%')",
-            name=f"{column}_scheme",
-        ),
-        _pg_check(f"{null}({column} ~ '{URI_RE}' AND {column} !~ '[[:cntrl:]]')", f"{column}_shape"),
+        CheckConstraint(f"{null}({prefix_scheme_sql(column)})", name=f"{column}_scheme"),
+        _pg_check(f"{null}({prefix_shape_sql(column)})", f"{column}_shape"),
     ]
 
 
@@ -118,6 +156,11 @@ class Feed(Base):
     ``layout`` places one hour's batch below the prefix: ``{prefix}``, ``{date}`` (YYYY-MM-DD) and
     ``{hour}`` (HH) are substituted. ``record_element`` names the element that splits container
     files into messages (None: one message per object).
+
+    ``max_result_bytes`` caps what one subscription receives for one document (FR310 past it),
+    ``max_document_result_bytes`` what one document delivers to all subscriptions together (FR311);
+    ``invalid_documents`` says what happens to a document the feed's DTD does not validate:
+    "fallback" routes it with the DTD-free plan, "quarantine" sets it aside with its reason.
     """
 
     __tablename__ = "feeds"
@@ -131,6 +174,8 @@ class Feed(Base):
             name="layout_shape",
         ),
         _pg_check(f"record_element IS NULL OR record_element ~ '{XML_NAME_RE}'", "record_element_shape"),
+        CheckConstraint("max_result_bytes > 0 AND max_document_result_bytes > 0", name="result_limits"),
+        CheckConstraint(_in("invalid_documents", INVALID_DOCUMENT_POLICIES), name="invalid_documents"),
     )
 
     id: Mapped[int] = mapped_column(Id, primary_key=True)
@@ -141,6 +186,13 @@ class Feed(Base):
     quarantine_prefix: Mapped[str | None] = mapped_column(Text)
     dtd_id: Mapped[int | None] = mapped_column(ForeignKey("dtds.id", ondelete="RESTRICT"), index=True)
     active: Mapped[bool] = mapped_column(Boolean, nullable=False, server_default=text("true"))
+    max_result_bytes: Mapped[int] = mapped_column(
+        BigInteger, nullable=False, server_default=str(DEFAULT_MAX_RESULT_BYTES)
+    )
+    max_document_result_bytes: Mapped[int] = mapped_column(
+        BigInteger, nullable=False, server_default=str(DEFAULT_MAX_DOCUMENT_RESULT_BYTES)
+    )
+    invalid_documents: Mapped[str] = mapped_column(String(16), nullable=False, server_default="fallback")
     created_at: Mapped[datetime] = _created()
     updated_at: Mapped[datetime] = _updated()
 
@@ -190,6 +242,9 @@ class Subscription(Base):
     __table_args__ = (
         UniqueConstraint("subscriber_id", "name"),
         *_name_checks(),
+        # A name must fit one key segment once encoded (40 x 'é' is 240 characters there).
+        _pg_check(encoded_name_length_sql(), "name_encoded_length"),
+        CheckConstraint(f"length(query) <= {DEFAULT_MAX_SUBSCRIPTION_CHARS}", name="query_length"),
         CheckConstraint(_in("status", SUBSCRIPTION_STATUSES), name="status"),
         CheckConstraint("status <> 'invalid' OR error_message IS NOT NULL", name="invalid_has_error"),
         CheckConstraint("error_line IS NULL OR error_line > 0", name="error_line"),

@@ -12,7 +12,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 
-from feedrouter.errors import ObjectNotFoundError, StorageError
+from feedrouter.errors import ObjectNotFoundError, StorageError, error
 from feedrouter.storage.keys import validate_key, validate_prefix
 
 __all__ = ["ObjectNotFoundError", "ObjectStore"]
@@ -56,7 +56,11 @@ class ObjectStore(ABC):
         root = self.uri + "/"
         if not uri.startswith(root):
             raise StorageError(f"{uri} is not under this store's root {self.uri}", code="FR500")
-        return validate_key(uri[len(root) :])
+        key = uri[len(root) :]
+        if "?" in key or "#" in key:
+            # uri_for never writes them: such a URI was not made by this store.
+            raise error("FR503", f"{uri} has a query or a fragment; it names no object of {self.uri}")
+        return validate_key(key)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.uri!r})"

@@ -13,10 +13,10 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from urllib.parse import unquote, urlsplit
 
-from feedrouter.errors import StorageError, TransientStorageError
+from feedrouter.errors import StorageError, TransientStorageError, error
 from feedrouter.storage.base import ObjectNotFoundError, ObjectStore
+from feedrouter.storage.uris import file_path, file_uri
 
 
 class FileStore(ObjectStore):
@@ -24,20 +24,18 @@ class FileStore(ObjectStore):
 
     def __init__(self, root: Path | str) -> None:
         self.root = Path(root).resolve()
-        self.uri = self.root.as_uri()
+        self.uri = file_uri(self.root)  # the canonical spelling (feedrouter.storage.uris)
 
     @classmethod
     def from_uri(cls, uri: str) -> FileStore:
-        """A store for ``file:///absolute/path`` (``file://localhost/…`` too)."""
-        parts = urlsplit(uri)
-        if parts.scheme != "file" or parts.netloc not in ("", "localhost") or not parts.path.startswith("/"):
-            raise StorageError(f"not an absolute file:// URI: {uri!r}", code="FR500")
-        return cls(unquote(parts.path))
+        """A store for ``file:///absolute/path`` in canonical form; any other spelling (a host,
+        ``.``/``..`` or ``%2e`` segments, a query) is refused with FR503, never reinterpreted."""
+        return cls(file_path(uri))
 
     def _path(self, key: str) -> Path:
         path = self.root.joinpath(*key.split("/"))
         if not path.resolve().is_relative_to(self.root):
-            raise StorageError(f"key {key!r} resolves outside {self.uri}", code="FR500")
+            raise error("FR503", f"key {key!r} resolves outside {self.uri}")
         return path
 
     def _put(self, key: str, data: bytes) -> None:

@@ -15,7 +15,7 @@ from feedrouter.storage import component, join_key, validate_key
     ["", "/etc/passwd", "a//b", "a/../b", "..", ".", "a/./b", "a/", "a\\b", "a\x00b", "a\nb", "x" * 1000],
 )
 def test_unsafe_keys_are_refused(key: str) -> None:
-    with pytest.raises(StorageError, match="FR500"):
+    with pytest.raises(StorageError, match="FR503"):
         validate_key(key)
 
 
