@@ -26,6 +26,7 @@ _BAD_EXPONENT = re.compile(r"[eE][+-]?(?![0-9])")
 _INVALID_CHAR = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 _CHAR_REF = re.compile(r"&#(?:([0-9]+)|x([0-9a-fA-F]+));")
 _ENTITY_REF = re.compile(r"&(lt|gt|amp|quot|apos);")
+_CONTENT_SPECIAL = re.compile("[<{}]")  # what ends a run of plain character data
 ENTITIES = {"lt": "<", "gt": ">", "amp": "&", "quot": '"', "apos": "'"}
 XML_WHITESPACE = " \t\r\n"
 
@@ -98,12 +99,17 @@ class Content:
     boundary: bool = False
 
 
+#: Problems one text may report; past it the parser stops (a hostile text could list thousands).
+MAX_PROBLEMS = 100
+
+
 class Diagnostics:
     """Collects the problems found in one text; renders positions and caret excerpts."""
 
     def __init__(self, text: str) -> None:
         self.text = text
         self.details: list[ErrorDetail] = []
+        self._offsets: set[int] = set()  # positions already reported, so each add() costs O(1)
         self._line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
 
     def span(self, offset: int) -> Span:
@@ -115,7 +121,8 @@ class Diagnostics:
         """The line of ``offset`` and a caret under its column (tabs kept so the caret lines up)."""
         span = self.span(offset)
         start = self._line_starts[span.line - 1]
-        line = self.text[start:].split("\n", 1)[0]
+        end = self.text.find("\n", start)
+        line = self.text[start : end if end >= 0 else len(self.text)]
         column = span.column - 1
         # Long lines: show a window around the column so the caret stays readable.
         cut = max(0, column - 60)
@@ -124,9 +131,18 @@ class Diagnostics:
         return f"  {shown}\n  {'   ' if cut else ''}{pad}^"
 
     def add(self, code: str, message: str, offset: int) -> None:
-        """Record a problem at ``offset`` (one per position: the first word stands)."""
-        if any(d.span is not None and d.span.offset == offset for d in self.details):
+        """Record a problem at ``offset`` (one per position: the first word stands).
+
+        Raises:
+            Stop: the text already reported :data:`MAX_PROBLEMS` problems (one FR114 note is added).
+        """
+        if offset in self._offsets:
             return
+        if len(self.details) >= MAX_PROBLEMS:
+            note = f"more than {MAX_PROBLEMS} problems; the rest of the text was not read"
+            self.details.append(ErrorDetail("FR114", note, self.span(offset), self.excerpt(offset)))
+            raise Stop()
+        self._offsets.add(offset)
         self.details.append(ErrorDetail(code, message, self.span(offset), self.excerpt(offset)))
 
     def fail(self, code: str, message: str, offset: int) -> Stop:
@@ -225,8 +241,8 @@ class Lexer:
 
     def _braced_name(self, pos: int) -> Token:
         close = self.text.find("}", pos + 2)
-        brace = self.text.find("{", pos + 2)
-        if close < 0 or 0 <= brace < close:
+        brace = self.text.find("{", pos + 2, max(close, pos + 2))  # only up to the '}': linear overall
+        if close < 0 or brace >= 0:
             raise self.diag.fail("FR100", "expected '}' to close the namespace URI of 'Q{...}name'", pos)
         local = NCNAME.match(self.text, close + 1)
         if local is None:
@@ -387,8 +403,10 @@ class Lexer:
 
 def _next_special(text: str, pos: int) -> int:
     """The offset of the next character that ends a run of plain character data."""
-    found = [i for i in (text.find(ch, pos) for ch in "<{}") if i >= 0]
-    return min(found) if found else len(text)
+    # One scan that stops at the first of them: three find() calls each ran to the end of the text
+    # when a character was absent, quadratic over many short runs.
+    found = _CONTENT_SPECIAL.search(text, pos)
+    return found.start() if found else len(text)
 
 
 def collapse_whitespace(uri: str) -> str:

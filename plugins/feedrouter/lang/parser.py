@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from feedrouter.errors import Span, SubscriptionError
+from feedrouter.errors import ErrorDetail, Span, SubscriptionError, error
 from feedrouter.lang.ast import (
     AbsPath,
     AttributeTest,
@@ -58,6 +58,7 @@ from feedrouter.lang.lexer import (
     collapse_whitespace,
     invalid_character,
 )
+from feedrouter.limits import DEFAULT_MAX_SUBSCRIPTION_CHARS
 
 XML_NS = "http://www.w3.org/XML/1998/namespace"
 XMLNS_NS = "http://www.w3.org/2000/xmlns/"
@@ -81,22 +82,46 @@ KIND_TESTS = {
 }  # fmt: skip
 COMPUTED = ("element", "attribute", "processing-instruction", "namespace")
 CLAUSES = {"for", "let", "where", "order", "stable", "group", "count", "return"}
+#: Predicates and element constructors nested deeper than this are refused (FR104), so that no
+#: later stage (planner, printer) recurses deeper and Python's stack is never the limit.
 MAX_DEPTH = 64
+#: Steps, conditions and constructor items of one subscription together (FR114 past it): a 64 KiB
+#: text could still hold some 30,000, and each costs NFA states and plan operators for every document.
+MAX_PARTS = 2048
 
 Where = str  # "predicate" or "where": which kind of condition is being read
 
 
-def parse(text: str, source: str | None = None) -> Subscription:
+def parse(
+    text: str, source: str | None = None, *, max_chars: int | None = DEFAULT_MAX_SUBSCRIPTION_CHARS
+) -> Subscription:
     """Parse a subscription text into its :class:`~feedrouter.lang.ast.Subscription`.
 
     Args:
         text: the subscription, in the XQuery subset of SUBSCRIPTIONS.md.
         source: what to call the text in messages (a subscription id).
+        max_chars: longer texts are refused before they are read (FR114); ``None`` for no limit
+            (tests and tools that measure the parser itself).
 
     Raises:
-        SubscriptionError: the text is not in the subset; ``details`` lists every problem found.
+        SubscriptionError: the text is not in the subset; ``details`` lists every problem found
+            (at most :data:`~feedrouter.lang.lexer.MAX_PROBLEMS` of them).
     """
+    check_size(text, source, max_chars)
     return _Parser(text).subscription(source)
+
+
+def check_size(text: object, source: str | None, max_chars: int | None) -> None:
+    """Refuse what is not a text, or a text longer than ``max_chars``, before any work is done on it."""
+    if not isinstance(text, str):
+        kind = type(text).__name__
+        raise error("FR100", f"a subscription must be a text (str), not {kind}", source=source)
+    if max_chars is not None and len(text) > max_chars:
+        message = (
+            f"the subscription has {len(text)} characters, more than the limit of {max_chars} "
+            "(DEFAULT_MAX_SUBSCRIPTION_CHARS); shorten it or split it into several subscriptions"
+        )
+        raise error("FR114", message, source=source)
 
 
 class _Parser:
@@ -108,9 +133,11 @@ class _Parser:
         self.lexer = Lexer(self.text, self.diag)
         self.namespaces = dict(PREDECLARED)
         self.declared: list[tuple[str, str]] = []
+        self.declared_prefixes: set[str] = set()  # the duplicate check must not rescan the prolog
         self.default_ns: str | None = None
         self.var: str | None = None
         self.depth = 0
+        self.parts = 0
         self.tok = Token("eof", "", 0, 0)
 
     # -- token plumbing ----------------------------------------------------------------------------
@@ -136,9 +163,20 @@ class _Parser:
         """One level deeper (predicate or constructor); bounded so that Python's stack is never the limit."""
         self.depth += 1
         if self.depth > MAX_DEPTH:
+            # FR104, not FR114: the golden must-fail file fixed this code before FR114 existed
             raise self.diag.fail(
                 "FR104", f"nesting deeper than {MAX_DEPTH} levels is not supported", self.tok.start
             )
+
+    def count_part(self, offset: int) -> None:
+        """One more step, condition or constructor item; bounded so that compiling stays cheap."""
+        self.parts += 1
+        if self.parts > MAX_PARTS:
+            message = (
+                f"more than {MAX_PARTS} steps, conditions and constructor items in one subscription; "
+                "split it into several subscriptions"
+            )
+            raise self.diag.fail("FR114", message, offset)
 
     def close(self, char: str, opener: Token, what: str) -> Token:
         """Check that the current token closes ``what`` (opened by ``opener``); it is not consumed."""
@@ -191,11 +229,16 @@ class _Parser:
             self.expect_end()
         except (Stop, Recover):
             pass
-        except RecursionError:
-            self.diag.add("FR104", "the subscription is nested too deeply", self.tok.start)
+        except RecursionError:  # a safety net: MAX_DEPTH keeps the recursion far below Python's limit
+            self.diag.details.append(self.too_deep())
         if self.diag.details or body is None:
             raise self.error(source)
         return Subscription(body, tuple(self.declared), self.default_ns or "", self.original)
+
+    def too_deep(self) -> ErrorDetail:
+        offset = self.tok.start
+        span, excerpt = self.diag.span(offset), self.diag.excerpt(offset)
+        return ErrorDetail("FR104", "the subscription is nested too deeply", span, excerpt)
 
     def error(self, source: str | None) -> SubscriptionError:
         if not self.diag.details:  # cannot happen: every Stop is raised after a diagnostic
@@ -262,9 +305,10 @@ class _Parser:
         uri = self.uri_literal()
         if prefix.text in ("xml", "xmlns") or uri in (XML_NS, XMLNS_NS):
             self.diag.add("FR100", f"the prefix '{prefix.text}' cannot be bound to \"{uri}\"", prefix.start)
-        elif any(p == prefix.text for p, _ in self.declared):
+        elif prefix.text in self.declared_prefixes:
             self.diag.add("FR100", f"the prefix '{prefix.text}' is declared twice", prefix.start)
         self.declared.append((prefix.text, uri))
+        self.declared_prefixes.add(prefix.text)
         if uri:
             self.namespaces[prefix.text] = uri
         else:  # XQuery 3.1: an empty URI undeclares the prefix
@@ -438,6 +482,7 @@ class _Parser:
     def step(self, axis: Axis, lone_slash: bool = False) -> Step | Tail:
         """One step after ``/`` or ``//`` (or the first step of a relative path, on the child axis)."""
         tok, nxt = self.tok, self.peek()
+        self.count_part(tok.start)
         if tok.is_punct("@"):
             return self.attribute_step(axis)
         if tok.is_name("text") and nxt.is_punct("("):
@@ -619,6 +664,7 @@ class _Parser:
 
     def condition(self, where: Where) -> Condition:
         start = self.tok
+        self.count_part(start.start)
         left = self.operand(where)
         tok = self.tok
         op = COMPARISONS.get(tok.text) if tok.kind == "punct" else None
@@ -764,6 +810,7 @@ class _Parser:
                 raise self.diag.fail(
                     "FR103", f"missing end tag </{raw}> for the element at {self.where_at(lt)}", pos
                 )
+            self.count_part(piece.start)
             item, pos = self.content_item(piece.kind, piece.start, piece.end, piece.value, on_enclosed)
             if item is not None and not (piece.kind == "text" and piece.boundary):
                 items.append(item)
