@@ -1,14 +1,21 @@
 """Route one hour of one feed on Spark and record it: the driver's side of ``route-batch``.
 
-1. load the feed's latest plan build (digest-checked) and list the hour's input objects;
+1. load the feed's latest plan build (digest-checked), take the hour's lease
+   (:mod:`feedrouter.spark.lease`), list the hour's input objects and commit the batch as
+   ``running``;
 2. run the Spark job (:mod:`feedrouter.spark.job`): tasks route the objects, quarantine refused
-   messages and write every matching subscription's folder (parts, manifest, ``_SUCCESS``);
-3. clean up what earlier runs of the hour left and this one replaces: folders of subscriptions that
-   no longer receive anything (withdrawn), quarantine entries of messages that now route;
-4. record the ``batches`` and ``deliveries`` rows in one transaction (:mod:`feedrouter.spark.ledger`).
+   messages and write every matching subscription's folder (parts, manifest, ``_SUCCESS``); a
+   subscriber whose store refuses the writes gets a ``failed`` delivery row, the others go on;
+3. reconcile the store with what earlier runs of the hour left and this one replaces: folders of
+   subscriptions that no longer receive anything are withdrawn, whether a finished run recorded
+   them or a killed or failed run left them unrecorded; quarantine entries of messages that now
+   route are pruned;
+4. record the ``batches`` and ``deliveries`` rows in one transaction (:mod:`feedrouter.spark.ledger`)
+   that also checks the lease is still this run's.
 
 An hour without input objects is an ``empty`` batch (no Spark job). A failure after the plan is
-loaded marks the batch ``failed`` with its error and is raised again.
+loaded marks the batch ``failed`` with its error and is raised again; a run that lost its lease
+(LockLostError) writes nothing more.
 """
 
 from __future__ import annotations
@@ -16,28 +23,31 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Engine
+from sqlalchemy import Engine, select
 
 from feedrouter.catalog import CompiledPlan, PlanBuildResult, repository
 from feedrouter.catalog.artifact import decode
-from feedrouter.catalog.models import Feed
+from feedrouter.catalog.models import Feed, PlanBuild
 from feedrouter.delivery import PlanRef, delivery_dir, format_hour, is_input_key
 from feedrouter.delivery.layout import utc_hour
 from feedrouter.delivery.parts import DEFAULT_MAX_PART_BYTES
 from feedrouter.engine.document import DEFAULT_MAX_BYTES
+from feedrouter.errors import LockLostError, StorageError, TransientStorageError
+from feedrouter.spark import lease as leases
 from feedrouter.spark import ledger
 from feedrouter.spark.errors import DeliveryConflictError, NoPlanBuildError
-from feedrouter.spark.job import JobOutput, Slicing, run_job
+from feedrouter.spark.job import JobOutput, Slicing, run_inline, run_job
 from feedrouter.spark.progress import ProgressCallback
 from feedrouter.spark.publish import Delivered, withdraw
 from feedrouter.spark.quarantine import prune
 from feedrouter.spark.session import batch_session, check_no_speculation
 from feedrouter.spark.spec import Fault, JobSpec
 from feedrouter.spark.stores import StoreOpener
+from feedrouter.spark.tasks import Undelivered
 from feedrouter.storage import ObjectStore
 
 if TYPE_CHECKING:
@@ -55,6 +65,9 @@ class BatchOptions:
         input_tasks, output_tasks: tasks of the routing and the delivery stage (None: by cores).
         max_part_bytes: part files are cut before they pass this size.
         max_message_bytes: larger messages are quarantined unread.
+        lease_seconds: how long the hour's lease lives without a renewal (renewed every third of it
+            while the run goes on); a run stalled longer can be overtaken and then commits nothing.
+        inline: run the tasks' code in this process without Spark (tests, small hours).
         fault: a test hook (:class:`~feedrouter.spark.spec.Fault`).
     """
 
@@ -63,6 +76,8 @@ class BatchOptions:
     output_tasks: int | None = None
     max_part_bytes: int = DEFAULT_MAX_PART_BYTES
     max_message_bytes: int = DEFAULT_MAX_BYTES
+    lease_seconds: float = leases.DEFAULT_LEASE_SECONDS
+    inline: bool = False
     fault: Fault | None = None
 
 
@@ -83,17 +98,23 @@ class BatchReport:
     quarantined: int
     withdrawn: int
     seconds: float
+    failed: int = 0
+    #: "subscriber/subscription: [code] reason" of each delivery the store refused.
+    failures: tuple[str, ...] = field(default=(), repr=False)
 
     def summary(self) -> dict[str, Any]:
         return asdict(self)
 
     def describe(self) -> str:
-        return (
+        text = (
             f"batch {self.batch_id} of {self.feed} {self.hour} {self.status} with plan build "
             f"{self.plan_build_id}: {self.objects} objects, {self.documents} documents "
             f"({self.bytes} bytes), {self.matches} matches, {self.deliveries} deliveries, "
             f"{self.quarantined} quarantined, {self.withdrawn} withdrawn in {self.seconds:.1f}s"
         )
+        if self.failed:
+            text += f"; {self.failed} deliveries failed [FR607] (retried by the next run of the hour)"
+        return text
 
 
 @dataclass(frozen=True)
@@ -103,6 +124,15 @@ class Cleanup:
     withdrawn: int = 0  # delivery folders emptied
     pruned: int = 0  # stale quarantine objects deleted
     rows: tuple[ledger.DeliveryRow, ...] = ()  # ledger rows of withdrawn, no longer served ones
+
+
+@dataclass(frozen=True)
+class EarlierRuns:
+    """What the ledger knew of the hour before this run started: where recorded deliveries put
+    their folders, and the plan builds of runs that never finished (killed, failed)."""
+
+    recorded: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (subscription, object URIs) per row
+    unfinished: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -147,27 +177,41 @@ def route_batch(
         CatalogError: [FR400] no such feed. CompileError: [FR305] the artifact was refused.
         DeliveryConflictError: [FR602] two subscriptions share a folder.
         BatchBusyError: [FR605] another run of the hour is in progress (transient).
+        LockLostError: [FR606] the run lost the hour's lease; it recorded nothing (transient).
         SparkVersionError: [FR603] pyspark does not match its JVM, or speculation is on.
-        StorageError: the stores failed (TransientStorageError: a retry may help).
+        StorageError: the stores failed (TransientStorageError: a retry may help). A subscriber's
+            store refusing its delivery is not raised: the report and the ledger list it (FR607).
     """
     started, clock = datetime.now(timezone.utc), time.perf_counter()
     options, stores = options or BatchOptions(), stores or StoreOpener.from_env()
     loaded = load_plan_build(engine, feed, plans_store)
     check_targets(loaded.plan)
     spec = job_spec(loaded, utc_hour(hour), stores, options)
-    with ledger.hour_lock(engine, feed, spec.hour):
+    ttl = timedelta(seconds=options.lease_seconds)
+    with ledger.hour_lock(engine, feed, spec.hour, ttl) as lease:
         try:
             keys = list_inputs(stores.open(spec.input_uri))
+            earlier = earlier_runs(engine, loaded.feed_id, spec.hour)
+            ledger.mark_running(engine, _running(spec, loaded, started), lease)
             output = _run(spec, loaded, keys, spark, options, progress) if keys else JobOutput()
-            cleanup = _clean_up(engine, spec, loaded, output)
+            _confirm(engine, lease)  # before withdrawing anything: a new holder's folders are its own
+            cleanup = _clean_up(engine, spec, loaded, output, earlier, plans_store)
             entry = _entry(spec, loaded, keys, output, cleanup.rows, started)
-            batch_id = ledger.record(engine, entry)
+            batch_id = ledger.record(engine, entry, lease)
         except Exception as exc:
-            _record_failure(engine, spec, loaded, started, exc)
+            _record_failure(engine, spec, loaded, started, exc, lease)
             raise
     report = _report(batch_id, spec, entry, keys, output, cleanup.withdrawn, time.perf_counter() - clock)
     log.info("%s", report.describe())
     return report
+
+
+def earlier_runs(engine: Engine, feed_id: int, hour: datetime) -> EarlierRuns:
+    """What the ledger knows of the hour's earlier runs (read before this run marks itself running)."""
+    with engine.connect() as conn:
+        recorded = ledger.recorded_deliveries(conn, feed_id, hour)
+        unfinished = ledger.unfinished_builds(conn, feed_id, hour)
+    return EarlierRuns(tuple(recorded), frozenset(unfinished))
 
 
 def load_plan_build(engine: Engine, feed: str, plans_store: ObjectStore) -> LoadedPlan:
@@ -227,6 +271,9 @@ def _run(
     options: BatchOptions,
     progress: ProgressCallback | None,
 ) -> JobOutput:
+    if options.inline:
+        log.info("routing %d objects of %s %s in this process", len(keys), spec.feed, spec.hour_text)
+        return run_inline(spec, loaded.artifact, keys)
     with batch_session(spark, options.master) as session:
         check_no_speculation(session)
         slicing = Slicing.default(session.sparkContext, len(keys), options.input_tasks, options.output_tasks)
@@ -234,25 +281,96 @@ def _run(
         return run_job(session, spec, loaded.artifact, keys, slicing, progress)
 
 
-def _clean_up(engine: Engine, spec: JobSpec, loaded: LoadedPlan, output: JobOutput) -> Cleanup:
-    """Withdraw folders that earlier runs of the hour filled and this one does not; prune stale
-    quarantine entries. Subscriptions the plan no longer serves get a ledger row saying so."""
+def _confirm(engine: Engine, lease: leases.Lease) -> None:
+    with engine.begin() as conn:
+        leases.check(conn, lease)
+
+
+def _clean_up(
+    engine: Engine,
+    spec: JobSpec,
+    loaded: LoadedPlan,
+    output: JobOutput,
+    earlier: EarlierRuns,
+    plans_store: ObjectStore,
+) -> Cleanup:
+    """Reconcile the hour's folders with this run: withdraw every folder that an earlier run of the
+    hour filled (recorded or not) and this one does not; prune stale quarantine entries.
+    Subscriptions the plan no longer serves get a ledger row saying so."""
     with engine.connect() as conn:
         prior = ledger.prior_deliveries(conn, loaded.feed_id, spec.hour)
     current = {(d.prefix_uri, d.folder) for d in output.deliveries}
+    withdrawn = 0
+    for prefix, folder in sorted(_candidates(engine, spec, loaded, earlier, plans_store) - current):
+        withdrawn += _withdraw_if_present(spec, prefix, folder)
     served = {(t.subscriber, t.subscription) for t in loaded.plan.targets.values()}
-    withdrawn, rows = 0, []
-    for (subscriber, subscription), delivery in prior.items():
-        where = _location(delivery.object_keys, subscription, spec)
-        if where is None or where in current:
-            continue
-        withdraw(spec.stores.open(where[0]), where[1])
-        withdrawn += 1
-        if (subscriber, subscription) not in served:
-            rows.append(ledger.DeliveryRow(delivery.subscription_id, subscriber, subscription))
+    rows = [
+        ledger.DeliveryRow(delivery.subscription_id, subscriber, subscription)
+        for (subscriber, subscription), delivery in prior.items()
+        if (subscriber, subscription) not in served and (delivery.object_keys or delivery.status == "failed")
+    ]
     keep = (key for stats in output.stats for key in stats.quarantine_keys)
     pruned = prune(spec.stores.open(spec.quarantine_uri), spec.feed, spec.hour, keep)
     return Cleanup(withdrawn, pruned, tuple(rows))
+
+
+def _candidates(
+    engine: Engine, spec: JobSpec, loaded: LoadedPlan, earlier: EarlierRuns, plans_store: ObjectStore
+) -> set[tuple[str, str]]:
+    """(store URI, folder) of every folder an earlier run of the hour may have filled: those its
+    recorded deliveries name and, when a run never finished, every target of its plan build and of
+    this one (it may have written any of them before it died, unrecorded)."""
+    found = set()
+    for subscription, object_keys in earlier.recorded:
+        where = _location(object_keys, subscription, spec)
+        if where is not None:
+            found.add((spec.stores.open(where[0]).uri, where[1]))
+    if earlier.unfinished:
+        others = earlier.unfinished - {loaded.build.id}
+        plans = [loaded.plan, *_plans_of(engine, others, spec, plans_store)]
+        for plan in plans:
+            for target in plan.targets.values():
+                folder = delivery_dir(target.subscription, spec.feed, spec.hour)
+                found.add((spec.stores.open(target.output_prefix.rstrip("/")).uri, folder))
+    return found
+
+
+def _plans_of(
+    engine: Engine, builds: Iterable[int], spec: JobSpec, plans_store: ObjectStore
+) -> list[CompiledPlan]:
+    """The plans of earlier, unfinished runs' builds (their targets may differ from today's)."""
+    plans = []
+    for build_id in sorted(builds):
+        try:
+            with engine.connect() as conn:
+                uri, digest = conn.execute(
+                    select(PlanBuild.artifact_uri, PlanBuild.digest).where(PlanBuild.id == build_id)
+                ).one()
+            plans.append(decode(plans_store.get(plans_store.key_of(uri)), digest, source=uri))
+        except Exception as exc:  # a deleted build: the recorded rows and today's targets remain
+            log.warning(
+                "cannot read plan build %d to reconcile %s %s: %s", build_id, spec.feed, spec.hour_text, exc
+            )
+    return plans
+
+
+def _withdraw_if_present(spec: JobSpec, prefix: str, folder: str) -> int:
+    """Withdraw ``folder`` under ``prefix`` if anything is in it; 1 if it was, else 0.
+
+    A subscriber's store that refuses us (terminal) is logged and skipped: nothing can be in a
+    missing bucket, and its delivery row says what happened. A transient error fails the batch.
+    """
+    try:
+        store = spec.stores.open(prefix)
+        if not any(True for _ in store.list(folder + "/")):
+            return 0
+        withdraw(store, folder)
+        return 1
+    except TransientStorageError:
+        raise
+    except StorageError as exc:
+        log.warning("cannot reconcile %s/%s: %s", prefix, folder, exc)
+        return 0
 
 
 def _location(object_keys: Iterable[str], subscription: str, spec: JobSpec) -> tuple[str, str] | None:
@@ -263,6 +381,17 @@ def _location(object_keys: Iterable[str], subscription: str, spec: JobSpec) -> t
     folder = delivery_dir(subscription, spec.feed, spec.hour)
     cut = first.find(f"/{folder}/")
     return (first[:cut], folder) if cut > 0 else None
+
+
+def _running(spec: JobSpec, loaded: LoadedPlan, started: datetime) -> ledger.BatchEntry:
+    return ledger.BatchEntry(
+        feed_id=loaded.feed_id,
+        hour=spec.hour,
+        plan_build_id=loaded.build.id,
+        status="running",
+        started_at=started,
+        finished_at=None,
+    )
 
 
 def _entry(
@@ -284,17 +413,31 @@ def _entry(
         documents=sum(s.documents for s in stats),
         bytes=sum(s.bytes for s in stats),
         quarantined=sum(s.quarantined for s in stats),
-        deliveries=(*_delivery_rows(loaded.plan, output.deliveries), *withdrawn),
+        deliveries=(*_delivery_rows(loaded.plan, output.deliveries, output.failures), *withdrawn),
     )
 
 
-def _delivery_rows(plan: CompiledPlan, deliveries: list[Delivered]) -> list[ledger.DeliveryRow]:
-    """One row per served subscription: what it received, or nothing."""
+def _delivery_rows(
+    plan: CompiledPlan, deliveries: list[Delivered], failures: Iterable[Undelivered] = ()
+) -> list[ledger.DeliveryRow]:
+    """One row per served subscription: what it received, nothing, or why its store refused it."""
     delivered = {d.router_id: d for d in deliveries}
+    failed = {f.router_id: f for f in failures}
     rows = []
     for sid, target in sorted(plan.targets.items(), key=lambda item: item[1].subscription_id):
         found = delivered.get(sid)
         names = (target.subscription_id, target.subscriber, target.subscription)
+        if sid in failed:
+            reason = failed[sid]
+            rows.append(
+                ledger.DeliveryRow(
+                    *names,
+                    status="failed",
+                    error_code="FR607",
+                    error_message=f"[{reason.code}] {reason.reason}",
+                )
+            )
+            continue
         if found is None:
             rows.append(ledger.DeliveryRow(*names))
             continue
@@ -306,8 +449,15 @@ def _delivery_rows(plan: CompiledPlan, deliveries: list[Delivered]) -> list[ledg
 
 
 def _record_failure(
-    engine: Engine, spec: JobSpec, loaded: LoadedPlan, started: datetime, exc: Exception
+    engine: Engine,
+    spec: JobSpec,
+    loaded: LoadedPlan,
+    started: datetime,
+    exc: Exception,
+    lease: leases.Lease | None = None,
 ) -> None:
+    if isinstance(exc, LockLostError):
+        return  # the hour is another run's now: its ledger rows are not ours to touch
     entry = ledger.BatchEntry(
         feed_id=loaded.feed_id,
         hour=spec.hour,
@@ -318,7 +468,9 @@ def _record_failure(
         error_message=f"{type(exc).__name__}: {exc}"[:4000],
     )
     try:
-        ledger.record_failure(engine, entry)
+        ledger.record_failure(engine, entry, lease)
+    except LockLostError as lost:
+        log.warning("not recording the failure of %s %s: %s", spec.feed, spec.hour_text, lost)
     except Exception:  # the original error matters more than the failed bookkeeping
         log.exception("could not record the failure of %s %s in the ledger", spec.feed, spec.hour_text)
 
@@ -346,4 +498,8 @@ def _report(
         quarantined=entry.quarantined,
         withdrawn=withdrawn,
         seconds=round(seconds, 3),
+        failed=len(output.failures),
+        failures=tuple(
+            f"{f.subscriber}/{f.subscription}: [{f.code}] {f.reason.splitlines()[0]}" for f in output.failures
+        ),
     )

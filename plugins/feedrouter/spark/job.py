@@ -9,6 +9,9 @@
 
 The plan's artifact bytes and the list of input keys are broadcast (shipped once per executor);
 everything a task returns to the driver is small (manifests and counts, never results).
+
+:func:`run_inline` runs the same two stages in the driver process without Spark (one partition
+each, the shuffle done by sorting in memory): for tests and hours small enough for one process.
 """
 
 from __future__ import annotations
@@ -21,7 +24,13 @@ from typing import TYPE_CHECKING
 from feedrouter.spark.progress import ProgressCallback, watching
 from feedrouter.spark.publish import Delivered
 from feedrouter.spark.spec import JobSpec
-from feedrouter.spark.tasks import ObjectStats, deliver_partition, route_partition, subscription_partition
+from feedrouter.spark.tasks import (
+    ObjectStats,
+    Undelivered,
+    deliver_partition,
+    route_partition,
+    subscription_partition,
+)
 
 if TYPE_CHECKING:
     from pyspark import RDD, SparkContext
@@ -30,10 +39,12 @@ if TYPE_CHECKING:
 
 @dataclass
 class JobOutput:
-    """What the tasks reported: one entry per delivered subscription and per input object."""
+    """What the tasks reported: one entry per delivered subscription, per subscription whose
+    store refused its delivery, and per input object."""
 
     deliveries: list[Delivered] = field(default_factory=list)
     stats: list[ObjectStats] = field(default_factory=list)
+    failures: list[Undelivered] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -73,6 +84,23 @@ def run_job(
     return _output(rows)
 
 
+@dataclass(frozen=True)
+class _Local:
+    """Stands in for a broadcast variable in :func:`run_inline`."""
+
+    value: object
+
+
+def run_inline(spec: JobSpec, artifact: bytes, keys: list[str]) -> JobOutput:
+    """Route and deliver the objects ``keys`` (sorted) in this process, with the tasks' own code.
+
+    Holds every result of the hour in memory between the two stages: for tests and small hours.
+    """
+    plan, sources = _Local(artifact), _Local(keys)
+    routed = sorted(route_partition(spec, plan, enumerate(keys)), key=lambda record: record[0])
+    return _output(list(deliver_partition(spec, plan, sources, routed)))
+
+
 def _pipeline(
     sc: SparkContext, spec: JobSpec, plan: object, sources: object, keys: list[str], slicing: Slicing
 ) -> RDD:
@@ -87,8 +115,11 @@ def _output(rows: list[tuple[str, object]]) -> JobOutput:
     for kind, value in rows:
         if kind == "delivery":
             output.deliveries.append(value)  # type: ignore[arg-type]
+        elif kind == "failure":
+            output.failures.append(value)  # type: ignore[arg-type]
         else:
             output.stats.append(value)  # type: ignore[arg-type]
     output.deliveries.sort(key=lambda delivered: delivered.router_id)
+    output.failures.sort(key=lambda failed: failed.router_id)
     output.stats.sort(key=lambda stats: stats.ordinal)
     return output

@@ -1,9 +1,15 @@
 """The run ledger: ``batches`` and ``deliveries`` rows, written in one transaction after the objects.
 
-* One ``batches`` row per (feed, hour, plan build): a re-run with the same build updates it.
+* One ``batches`` row per (feed, hour, plan build): a re-run with the same build updates it. The row
+  is committed as ``running`` before anything is delivered (:func:`mark_running`), so a run killed
+  half-way leaves a trace that the next run of the hour reconciles against the store.
 * One ``deliveries`` row per served subscription, matching or not: a subscription without results
   has a row with ``result_count`` 0 and no objects, so "nothing for you this hour" is recorded,
   not guessed from a missing folder. An empty hour is a batch with status ``empty`` and no rows.
+* A delivery the store refused (one subscriber's unwritable prefix) is a row with status ``failed``,
+  its code and reason; the next run of the hour delivers it again as a new version.
+* Every write of a run holding an hour lease checks the lease in its own transaction
+  (:func:`feedrouter.spark.lease.check`): a run that lost it commits nothing.
 * Versions: per (feed, hour, subscriber, subscription), each new delivery gets the next
   ``delivery_version``. Re-running a batch that delivers the same content adds nothing; a re-run
   after a plan change (a new batch) or with changed input records the next version.
@@ -13,25 +19,28 @@ Core SQLAlchemy on both backends (Postgres, the embedded SQLite catalog).
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, Engine, func, insert, select, update
+from sqlalchemy import Connection, Engine, insert, select, update
 
-from feedrouter.catalog.database import is_postgres
 from feedrouter.catalog.models import Batch, Delivery, Subscription
-from feedrouter.spark.errors import BatchBusyError
+from feedrouter.spark import lease as leases
+from feedrouter.spark.lease import Lease
+
+#: Batch statuses of a run that did not finish (killed, failed): it may have left folders behind.
+UNFINISHED = ("pending", "running", "failed")
 
 NameKey = tuple[str, str]  # (subscriber, subscription)
 
 
 @dataclass(frozen=True)
 class DeliveryRow:
-    """One subscription's delivery in a batch (no objects and 0 results when nothing matched)."""
+    """One subscription's delivery in a batch (no objects and 0 results when nothing matched; status
+    "failed" with ``error_code``/``error_message`` when the store refused it)."""
 
     subscription_id: int | None
     subscriber: str
@@ -40,6 +49,9 @@ class DeliveryRow:
     result_count: int = 0
     bytes: int = 0
     digest: str | None = None
+    status: str = "delivered"
+    error_code: str | None = None
+    error_message: str | None = None
 
     @property
     def names(self) -> NameKey:
@@ -55,7 +67,7 @@ class BatchEntry:
     plan_build_id: int
     status: str
     started_at: datetime
-    finished_at: datetime
+    finished_at: datetime | None
     documents: int = 0
     bytes: int = 0
     quarantined: int = 0
@@ -73,42 +85,33 @@ class PriorDelivery:
     object_keys: tuple[str, ...]
     result_count: int
     digest: str | None
+    status: str = "delivered"
+    error_code: str | None = None
 
     def same_content(self, row: DeliveryRow) -> bool:
-        return (self.object_keys, self.result_count, self.digest) == (
+        return (self.object_keys, self.result_count, self.digest, self.status, self.error_code) == (
             row.object_keys,
             row.result_count,
             row.digest,
+            row.status,
+            row.error_code,
         )
 
 
 @contextmanager
-def hour_lock(engine: Engine, feed: str, hour: datetime) -> Iterator[None]:
-    """Hold the (feed, hour) lock for a whole run, so two runs of one hour never interleave
-    their writes; BatchBusyError (transient) when another run holds it.
+def hour_lock(engine: Engine, feed: str, hour: datetime, ttl: timedelta | None = None) -> Iterator[Lease]:
+    """Hold the (feed, hour) lease for a whole run, renewed in the background, so two runs of one
+    hour never interleave and a run that lost it cannot commit (:mod:`feedrouter.spark.lease`).
 
-    A Postgres session-level advisory lock on its own connection, released when the run ends or
-    its process dies. The embedded SQLite catalog serves one machine: no lock there.
+    Raises:
+        BatchBusyError: [FR605] another run holds the lease (transient).
     """
-    if not is_postgres(engine):
-        yield
-        return
-    key = lock_key(feed, hour)
-    with engine.connect() as conn:
-        if not conn.scalar(select(func.pg_try_advisory_lock(key))):
-            raise BatchBusyError(f"another run of {feed} {hour:%Y-%m-%dT%H} is in progress")
-        conn.commit()  # keep no transaction open for the length of the run
-        try:
-            yield
-        finally:
-            conn.scalar(select(func.pg_advisory_unlock(key)))
-            conn.commit()
-
-
-def lock_key(feed: str, hour: datetime) -> int:
-    """The signed 64-bit advisory-lock key of one feed's hour (stable across processes)."""
-    digest = hashlib.sha256(f"feedrouter.route_batch:{feed}:{hour:%Y-%m-%dT%H}".encode()).digest()
-    return int.from_bytes(digest[:8], "big", signed=True)
+    held = leases.acquire(engine, feed, hour, ttl)
+    try:
+        with leases.Heartbeat(engine, held):
+            yield held
+    finally:
+        leases.release(engine, held)
 
 
 def prior_deliveries(conn: Connection, feed_id: int, hour: datetime) -> dict[NameKey, PriorDelivery]:
@@ -123,6 +126,8 @@ def prior_deliveries(conn: Connection, feed_id: int, hour: datetime) -> dict[Nam
             Delivery.object_keys,
             Delivery.result_count,
             Delivery.digest,
+            Delivery.status,
+            Delivery.error_code,
         )
         .join(Batch, Batch.id == Delivery.batch_id)
         .where(Batch.feed_id == feed_id, Batch.hour == hour)
@@ -136,14 +141,53 @@ def prior_deliveries(conn: Connection, feed_id: int, hour: datetime) -> dict[Nam
             tuple(row.object_keys or ()),
             int(row.result_count),
             row.digest,
+            row.status,
+            row.error_code,
         )
         for row in rows
     }
 
 
-def record(engine: Engine, entry: BatchEntry) -> int:
-    """Write the batch and its new delivery rows in one transaction; returns the batch id."""
+def recorded_deliveries(conn: Connection, feed_id: int, hour: datetime) -> list[tuple[str, tuple[str, ...]]]:
+    """(subscription name, object URIs) of every recorded delivery of the feed's hour that named
+    objects (all versions, all builds): where earlier runs put folders."""
+    rows = conn.execute(
+        select(Delivery.subscription_name, Delivery.object_keys)
+        .join(Batch, Batch.id == Delivery.batch_id)
+        .where(Batch.feed_id == feed_id, Batch.hour == hour)
+    )
+    found = {(row.subscription_name, tuple(row.object_keys[:1])) for row in rows if row.object_keys}
+    return sorted(found)
+
+
+def unfinished_builds(conn: Connection, feed_id: int, hour: datetime) -> set[int]:
+    """Plan builds of the hour's runs that never finished (killed, failed): they may have written
+    folders that the ledger does not know."""
+    rows = conn.scalars(
+        select(Batch.plan_build_id).where(
+            Batch.feed_id == feed_id, Batch.hour == hour, Batch.status.in_(UNFINISHED)
+        )
+    )
+    return {int(build) for build in rows if build is not None}
+
+
+def mark_running(engine: Engine, entry: BatchEntry, lease: Lease | None = None) -> int:
+    """Commit the batch as ``running`` before anything is delivered; returns the batch id."""
     with engine.begin() as conn:
+        if lease is not None:
+            leases.check(conn, lease)
+        return _upsert_batch(conn, entry)
+
+
+def record(engine: Engine, entry: BatchEntry, lease: Lease | None = None) -> int:
+    """Write the batch and its new delivery rows in one transaction; returns the batch id.
+
+    Raises:
+        LockLostError: [FR606] ``lease`` is no longer this run's: nothing is written.
+    """
+    with engine.begin() as conn:
+        if lease is not None:
+            leases.check(conn, lease)
         batch_id = _upsert_batch(conn, entry)
         prior = prior_deliveries(conn, entry.feed_id, entry.hour)
         alive = _subscription_ids(conn, entry.feed_id) if entry.deliveries else set()
@@ -154,9 +198,15 @@ def record(engine: Engine, entry: BatchEntry) -> int:
     return batch_id
 
 
-def record_failure(engine: Engine, entry: BatchEntry) -> int:
-    """Mark the batch failed (its delivery rows stay as they were)."""
+def record_failure(engine: Engine, entry: BatchEntry, lease: Lease | None = None) -> int:
+    """Mark the batch failed (its delivery rows stay as they were).
+
+    Raises:
+        LockLostError: [FR606] ``lease`` is no longer this run's: nothing is written.
+    """
     with engine.begin() as conn:
+        if lease is not None:
+            leases.check(conn, lease)
         return _upsert_batch(conn, entry)
 
 
@@ -204,4 +254,7 @@ def _row(
         "result_count": row.result_count,
         "bytes": row.bytes,
         "digest": row.digest,
+        "status": row.status,
+        "error_code": row.error_code,
+        "error_message": row.error_message,
     }

@@ -9,6 +9,12 @@ The shuffle partitions by subscription and sorts by the whole key, so stage 2
 (:func:`deliver_partition`) sees each subscription's results together, in input order, and writes
 its folder (:mod:`feedrouter.spark.publish`). Statistics records pass through to the driver.
 
+A subscriber's store that refuses our writes (a terminal ``StorageError``: a missing bucket, a
+policy, a full disk) costs that subscription its delivery only: the task reports it as
+:class:`Undelivered` and goes on with the other subscriptions. A transient storage error (the store
+as a whole unavailable after the client's retries) still fails the task, and so the batch, for a
+retry.
+
 The plan arrives as broadcast artifact bytes and is decoded (digest-checked) once per Python worker
 process, then served from :data:`_PLANS` to every later task of that process.
 """
@@ -23,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from feedrouter import heap
 from feedrouter.delivery import CountingReader, Result, Splitter, dtd_text_of, route_message
+from feedrouter.errors import StorageError, TransientStorageError
 from feedrouter.spark.publish import Delivered, publish
 from feedrouter.spark.quarantine import Quarantine
 from feedrouter.spark.spec import JobSpec, maybe_fail
@@ -30,7 +37,7 @@ from feedrouter.spark.stores import open_stream
 from feedrouter.storage import ObjectStore
 
 if TYPE_CHECKING:
-    from feedrouter.catalog import CompiledPlan
+    from feedrouter.catalog import CompiledPlan, Target
 
 #: The key of statistics records: sorts before every subscription id, which is never empty.
 STATS = ""
@@ -50,6 +57,18 @@ class ObjectStats:
     matches: int = 0
     quarantined: int = 0
     quarantine_keys: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Undelivered:
+    """A subscription whose delivery the store refused (small: travels to the driver)."""
+
+    router_id: str
+    subscriber: str
+    subscription: str
+    output_prefix: str
+    code: str
+    reason: str
 
 
 def plan_for(spec: JobSpec, artifact: Any) -> CompiledPlan:
@@ -117,7 +136,7 @@ def _route_object(
 
 def deliver_partition(
     spec: JobSpec, artifact: Any, sources: Any, records: Iterable[tuple[Key, Any]]
-) -> Iterator[tuple[str, ObjectStats | Delivered]]:
+) -> Iterator[tuple[str, ObjectStats | Delivered | Undelivered]]:
     """Stage 2: write the folders of this partition's subscriptions; pass statistics through."""
     plan = plan_for(spec, artifact)
     for sid, group in itertools.groupby(records, key=lambda record: record[0][0]):
@@ -126,4 +145,21 @@ def deliver_partition(
             continue
         keys = sources.value
         results = (Result(keys[o], i, digest, body) for (_, o, i), (digest, body) in group)
-        yield "delivery", publish(spec, plan.targets[sid], sid, results)
+        yield deliver_one(spec, plan.targets[sid], sid, results)
+
+
+def deliver_one(
+    spec: JobSpec, target: Target, sid: str, results: Iterable[Result]
+) -> tuple[str, Delivered | Undelivered]:
+    """Publish one subscription's folder; a terminal storage error becomes an :class:`Undelivered`
+    for that subscription alone (a transient one is raised: the task is retried)."""
+    try:
+        return "delivery", publish(spec, target, sid, results)
+    except TransientStorageError:
+        raise
+    except StorageError as exc:
+        reason = f"delivery to {target.output_prefix} failed: {exc}"[:2000]
+        failed = Undelivered(
+            sid, target.subscriber, target.subscription, target.output_prefix, exc.code, reason
+        )
+        return "failure", failed

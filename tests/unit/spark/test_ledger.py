@@ -10,6 +10,7 @@ from sqlalchemy import Engine, select, text
 
 from feedrouter.catalog import Batch, Delivery, open_catalog
 from feedrouter.spark import ledger
+from feedrouter.spark.errors import BatchBusyError
 
 HOUR = datetime(2026, 11, 22, 16, tzinfo=timezone.utc)
 NOW = datetime(2026, 11, 22, 17, 5, tzinfo=timezone.utc)
@@ -92,7 +93,41 @@ def test_a_failure_marks_the_batch_and_a_deleted_subscription_keeps_its_names(en
     assert ids == {"titles": 1, "quiet": None}
 
 
-def test_the_hour_lock_is_postgres_only(engine: Engine) -> None:
-    with ledger.hour_lock(engine, "news", HOUR):
-        pass  # SQLite: one machine, no lock
-    assert ledger.lock_key("news", HOUR) == ledger.lock_key("news", HOUR) != ledger.lock_key("news", NOW)
+def test_the_embedded_catalog_locks_the_hour_too(engine: Engine) -> None:
+    with (
+        ledger.hour_lock(engine, "news", HOUR),
+        pytest.raises(BatchBusyError) as caught,
+        ledger.hour_lock(engine, "news", HOUR),
+    ):
+        pass
+    assert caught.value.code == "FR605" and caught.value.transient
+    with ledger.hour_lock(engine, "news", HOUR) as lease:  # released: free again, with a new token
+        assert lease.token == 2
+
+
+def test_a_run_marked_running_is_unfinished_until_it_records(engine: Engine) -> None:
+    running = ledger.BatchEntry(1, HOUR, 1, "running", NOW, None)
+    batch_id = ledger.mark_running(engine, running)
+    with engine.connect() as conn:
+        assert conn.scalar(select(Batch.status).where(Batch.id == batch_id)) == "running"
+        assert ledger.unfinished_builds(conn, 1, HOUR) == {1}
+    assert ledger.record(engine, entry()) == batch_id
+    with engine.connect() as conn:
+        assert ledger.unfinished_builds(conn, 1, HOUR) == set()
+        assert ledger.recorded_deliveries(conn, 1, HOUR) == [("titles", ("file:///o/p0",))]
+
+
+def test_a_refused_delivery_is_a_failed_row_and_a_later_success_a_new_version(engine: Engine) -> None:
+    refused = ledger.DeliveryRow(
+        1, "alice", "titles", status="failed", error_code="FR607", error_message="no bucket"
+    )
+    failed = ledger.BatchEntry(1, HOUR, 1, "succeeded", NOW, NOW, deliveries=(refused,))
+    batch_id = ledger.record(engine, failed)
+    assert ledger.record(engine, failed) == batch_id  # the same failure again adds nothing
+    ledger.record(engine, entry())
+    with engine.connect() as conn:
+        query = select(
+            Delivery.delivery_version, Delivery.status, Delivery.error_code, Delivery.error_message
+        )
+        rows = [tuple(row) for row in conn.execute(query.where(Delivery.subscription_name == "titles"))]
+    assert rows == [(1, "failed", "FR607", "no bucket"), (2, "delivered", None, None)]
