@@ -1,21 +1,30 @@
 """Input objects as messages: one message per plain object, or one per record of a container file.
 
-A feed's objects are ``.xml`` or ``.xml.gz``. Without a record element each object is one message.
-With one (``feeds.record_element``), each object is a container and every outermost element of
-that name is a message: the container is streamed through lxml's incremental parser (chunk by
-chunk, never loaded whole), each record is serialized when its end tag arrives and then cleared
-with the siblings before it, so memory holds one record at a time.
+A feed's objects are ``.xml`` or ``.xml.gz``. Without a record element each object is one message,
+read (and gunzipped) up to the message limit and no further. With one (``feeds.record_element``),
+each object is a container and every outermost element of that name is a message.
+
+A container is streamed, never held: lxml's parser reports it to :class:`_RecordWriter` as
+callbacks (its parser target interface), chunk by chunk. No tree is built and no element object
+exists, so nothing outside a record costs memory, and nothing of ours points into libxml2's nodes
+when it rejects malformed input (the entity content it frees). Each record is written out as
+UTF-8 bytes while it is read, with every namespace in scope declared on its root, entities
+expanded and the rest as lxml would serialize it; a record that passes the message limit is
+dropped on the spot (FR201) and the container goes on. Memory is bounded by the largest record
+allowed plus one chunk.
 
 The container parser is locked down like the document parser (:mod:`feedrouter.engine.document`):
-internal entities only (the feed's DTD supplies their declarations), no network, no huge trees.
-A container that turns out malformed half-way keeps the records before the fault; what is left is
-one failed message whose bytes cannot be cut out (``whole_object``).
+internal entities only (the feed's DTD supplies their declarations), no network. A container that
+turns out malformed half-way keeps the records before the fault; what is left is one failed message
+whose bytes cannot be cut out (``whole_object``). A corrupt or truncated ``.gz`` ends the same way
+with FR206; a compressed plain object that expands past the limit is FR206 as well.
 """
 
 from __future__ import annotations
 
 import gzip
 import hashlib
+import io
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -23,10 +32,14 @@ from typing import BinaryIO
 
 from lxml import etree
 
+from feedrouter.delivery.records import RecordWriter
 from feedrouter.engine.document import DEFAULT_MAX_BYTES, _document_error, locked_down_parser
 from feedrouter.errors import DocumentError
 
 CHUNK_BYTES = 1 << 20
+
+#: What reading a damaged gzip stream raises: a bad header or CRC, a truncated member, bad deflate data.
+GZIP_ERRORS = (gzip.BadGzipFile, EOFError, zlib.error)
 
 
 @dataclass(frozen=True)
@@ -80,8 +93,8 @@ class Splitter:
 
     Args:
         record_element: the element that delimits messages in container files (``prefix:name``
-            matches that prefix and local name, a plain name any element with that local name);
-            None: each object is one message.
+            matches that local name in the namespace the prefix is bound to where the element
+            stands, a plain name any element with that local name); None: each object is one message.
         dtd_text: the feed's DTD, whose entity declarations apply inside containers.
         max_message_bytes: larger messages are refused (FR201) and not kept.
     """
@@ -91,23 +104,35 @@ class Splitter:
     max_message_bytes: int = DEFAULT_MAX_BYTES
 
     def messages(self, source: str, stream: BinaryIO) -> Iterator[Message]:
-        """The messages of the object ``source`` read from ``stream`` (gunzipped for ``.gz``)."""
-        reader: BinaryIO = gzip.GzipFile(fileobj=stream, mode="rb") if source.endswith(".gz") else stream
+        """The messages of the object ``source`` read from ``stream`` (gunzipped for ``.gz``).
+
+        Never raises for what the object holds: a broken container or gzip stream ends the object
+        with a failed message, after the records read before the fault.
+        """
+        compressed = source.endswith(".gz")
+        reader: BinaryIO = gzip.GzipFile(fileobj=stream, mode="rb") if compressed else stream
         cutter = _RecordCutter(self, source)
         try:
             if self.record_element is None:
-                yield self._whole(source, reader)
+                yield self._whole(source, reader, compressed)
             else:
                 yield from cutter.records(reader)
-        except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
-            error = DocumentError(f"not a readable gzip stream: {exc}", code="FR200", source=source)
-            yield Message(source, cutter.index, b"", error, whole_object=True)
+        except GZIP_ERRORS as exc:
+            yield Message(source, cutter.index, b"", unreadable_gzip(source, exc), whole_object=True)
 
-    def _whole(self, source: str, reader: BinaryIO) -> Message:
+    def _whole(self, source: str, reader: BinaryIO, compressed: bool) -> Message:
         data = read_up_to(reader, self.max_message_bytes + 1)
-        if len(data) > self.max_message_bytes:
-            return Message(source, 0, b"", self.oversized(source, 0))
-        return Message(source, 0, data)
+        if len(data) <= self.max_message_bytes:
+            return Message(source, 0, data)
+        if compressed:
+            error = DocumentError(
+                f"the object expands to more than the message limit of {self.max_message_bytes} bytes "
+                "when gunzipped; the rest was not decompressed",
+                code="FR206",
+                source=f"{source}#0",
+            )
+            return Message(source, 0, b"", error)
+        return Message(source, 0, b"", self.oversized(source, 0))
 
     def oversized(self, source: str, index: int) -> DocumentError:
         return DocumentError(
@@ -116,79 +141,89 @@ class Splitter:
             source=f"{source}#{index}",
         )
 
-    def pull_parser(self) -> etree.XMLPullParser:
-        """An incremental parser with the document parser's lock-down."""
-        return locked_down_parser(self.dtd_text)
+    def container_parser(self, writer: RecordWriter) -> etree.XMLParser:
+        """An incremental parser with the document parser's lock-down that reports to ``writer``."""
+        return locked_down_parser(self.dtd_text, target=writer)
+
+
+def unreadable_gzip(source: str, exc: BaseException) -> DocumentError:
+    """FR206 for a gzip stream that cannot be read to its end (the reason from zlib or gzip)."""
+    return DocumentError(
+        f"not a readable gzip stream ({type(exc).__name__}: {exc})", code="FR206", source=source
+    )
 
 
 class _RecordCutter:
-    """The state of one container being cut: the open record and the next message index."""
+    """The state of one container being cut: the parser, its record writer and the next index."""
 
     def __init__(self, splitter: Splitter, source: str) -> None:
         self.splitter = splitter
         self.source = source
         self.index = 0
-        self._open: etree._Element | None = None
-        self._prefix, _, self._local = (splitter.record_element or "").rpartition(":")
+        self._writer = RecordWriter(splitter.record_element or "", splitter.max_message_bytes)
+        self._progress = 0  # the writer's callback count when last looked at
+        self._unreported = 0  # bytes fed since the parser last reported anything
 
     def records(self, reader: BinaryIO) -> Iterator[Message]:
-        parser = self.splitter.pull_parser()
+        parser = self.splitter.container_parser(self._writer)
         try:
             for chunk in iter(lambda: reader.read(CHUNK_BYTES), b""):
                 parser.feed(chunk)
-                yield from self._take(parser)
+                yield from self._take()
+                if self._stalled(len(chunk)):
+                    yield self._token_too_large()
+                    return
             parser.close()
-            yield from self._take(parser)
         except etree.XMLSyntaxError as exc:
-            error = _document_error(exc, self.source)
-            yield from self._take(parser)  # records that ended before the fault in the same chunk
-            yield Message(self.source, self.index, b"", error, whole_object=True)
+            yield from self._take()  # records that ended before the fault in the same chunk
+            yield Message(self.source, self.index, b"", _document_error(exc, self.source), whole_object=True)
+            return
+        yield from self._take()
 
-    def _take(self, parser: etree.XMLPullParser) -> Iterator[Message]:
-        for event, element in parser.read_events():
-            if event == "start" and self._open is None and self._is_record(element):
-                self._open = element
-            elif event == "end" and element is self._open:
-                self._open = None
-                yield self._cut(element)
-
-    def _is_record(self, element: etree._Element) -> bool:
-        if not isinstance(element.tag, str):
+    def _stalled(self, fed: int) -> bool:
+        """Whether libxml2 has buffered more than a message's worth of input without reporting
+        anything: one markup construct longer than any message could be (a bomb's giant attribute
+        value), which would otherwise be held whole before it is parsed."""
+        if self._writer.progress != self._progress:
+            self._progress, self._unreported = self._writer.progress, 0
             return False
-        if etree.QName(element).localname != self._local:
-            return False
-        return not self._prefix or element.prefix == self._prefix
+        self._unreported += fed
+        return self._unreported > self.splitter.max_message_bytes + CHUNK_BYTES
 
-    def _cut(self, element: etree._Element) -> Message:
-        data = etree.tostring(element, encoding="UTF-8", xml_declaration=False, with_tail=False)
-        _release(element)
-        index, self.index = self.index, self.index + 1
-        if len(data) > self.splitter.max_message_bytes:
-            return Message(self.source, index, b"", self.splitter.oversized(self.source, index))
-        return Message(self.source, index, data)
+    def _take(self) -> Iterator[Message]:
+        for data in self._writer.take():
+            index, self.index = self.index, self.index + 1
+            if data is None:
+                yield Message(self.source, index, b"", self.splitter.oversized(self.source, index))
+            else:
+                yield Message(self.source, index, data)
 
-
-def _release(element: etree._Element) -> None:
-    """Free a serialized record and the siblings before it: the tree never grows with the file."""
-    element.clear(keep_tail=False)
-    parent = element.getparent()
-    if parent is None:
-        return
-    while element.getprevious() is not None:
-        del parent[0]
+    def _token_too_large(self) -> Message:
+        """The object ends here: the construct being buffered cannot be cut out or skipped."""
+        limit = self.splitter.max_message_bytes
+        error = DocumentError(
+            f"one piece of markup (a tag, comment, processing instruction or the DOCTYPE) runs past "
+            f"{limit} bytes, the message limit; the rest of the object was not read",
+            code="FR201",
+            source=f"{self.source}#{self.index}",
+        )
+        return Message(self.source, self.index, b"", error, whole_object=True)
 
 
 def read_up_to(stream: BinaryIO, limit: int) -> bytes:
-    """Read until ``limit`` bytes or the end of ``stream`` (network streams may return short reads)."""
-    chunks: list[bytes] = []
+    """Read until ``limit`` bytes or the end of ``stream`` (network streams may return short reads).
+
+    Memory stays at about what was read: the chunks go into one growing buffer, handed back as is.
+    """
+    buffer = io.BytesIO()
     remaining = limit
     while remaining > 0:
         chunk = stream.read(min(remaining, CHUNK_BYTES))
         if not chunk:
             break
-        chunks.append(chunk)
+        buffer.write(chunk)
         remaining -= len(chunk)
-    return b"".join(chunks)
+    return buffer.getvalue()
 
 
 def dtd_text_of(router: object) -> str | None:

@@ -4,10 +4,22 @@ Documents come from partners and wires we do not control, so the parser is locke
 entities (declared in the document or in the feed's DTD handed to the router) are expanded within
 libxml2's amplification limits; external entities, external DTDs and the network are never touched;
 size and depth are bounded. Any failure is a :class:`DocumentError` with line and column.
+
+Three rules keep lxml memory-safe and lean here:
+
+* A document is parsed whole into a tree first and only then walked. No element object exists
+  while libxml2 parses, so when libxml2 rejects a document (and frees nodes it had built, e.g. the
+  content of a malformed entity) nothing of ours still points at them.
+* The size limit is checked before parsing, and within it libxml2's "huge" mode is on: its fixed
+  10 MB buffer and text limits would otherwise refuse documents the configured limit allows. The
+  entity amplification guard stays on in that mode (checked once per process, see
+  :func:`huge_tree_is_safe`); the depth limit is ours (:class:`DocumentLimits.max_depth`).
+* Events are yielded one at a time (an iterator, not a list of pairs).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 
 from lxml import etree
@@ -16,9 +28,20 @@ from feedrouter.errors import DocumentError, Span
 from feedrouter.limits import DEFAULT_MAX_DEPTH, DEFAULT_MAX_DOCUMENT_BYTES, DocumentLimits
 from feedrouter.schema.dtd import general_entity_declarations
 
-__all__ = ["DEFAULT_MAX_BYTES", "DEFAULT_MAX_DEPTH", "DocumentLimits", "DocumentParser"]
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "DEFAULT_MAX_DEPTH",
+    "DocumentLimits",
+    "DocumentParser",
+    "huge_tree_is_safe",
+    "locked_down_parser",
+]
 
 DEFAULT_MAX_BYTES = DEFAULT_MAX_DOCUMENT_BYTES
+#: Bytes handed to libxml2 per call when the document is not a ``bytes`` object (no whole copy).
+FEED_BYTES = 1 << 20
+
+Events = Iterator[tuple[str, etree._Element]]
 
 
 class _FeedDtdResolver(etree.Resolver):
@@ -36,22 +59,42 @@ class _FeedDtdResolver(etree.Resolver):
         return self.resolve_string(self._dtd_text, context)
 
 
-def locked_down_parser(dtd_text: str | None) -> etree.XMLPullParser:
-    """An incremental start/end parser for untrusted bytes: internal entities only, no network, no
-    file access, lxml's size limits on; an external DTD request gets ``dtd_text`` (the feed DTD's
-    general entities) or nothing. Every parser of untrusted documents in feedrouter comes from here.
+def locked_down_parser(dtd_text: str | None, target: object | None = None) -> etree.XMLParser:
+    """A feed parser for untrusted bytes: internal entities only, no network, no file access.
+
+    An external DTD request gets ``dtd_text`` (the feed DTD's general entities) or nothing.
+    ``target`` receives the parse as callbacks instead of a tree (lxml's parser target interface).
+    Every parser of untrusted documents in feedrouter comes from here.
     """
-    parser = etree.XMLPullParser(
-        events=("start", "end"),
+    parser = etree.XMLParser(
+        target=target,
         resolve_entities="internal",
         no_network=True,
         load_dtd=dtd_text is not None,
-        huge_tree=False,
+        huge_tree=huge_tree_is_safe(),
         remove_blank_text=False,
     )
     if dtd_text is not None:
         parser.resolvers.add(_FeedDtdResolver(dtd_text))
     return parser
+
+
+@functools.cache
+def huge_tree_is_safe() -> bool:
+    """Whether libxml2 keeps refusing entity amplification with its huge-tree option on.
+
+    libxml2 before 2.11 switched every entity check off in huge mode; from 2.11 on the
+    amplification limit holds regardless. Asked once per process with a small amplifying document
+    (3 MB expanded from 20 KB, harmless even where it expands); without the guard huge mode stays
+    off and documents keep libxml2's 10 MB buffer limit.
+    """
+    probe = f'<!DOCTYPE a [<!ENTITY e "{"x" * 1000}">]><a>{"&e;" * 3000}</a>'.encode()
+    parser = etree.XMLParser(resolve_entities="internal", no_network=True, load_dtd=False, huge_tree=True)
+    try:
+        etree.fromstring(probe, parser)
+    except etree.XMLSyntaxError as exc:
+        return "amplification" in str(exc).lower()
+    return False
 
 
 class DocumentParser:
@@ -64,32 +107,72 @@ class DocumentParser:
         self.dtd_text = general_entity_declarations(dtd_text) if dtd_text is not None else None
         self.limits = limits or DocumentLimits()
 
-    def _new_parser(self) -> etree.XMLPullParser:
-        return locked_down_parser(self.dtd_text)
+    def events(self, data: bytes | bytearray | memoryview, source: str | None = None) -> Events:
+        """Parse ``data`` completely, then yield its element events in document order.
 
-    def events(self, data: bytes, source: str | None = None) -> list[tuple[str, etree._Element]]:
-        """Parse ``data`` completely and return its element events in document order."""
-        if not isinstance(data, bytes | bytearray | memoryview):
-            raise DocumentError("a document must be given as bytes", source=source)
-        if len(data) > self.limits.max_bytes:
+        Parse errors, an oversized or empty document raise here; a document nested deeper than
+        ``limits.max_depth`` raises (FR202) while the events are read.
+        """
+        view = _byte_view(data, source)
+        self._check_size(view, source)
+        root = self._parse(view, source)
+        return walk(root, self.limits.max_depth, source)
+
+    def _check_size(self, view: memoryview, source: str | None) -> None:
+        if view.nbytes > self.limits.max_bytes:
             raise DocumentError(
-                f"the document has {len(data)} bytes, more than the limit of {self.limits.max_bytes}",
+                f"the document has {view.nbytes} bytes, more than the limit of {self.limits.max_bytes}",
                 code="FR201",
                 source=source,
             )
-        if not bytes(data[:1024]).strip():
+        if not bytes(view[:1024]).strip() and not bytes(view).strip():
             raise DocumentError("the document is empty", source=source)
-        parser = self._new_parser()
+
+    def _parse(self, view: memoryview, source: str | None) -> etree._Element:
+        parser = locked_down_parser(self.dtd_text)
         try:
-            parser.feed(data)
-            parser.close()
+            for chunk in _chunks(view):
+                parser.feed(chunk)
+            return parser.close()
         except etree.XMLSyntaxError as exc:
             raise _document_error(exc, source) from None
-        return list(parser.read_events())
+
+
+def _byte_view(data: object, source: str | None) -> memoryview:
+    if not isinstance(data, bytes | bytearray | memoryview):
+        raise DocumentError("a document must be given as bytes", source=source)
+    view = memoryview(data)
+    return view if view.ndim == 1 and view.itemsize == 1 else view.cast("B")
+
+
+def _chunks(view: memoryview) -> Iterator[bytes]:
+    """The bytes to feed libxml2 (it takes ``bytes`` only): the object itself when it is ``bytes``,
+    else copies of one :data:`FEED_BYTES` slice at a time."""
+    if isinstance(view.obj, bytes) and view.nbytes == len(view.obj):
+        yield view.obj
+        return
+    for start in range(0, view.nbytes, FEED_BYTES):
+        yield view[start : start + FEED_BYTES].tobytes()
+
+
+def walk(root: etree._Element, max_depth: int, source: str | None = None) -> Events:
+    """The start/end events of the elements under ``root`` (comments and PIs skipped), one at a time;
+    an element deeper than ``max_depth`` raises FR202 before its start event."""
+    depth = 0
+    for event, element in etree.iterwalk(root, events=("start", "end"), tag=etree.Element):
+        if event == "start":
+            depth += 1
+            if depth > max_depth:
+                raise DocumentError(
+                    f"the document nests elements deeper than {max_depth} levels", code="FR202", source=source
+                )
+        else:
+            depth -= 1
+        yield event, element
 
 
 def _document_error(exc: etree.XMLSyntaxError, source: str | None) -> DocumentError:
-    message = str(exc.msg or exc).split(" (<string>", 1)[0]
+    message = str(exc.msg or exc).split(" (<string>", 1)[0].strip()
     line, column = exc.position if exc.position else (0, 0)
     return DocumentError(
         message, code=_code_for(message), span=Span(line, column) if line else None, source=source

@@ -15,7 +15,9 @@ NEWS_ENTITIES = '<!ENTITY nbsp "&#160;"><!ENTITY mdash "&#8212;"><!ELEMENT story
 
 
 def parse(data: bytes, dtd: str | None = None, **limits: int) -> list:
-    return DocumentParser(dtd, DocumentLimits(**limits) if limits else None).events(data, source="doc-1")
+    return list(
+        DocumentParser(dtd, DocumentLimits(**limits) if limits else None).events(data, source="doc-1")
+    )
 
 
 def billion_laughs(levels: int = 10) -> bytes:
