@@ -240,7 +240,7 @@ def test_bad_messages_are_quarantined_and_the_good_ones_delivered(
         "bad-3-latin1.xml": ("FR204", True, True),
         "bad-4-empty.xml": ("FR200", False, True),
         "bad-5-oversized.xml": ("FR201", False, False),
-        "bad-6-not-gzip.xml.gz": ("FR200", False, True),
+        "bad-6-not-gzip.xml.gz": ("FR206", False, True),
     }
     malformed = reports["bad-1-malformed.xml"]
     assert (malformed["line"], malformed["index"], malformed["hour"]) == (2, 0, HOUR_TEXT)

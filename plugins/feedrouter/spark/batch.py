@@ -21,6 +21,7 @@ loaded marks the batch ``failed`` with its error and is raised again; a run that
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
@@ -36,7 +37,13 @@ from feedrouter.delivery import PlanRef, delivery_dir, format_hour, is_input_key
 from feedrouter.delivery.layout import utc_hour
 from feedrouter.delivery.parts import DEFAULT_MAX_PART_BYTES
 from feedrouter.engine.document import DEFAULT_MAX_BYTES
-from feedrouter.errors import LockLostError, StorageError, TransientStorageError
+from feedrouter.errors import (
+    FeedrouterError,
+    LockLostError,
+    StorageError,
+    TransientStorageError,
+    error,
+)
 from feedrouter.spark import lease as leases
 from feedrouter.spark import ledger
 from feedrouter.spark.errors import DeliveryConflictError, NoPlanBuildError
@@ -278,7 +285,32 @@ def _run(
         check_no_speculation(session)
         slicing = Slicing.default(session.sparkContext, len(keys), options.input_tasks, options.output_tasks)
         log.info("routing %d objects of %s %s in %s", len(keys), spec.feed, spec.hour_text, slicing)
-        return run_job(session, spec, loaded.artifact, keys, slicing, progress)
+        try:
+            return run_job(session, spec, loaded.artifact, keys, slicing, progress)
+        except Exception as exc:
+            raised = task_error(exc)
+            if raised is None:
+                raise
+            raise raised from exc
+
+
+#: The last line of a Python traceback that ends in one of feedrouter's errors.
+_TASK_ERROR = re.compile(r"feedrouter\.errors\.\w+: (?:[^\n]*?)\[(FR\d{3})\] ([^\n]*)")
+
+
+def task_error(exc: BaseException) -> FeedrouterError | None:
+    """The feedrouter error a Spark task died of, rebuilt on the driver with its code and class
+    (so a task's TransientStorageError is still transient here), or None for any other failure."""
+    if isinstance(exc, FeedrouterError):
+        return None
+    found = _TASK_ERROR.findall(str(exc))
+    if not found:
+        return None
+    code, message = found[-1]
+    try:
+        return error(code, f"a Spark task failed: {message}")
+    except ValueError:  # a code this driver does not know: leave the error as it is
+        return None
 
 
 def _confirm(engine: Engine, lease: leases.Lease) -> None:

@@ -189,6 +189,7 @@ def record(engine: Engine, entry: BatchEntry, lease: Lease | None = None) -> int
         if lease is not None:
             leases.check(conn, lease)
         batch_id = _upsert_batch(conn, entry)
+        _close_abandoned(conn, entry, batch_id)
         prior = prior_deliveries(conn, entry.feed_id, entry.hour)
         alive = _subscription_ids(conn, entry.feed_id) if entry.deliveries else set()
         rows = [_row(batch_id, row, prior.get(row.names), alive) for row in entry.deliveries]
@@ -231,6 +232,25 @@ def _upsert_batch(conn: Connection, entry: BatchEntry) -> int:
         return int(existing)
     ids = {"feed_id": entry.feed_id, "hour": entry.hour, "plan_build_id": entry.plan_build_id}
     return int(conn.execute(insert(Batch).values(**ids, **values).returning(Batch.id)).scalar_one())
+
+
+def _close_abandoned(conn: Connection, entry: BatchEntry, batch_id: int) -> None:
+    """Mark other runs of the hour still "running" as failed: this run holds the hour's lease and
+    has reconciled the store, so they died (killed, lost) and will never finish."""
+    conn.execute(
+        update(Batch)
+        .where(
+            Batch.feed_id == entry.feed_id,
+            Batch.hour == entry.hour,
+            Batch.id != batch_id,
+            Batch.status.in_(("pending", "running")),
+        )
+        .values(
+            status="failed",
+            finished_at=entry.finished_at,
+            error_message=f"the run did not finish (killed or lost); batch {batch_id} reconciled the hour",
+        )
+    )
 
 
 def _subscription_ids(conn: Connection, feed_id: int) -> set[int]:

@@ -75,16 +75,9 @@ def open_stream(store: ObjectStore, key: str) -> Iterator[BinaryIO]:
 
 
 def _s3_stream(store: Any, key: str) -> BinaryIO:
-    from feedrouter.storage.s3 import classify
-
-    object_key = f"{store.prefix}/{key}" if store.prefix else key
-    try:
-        return store.client.get_object(Bucket=store.bucket, Key=object_key)["Body"]
-    except Exception as exc:
-        translated = classify(exc, f"{store.uri}/{key}")
-        if translated is None:
-            raise
-        raise translated from exc
+    # A body cut short or stalled while the splitter reads it is a TransientStorageError (FR502):
+    # the task fails and is retried, the hour is not lost to an unclassified botocore error.
+    return store.open_body(key)  # type: ignore[no-any-return]
 
 
 def _file_stream(store: ObjectStore, key: str) -> BinaryIO:

@@ -9,11 +9,15 @@ pass the client of an Airflow connection instead (the seam)::
 
 botocore retries throttling and dropped connections itself ("standard" retry mode); what is still
 failing after those attempts is raised as :class:`~feedrouter.errors.TransientStorageError`, so the
-scheduler can retry the task later, and everything else as a terminal ``StorageError``.
+scheduler can retry the task later, and everything else as a terminal ``StorageError``. A body cut
+short or stalled while it streams (:class:`S3Body`) is transient too. Every call is bounded by the
+connect and read timeouts of :class:`S3Settings`, so a hung endpoint costs seconds, not minutes.
 """
 
 from __future__ import annotations
 
+import contextlib
+import http.client
 import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -43,6 +47,10 @@ TRANSIENT_CODES = frozenset(
     }
 )
 NOT_FOUND_CODES = frozenset({"NoSuchKey", "404", "NotFound"})
+#: Seconds to wait for a connection and for each read from the socket (botocore's default is 60
+#: for each, times every retry attempt).
+DEFAULT_CONNECT_TIMEOUT = 5.0
+DEFAULT_READ_TIMEOUT = 30.0
 
 
 @dataclass(frozen=True)
@@ -54,21 +62,27 @@ class S3Settings:
         region: the signing region.
         addressing_style: "path" (needed by most non-AWS servers) or "virtual"/"auto".
         max_attempts: total attempts per call, the first included (botocore "standard" mode).
-        connect_timeout, read_timeout: seconds.
+        connect_timeout: seconds to wait for a connection to the endpoint.
+        read_timeout: seconds to wait for each read from the socket (a stalled response or body).
     """
 
     endpoint_url: str | None = None
     region: str = "us-east-1"
     addressing_style: str = "auto"
     max_attempts: int = 5
-    connect_timeout: float = 10.0
-    read_timeout: float = 60.0
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
+    read_timeout: float = DEFAULT_READ_TIMEOUT
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> S3Settings:
         """Read ``FEEDROUTER_S3_ENDPOINT_URL`` (else ``AWS_ENDPOINT_URL_S3``, ``AWS_ENDPOINT_URL``),
         ``AWS_REGION`` (else ``AWS_DEFAULT_REGION``), ``FEEDROUTER_S3_ADDRESSING_STYLE`` (default
-        "path" with a custom endpoint) and ``FEEDROUTER_S3_MAX_ATTEMPTS``."""
+        "path" with a custom endpoint), ``FEEDROUTER_S3_MAX_ATTEMPTS``,
+        ``FEEDROUTER_S3_CONNECT_TIMEOUT`` and ``FEEDROUTER_S3_READ_TIMEOUT`` (seconds).
+
+        Raises:
+            StorageError: [FR500] a number setting that is not a positive number.
+        """
         env = os.environ if env is None else env
         endpoint = _first(env, "FEEDROUTER_S3_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
         style = env.get("FEEDROUTER_S3_ADDRESSING_STYLE") or ("path" if endpoint else "auto")
@@ -76,7 +90,9 @@ class S3Settings:
             endpoint_url=endpoint,
             region=_first(env, "AWS_REGION", "AWS_DEFAULT_REGION") or "us-east-1",
             addressing_style=style,
-            max_attempts=int(env.get("FEEDROUTER_S3_MAX_ATTEMPTS", "5")),
+            max_attempts=int(_number(env, "FEEDROUTER_S3_MAX_ATTEMPTS", 5, whole=True)),
+            connect_timeout=_number(env, "FEEDROUTER_S3_CONNECT_TIMEOUT", DEFAULT_CONNECT_TIMEOUT),
+            read_timeout=_number(env, "FEEDROUTER_S3_READ_TIMEOUT", DEFAULT_READ_TIMEOUT),
         )
 
     def client(self) -> Any:
@@ -136,6 +152,16 @@ class S3Store(ObjectStore):
             response = self.client.get_object(Bucket=self.bucket, Key=self._object_key(key))
             return bytes(response["Body"].read())
 
+    def open_body(self, key: str) -> S3Body:
+        """The object under ``key`` as a stream whose failures are storage errors.
+
+        Raises:
+            ObjectNotFoundError: [FR501] no such object. StorageError: S3 refused the request.
+        """
+        with _errors(self.bucket, key):
+            response = self.client.get_object(Bucket=self.bucket, Key=self._object_key(key))
+        return S3Body(response["Body"], f"{self.uri}/{key}")
+
     def _exists(self, key: str) -> bool:
         try:
             with _errors(self.bucket, key):
@@ -159,6 +185,46 @@ class S3Store(ObjectStore):
         return iter(keys)
 
 
+class S3Body:
+    """A streaming S3 body whose read failures are storage errors: a body cut short
+    (``IncompleteReadError``), a connection reset or a read timeout while it streams is a
+    :class:`~feedrouter.errors.TransientStorageError` (FR502) naming the object, never a raw
+    botocore or urllib3 error. Readable like a binary file (``read``, ``readinto``, ``close``)."""
+
+    def __init__(self, body: Any, uri: str) -> None:
+        self._body = body
+        self.uri = uri
+
+    def read(self, size: int | None = -1) -> bytes:
+        try:
+            return bytes(self._body.read(None if size is None or size < 0 else size))
+        except Exception as exc:
+            raise _translated(exc, self.uri) from exc
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def readable(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):  # a broken connection: nothing left to read or lose
+            self._body.close()
+
+    def __enter__(self) -> S3Body:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _translated(exc: BaseException, where: str) -> BaseException:
+    translated = classify(exc, where)
+    return exc if translated is None else translated
+
+
 @contextmanager
 def _errors(bucket: str, key: str) -> Iterator[None]:
     """Translate botocore failures into the storage error tree."""
@@ -175,6 +241,11 @@ def classify(exc: BaseException, where: str) -> StorageError | None:
     """The storage error for a botocore exception, or None when ``exc`` is not one of botocore's."""
     from botocore import exceptions as bce
 
+    if _is_cut_short(exc):
+        return TransientStorageError(
+            f"the body of {where} was cut short or stalled while streaming ({type(exc).__name__}): "
+            "a retry reads it again"
+        )
     if isinstance(exc, bce.ClientError):
         code = str(exc.response.get("Error", {}).get("Code", ""))
         if code in NOT_FOUND_CODES:
@@ -188,6 +259,38 @@ def classify(exc: BaseException, where: str) -> StorageError | None:
     if isinstance(exc, bce.BotoCoreError):
         return StorageError(f"S3 call failed for {where}: {type(exc).__name__}")
     return None
+
+
+def _is_cut_short(exc: BaseException) -> bool:
+    """A response body that ended early, was reset or timed out while streaming."""
+    from botocore import exceptions as bce
+    from urllib3 import exceptions as u3
+
+    streaming = (
+        bce.IncompleteReadError,
+        bce.ResponseStreamingError,
+        bce.ReadTimeoutError,
+        u3.ProtocolError,
+        u3.ReadTimeoutError,
+        u3.IncompleteRead,
+        http.client.IncompleteRead,
+        ConnectionResetError,
+    )
+    return isinstance(exc, streaming)
+
+
+def _number(env: Mapping[str, str], name: str, default: float, whole: bool = False) -> float:
+    text = env.get(name)
+    if not text:
+        return default
+    try:
+        value = int(text) if whole else float(text)
+    except ValueError:
+        value = 0
+    if not value > 0 or value != value or value == float("inf"):
+        kind = "a positive whole number" if whole else "a positive number of seconds"
+        raise StorageError(f"{name}={text!r} is not {kind}", code="FR500")
+    return value
 
 
 def _first(env: Mapping[str, str], *names: str) -> str | None:
