@@ -166,8 +166,11 @@ class _RecordCutter:
 
     def records(self, reader: BinaryIO) -> Iterator[Message]:
         parser = self.splitter.container_parser(self._writer)
+        # a gzip reader's read1 hands over what one step decompressed: read() would fill its chunk
+        # first, and a fault further on would lose the records decompressed before it
+        read = reader.read1 if isinstance(reader, gzip.GzipFile) else reader.read
         try:
-            for chunk in iter(lambda: reader.read(CHUNK_BYTES), b""):
+            for chunk in iter(lambda: read(CHUNK_BYTES), b""):
                 parser.feed(chunk)
                 yield from self._take()
                 if self._stalled(len(chunk)):

@@ -20,6 +20,7 @@ Three rules keep lxml memory-safe and lean here:
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterator
 
 from lxml import etree
@@ -42,6 +43,8 @@ DEFAULT_MAX_BYTES = DEFAULT_MAX_DOCUMENT_BYTES
 FEED_BYTES = 1 << 20
 
 Events = Iterator[tuple[str, etree._Element]]
+
+_PARSER_OPTION_HINT = re.compile(r",? *(?:use|try) XML_PARSE_HUGE(?: option)?")
 
 
 class _FeedDtdResolver(etree.Resolver):
@@ -173,6 +176,7 @@ def walk(root: etree._Element, max_depth: int, source: str | None = None) -> Eve
 
 def _document_error(exc: etree.XMLSyntaxError, source: str | None) -> DocumentError:
     message = str(exc.msg or exc).split(" (<string>", 1)[0].strip()
+    message = _PARSER_OPTION_HINT.sub("", message)  # libxml2's advice is for its API users, not ours
     line, column = exc.position if exc.position else (0, 0)
     return DocumentError(
         message, code=_code_for(message), span=Span(line, column) if line else None, source=source
