@@ -31,7 +31,9 @@ SCHEMA = "feedrouter"
 # Frozen copies of the shapes in feedrouter.catalog.models at this revision.
 URI_RE = (
     r"^(s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/[A-Za-z0-9!$&()*+,;=:@._~-]+)*/?"
-    r"|file://(/([A-Za-z0-9!$&()*+,;=:@._~-]|%(2[023579]|3[CEF]|5[B-E]|60|7[B-D]|[89A-F][0-9A-F]))+)+/?)$"
+    r"|file://(/([A-Za-z0-9!$&()*+,;=:@._~-]|(%(2[023579]|3[CEF]|5[B-E]|60|7[B-D])"
+    r"|%(C[2-9A-F]|D[0-9A-F])%[89AB][0-9A-F]|%E[0-9A-F](%[89AB][0-9A-F]){2}"
+    r"|%F[0-4](%[89AB][0-9A-F]){3}))+)+/?)$"
 )
 DOT_SEGMENT = r"/\.\.?(/|$)"
 MAX_PREFIX_BYTES = 512

@@ -4,7 +4,7 @@ Layout::
 
     FEEDROUTER-PLAN\\n
     {"catalog_version": 7, "compression": "zlib", "digest": "<sha256 of payload>", "feed": "news",
-     "feedrouter": "0.1.0", "format": 1, "payload_bytes": 123}\\n
+     "feed_id": 3, "feedrouter": "0.1.0", "format": 3, "payload_bytes": 123}\\n
     <payload: zlib-compressed pickle of a CompiledPlan>
 
 **Trust boundary.** The payload is a pickle, and unpickling runs code named by the data. Plans are
@@ -13,7 +13,12 @@ matches the digest recorded in the catalog (``plan_builds.digest``) — checked 
 decompressed or unpickled. Whoever can write both the plans prefix and the catalog can run code in
 the routing job; grant those rights as you would deploy rights.
 
-Every refusal is a :class:`~feedrouter.errors.CompileError` with code FR305.
+**Bound to its feed.** The header names the feed (and its catalog id) the plan was built for, and
+the payload's plan must say the same; a loader that names the feed it wants (``feed=``,
+``feed_id=``) refuses an artifact of any other feed with FR306, so a ``plan_builds`` row pointed at
+another feed's (genuine, digest-matching) artifact routes nothing.
+
+Every other refusal is a :class:`~feedrouter.errors.CompileError` with code FR305.
 """
 
 from __future__ import annotations
@@ -29,12 +34,13 @@ from dataclasses import dataclass
 
 import feedrouter
 from feedrouter.catalog.compiled import CompiledPlan
-from feedrouter.errors import CompileError
+from feedrouter.errors import CompileError, error
 from feedrouter.storage import ObjectStore
 
 MAGIC = b"FEEDROUTER-PLAN\n"
 # 2: plans grouped by signature (shared plans), interned return items with slot refs, flat code
-FORMAT_VERSION = 2
+# 3: the header names the feed id; FeedConfig carries the feed's result limits and DTD policy
+FORMAT_VERSION = 3
 MAX_HEADER_BYTES = 4096
 SUFFIX = ".plan"
 
@@ -50,6 +56,7 @@ class ArtifactHeader:
     digest: str
     payload_bytes: int
     compression: str = "zlib"
+    feed_id: int | None = None
 
     def to_bytes(self) -> bytes:
         return json.dumps(self.__dict__, sort_keys=True).encode("utf-8")
@@ -75,6 +82,7 @@ def encode(plan: CompiledPlan, *, level: int = 6) -> Artifact:
         format=FORMAT_VERSION,
         feedrouter=feedrouter.__version__,
         feed=plan.feed.name,
+        feed_id=plan.feed.id,
         catalog_version=plan.catalog_version,
         digest=hashlib.sha256(payload).hexdigest(),
         payload_bytes=len(payload),
@@ -98,9 +106,26 @@ def read_header(data: bytes, source: str = "plan artifact") -> tuple[ArtifactHea
     return header, data[end + 1 :]
 
 
-def decode(data: bytes, expected_digest: str, source: str = "plan artifact") -> CompiledPlan:
-    """Verify and unpickle an artifact; the digest is checked before anything is unpickled."""
+def decode(
+    data: bytes,
+    expected_digest: str,
+    source: str = "plan artifact",
+    *,
+    feed: str | None = None,
+    feed_id: int | None = None,
+) -> CompiledPlan:
+    """Verify and unpickle an artifact; the digest and the feed are checked before anything is
+    unpickled.
+
+    Args:
+        data: the artifact's bytes.
+        expected_digest: ``plan_builds.digest`` of the row that named the artifact.
+        source: the artifact's URI, for messages.
+        feed, feed_id: the feed the caller routes (its name and catalog id); an artifact of another
+            feed is refused with FR306. Loaders that know the feed must pass them.
+    """
     header, payload = read_header(data, source)
+    check_feed(header, source, feed, feed_id)
     actual = hashlib.sha256(payload).hexdigest()
     if actual != header.digest or len(payload) != header.payload_bytes:
         raise _refuse(source, f"it is corrupted: payload digest {actual[:12]}… does not match its header")
@@ -110,20 +135,40 @@ def decode(data: bytes, expected_digest: str, source: str = "plan artifact") -> 
         )
     with gc_paused():
         plan = pickle.loads(zlib.decompress(payload))
-    if not isinstance(plan, CompiledPlan) or plan.feed.name != header.feed:
+    if not isinstance(plan, CompiledPlan) or (plan.feed.name, plan.feed.id) != (header.feed, header.feed_id):
         raise _refuse(source, "its payload is not the compiled plan its header describes")
     return plan
 
 
-def load_plan(store: ObjectStore, uri: str, expected_digest: str) -> CompiledPlan:
-    """Read the artifact at ``uri`` from ``store`` and return its plan, or refuse it (FR305).
+def check_feed(header: ArtifactHeader, source: str, feed: str | None, feed_id: int | None) -> None:
+    """Refuse (FR306) an artifact built for another feed than ``feed`` (and ``feed_id``)."""
+    wrong_name = feed is not None and header.feed != feed
+    wrong_id = feed_id is not None and header.feed_id != feed_id
+    if wrong_name or wrong_id:
+        raise error(
+            "FR306",
+            f"refusing plan {source}: it was built for feed {header.feed!r} (id {header.feed_id}), "
+            f"not for feed {feed!r} (id {feed_id}); run `feedrouter build-plan --feed {feed}`",
+        )
+
+
+def load_plan(
+    store: ObjectStore,
+    uri: str,
+    expected_digest: str,
+    *,
+    feed: str | None = None,
+    feed_id: int | None = None,
+) -> CompiledPlan:
+    """Read the artifact at ``uri`` from ``store`` and return its plan, or refuse it (FR305, FR306).
 
     Args:
         store: the deployment's plans store; ``uri`` must lie under its root.
         uri: the artifact's URI as recorded in ``plan_builds.artifact_uri``.
         expected_digest: ``plan_builds.digest`` of the same row.
+        feed, feed_id: the feed the row belongs to (see :func:`decode`).
     """
-    return decode(store.get(store.key_of(uri)), expected_digest, source=uri)
+    return decode(store.get(store.key_of(uri)), expected_digest, source=uri, feed=feed, feed_id=feed_id)
 
 
 @contextmanager

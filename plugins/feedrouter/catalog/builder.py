@@ -14,6 +14,12 @@ our snapshot and our lock — ends in a unique-key or serialization failure, whi
 
 On SQLite the transaction starts with ``BEGIN IMMEDIATE``: the database's write lock serializes
 builds and gives a consistent read.
+
+Nothing a batch could fail on reaches a plan: before compiling, each subscription's delivery target
+is checked (:mod:`feedrouter.catalog.validation`: its encoded name, its subscriber's canonical
+prefix clear of every location feedrouter owns) and after compiling, two subscriptions that would
+share a folder are resolved in favour of the older one. The losers are marked invalid (FR403,
+FR404) and left out of the plan; the feed's other subscriptions build as usual.
 """
 
 from __future__ import annotations
@@ -38,6 +44,12 @@ from feedrouter.catalog.compiled import CompiledPlan
 from feedrouter.catalog.database import SQLITE_BEGIN, is_postgres
 from feedrouter.catalog.outcomes import Outcome, classify, explain_all
 from feedrouter.catalog.repository import FeedRecord, PlanBuildResult, SubscriptionRecord
+from feedrouter.catalog.validation import (
+    Location,
+    conflicting_targets,
+    invalid_targets,
+    owned_locations,
+)
 from feedrouter.catalog.version import catalog_version
 from feedrouter.errors import CatalogError, StorageError, TransientCatalogError
 from feedrouter.router import Router
@@ -116,22 +128,53 @@ def load_latest_plan(
             f"feed {feed_name!r} has no plan build: run `feedrouter build-plan --feed {feed_name}`",
             code="FR400",
         )
-    return build, load_plan(store, build.artifact_uri, build.digest)
+    plan = load_plan(store, build.artifact_uri, build.digest, feed=feed_name, feed_id=build.feed_id)
+    return build, plan
 
 
 def compile_plan(
-    feed: FeedRecord, version: int, records: Sequence[SubscriptionRecord], options: BuildOptions
+    feed: FeedRecord,
+    version: int,
+    records: Sequence[SubscriptionRecord],
+    options: BuildOptions,
+    owned: Sequence[Location] = (),
 ) -> tuple[CompiledPlan, dict[str, Outcome]]:
-    """Compile the subscriptions with the feed's DTD; bad texts become outcomes, never failures."""
-    pairs = [(record.router_id, record.query) for record in records]
-    ids = [record.router_id for record in records]
+    """Compile the subscriptions with the feed's DTD and settings; bad texts, names and prefixes
+    become outcomes, never failures.
+
+    Args:
+        feed: the feed, with its DTD and settings.
+        version: the catalog version compiled.
+        records: the feed's active subscriptions.
+        options: strategy and explain.
+        owned: locations no subscriber's prefix may overlap (see
+            :func:`~feedrouter.catalog.validation.owned_locations`).
+    """
+    targets = {record.router_id: record.target for record in records}
+    refused = invalid_targets(targets, feed.config.name, owned)
+    pairs = [(record.router_id, record.query) for record in records if record.router_id not in refused]
+    ids = [sid for sid, _ in pairs]
     with gc_paused():  # compiling makes millions of long-lived objects, none of them garbage
-        router = Router.compile(pairs, dtd=_dtd_graph(feed), strategy=options.strategy, on_error="collect")
+        router = _compile(pairs, feed, options)
         explained = explain_all(router, ids) if options.explain else None
-    outcomes = classify(ids, router.errors, router.warnings, explained)
-    targets = {r.router_id: r.target for r in records if outcomes[r.router_id].status != "invalid"}
-    plan = CompiledPlan(feed.config, version, router, targets, datetime.now(timezone.utc))
-    return plan, outcomes
+    outcomes = {**classify(ids, router.errors, router.warnings, explained), **refused}
+    deliverable = {sid: targets[sid] for sid in ids if outcomes[sid].status != "invalid"}
+    for sid, outcome in conflicting_targets(deliverable).items():
+        router.remove(sid)
+        del deliverable[sid]
+        outcomes[sid] = outcome
+    plan = CompiledPlan(feed.config, version, router, deliverable, datetime.now(timezone.utc))
+    return plan, {record.router_id: outcomes[record.router_id] for record in records}
+
+
+def _compile(pairs: list[tuple[str, str]], feed: FeedRecord, options: BuildOptions) -> Router:
+    """The feed's router: its DTD, the strategy, its result limits and invalid-document policy."""
+    return Router.compile(
+        pairs,
+        dtd=_dtd_graph(feed),
+        strategy=options.strategy,
+        on_error="collect",
+    )
 
 
 def advisory_key(feed_name: str) -> int:
@@ -172,7 +215,8 @@ def _build(conn: Connection, feed_name: str, store: ObjectStore, options: BuildO
     existing = repository.find_build(conn, feed.id, version, FORMAT_VERSION, feedrouter.__version__)
     started = time.perf_counter()
     records = repository.active_subscriptions(conn, feed.id)
-    plan, outcomes = compile_plan(feed, version, records, options)
+    owned = owned_locations(repository.feed_locations(conn), store.uri)
+    plan, outcomes = compile_plan(feed, version, records, options, owned)
     artifact = encode(plan)
     uri = store.put(join_key(component(feed_name), artifact.digest + SUFFIX), artifact.data)
     repository.write_outcomes(conn, records, outcomes)

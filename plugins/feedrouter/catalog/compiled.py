@@ -11,12 +11,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from feedrouter.limits import DEFAULT_MAX_DOCUMENT_RESULT_BYTES, DEFAULT_MAX_RESULT_BYTES, ResultLimits
 from feedrouter.router import Router
 
 
 @dataclass(frozen=True)
 class FeedConfig:
-    """The feed's settings at build time (see :class:`feedrouter.catalog.models.Feed`)."""
+    """The feed's settings at build time (see :class:`feedrouter.catalog.models.Feed`).
+
+    ``id`` is the catalog's feed id (None for plans made outside a catalog); the artifact records it
+    with the name, and loading checks both against the feed asked for (FR306).
+    """
 
     name: str
     input_prefix: str
@@ -24,6 +29,15 @@ class FeedConfig:
     record_element: str | None = None
     quarantine_prefix: str | None = None
     dtd_name: str | None = None
+    max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES
+    max_document_result_bytes: int = DEFAULT_MAX_DOCUMENT_RESULT_BYTES
+    invalid_documents: str = "fallback"
+    id: int | None = None
+
+    @property
+    def result_limits(self) -> ResultLimits:
+        """The feed's caps on result bytes, per subscription and per document."""
+        return ResultLimits(self.max_result_bytes, self.max_document_result_bytes)
 
 
 @dataclass(frozen=True)
@@ -50,3 +64,8 @@ class CompiledPlan:
     def route(self, document: bytes, source: str | None = None) -> dict[str, bytes]:
         """Route one document: ``{router id: result bytes}``; look ids up in :attr:`targets`."""
         return self.router.route(document, source)
+
+    def route_outcome(self, document: bytes, source: str | None = None):  # type: ignore[no-untyped-def]
+        """Route one document and say what happened to each subscription (results, and the ones
+        refused by a limit or an internal error): :meth:`feedrouter.Router.route_outcome`."""
+        return self.router.route_outcome(document, source)

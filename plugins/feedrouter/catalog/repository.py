@@ -63,6 +63,7 @@ class PlanBuildResult:
     built_at: datetime
     strategy: str
     reused: bool = False
+    feed_id: int | None = None
 
 
 def get_feed(conn: Connection, name: str) -> FeedRecord:
@@ -75,6 +76,9 @@ def get_feed(conn: Connection, name: str) -> FeedRecord:
             Feed.layout,
             Feed.record_element,
             Feed.quarantine_prefix,
+            Feed.max_result_bytes,
+            Feed.max_document_result_bytes,
+            Feed.invalid_documents,
             Dtd.name.label("dtd_name"),
             Dtd.text.label("dtd_text"),
             Dtd.root_element,
@@ -85,9 +89,24 @@ def get_feed(conn: Connection, name: str) -> FeedRecord:
     if row is None:
         raise CatalogError(f"no feed named {name!r} in the catalog", code="FR400")
     config = FeedConfig(
-        row.name, row.input_prefix, row.layout, row.record_element, row.quarantine_prefix, row.dtd_name
+        row.name,
+        row.input_prefix,
+        row.layout,
+        row.record_element,
+        row.quarantine_prefix,
+        row.dtd_name,
+        max_result_bytes=int(row.max_result_bytes),
+        max_document_result_bytes=int(row.max_document_result_bytes),
+        invalid_documents=row.invalid_documents,
+        id=row.id,
     )
     return FeedRecord(row.id, config, row.dtd_text, row.root_element)
+
+
+def feed_locations(conn: Connection) -> list[FeedConfig]:
+    """Every feed's name, input and quarantine prefixes (the locations subscribers must stay out of)."""
+    rows = conn.execute(select(Feed.name, Feed.input_prefix, Feed.layout, Feed.quarantine_prefix))
+    return [FeedConfig(r.name, r.input_prefix, r.layout, quarantine_prefix=r.quarantine_prefix) for r in rows]
 
 
 def active_subscriptions(conn: Connection, feed_id: int) -> list[SubscriptionRecord]:
@@ -189,6 +208,7 @@ def build_result(row: Any, feed_name: str, *, reused: bool) -> PlanBuildResult:
         built_at=row.built_at,
         strategy=row.strategy,
         reused=reused,
+        feed_id=row.feed_id,
     )
 
 

@@ -37,8 +37,15 @@ from feedrouter.errors import error
 #: ``@``, less ``'`` (kept out so the same shapes can be written as SQL string literals).
 PLAIN = "A-Za-z0-9!$&()*+,;=:@._~-"
 #: ``%XX`` escapes a file:// segment may hold: exactly the bytes that are not plain, not ``/`` and
-#: not control characters (0x20 " # % ' < > ? [ \\ ] ^ ` { | } and 0x80-0xFF).
-FILE_ESCAPE = "%(2[023579]|3[CEF]|5[B-E]|60|7[B-D]|[89A-F][0-9A-F])"
+#: not control characters (0x20 " # % ' < > ? [ \\ ] ^ ` { | }), and non-ASCII characters as whole
+#: UTF-8 sequences (a lead byte and its continuation bytes; Python checks the finer points).
+_CONTINUATION = "%[89AB][0-9A-F]"
+FILE_ESCAPE = (
+    "(%(2[023579]|3[CEF]|5[B-E]|60|7[B-D])"
+    f"|%(C[2-9A-F]|D[0-9A-F]){_CONTINUATION}"
+    f"|%E[0-9A-F]({_CONTINUATION}){{2}}"
+    f"|%F[0-4]({_CONTINUATION}){{3}})"
+)
 BUCKET = "[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]"
 S3_SEGMENT = f"[{PLAIN}]+"
 FILE_SEGMENT = f"([{PLAIN}]|{FILE_ESCAPE})+"
@@ -82,6 +89,8 @@ def prefix_problem(uri: str) -> str | None:
         return "it has a query or a fragment ('?' or '#'); write them as %3F and %23 in file:// paths"
     if _DOTS.search(uri) or "//" in uri.partition("://")[2].lstrip("/"):
         return "it has an empty, '.' or '..' segment"
+    if ".." in uri:
+        return "it contains '..' (refused anywhere, as the catalog's portable check does)"
     if uri.startswith("s3://"):
         return _s3_problem(uri)
     if uri.startswith("file://"):

@@ -94,3 +94,32 @@ def test_the_digest_is_checked_before_anything_is_unpickled() -> None:
     with pytest.raises(CompileError, match="FR305"):
         artifact.decode(data, "f" * 64)  # self-consistent, but not what the catalog recorded
     assert UNPICKLED == []
+
+
+def _feed_plan(name: str, feed_id: int) -> CompiledPlan:
+    router = Router.compile([("1", "//title")])
+    feed = FeedConfig(name, f"s3://in/{name}", "{prefix}/{hour}/", id=feed_id)
+    return CompiledPlan(feed, 3, router, {"1": Target(1, "titles", "alice", "s3://out/alice")})
+
+
+def test_the_header_names_the_feed_and_its_id() -> None:
+    header, _ = artifact.read_header(artifact.encode(_feed_plan("news", 7)).data)
+    assert (header.feed, header.feed_id) == ("news", 7)
+
+
+@pytest.mark.parametrize(("feed", "feed_id"), [("sports", None), ("sports", 8), ("news", 8)])
+def test_an_artifact_of_another_feed_is_refused_before_unpickling(feed: str, feed_id: int | None) -> None:
+    encoded = artifact.encode(_feed_plan("news", 7))
+    with pytest.raises(
+        CompileError, match=r"\[FR306\] refusing plan .*built for feed 'news' \(id 7\)"
+    ) as caught:
+        artifact.decode(encoded.data, encoded.digest, feed=feed, feed_id=feed_id)
+    assert caught.value.code == "FR306"
+    assert artifact.decode(encoded.data, encoded.digest, feed="news", feed_id=7).feed.id == 7
+
+
+def test_a_payload_whose_feed_id_disagrees_with_its_header_is_refused() -> None:
+    encoded = artifact.encode(_feed_plan("news", 7))
+    forged = _with_header(encoded.data, feed_id=8)
+    with pytest.raises(CompileError, match="not the compiled plan its header describes"):
+        artifact.decode(forged, encoded.digest, feed="news", feed_id=8)

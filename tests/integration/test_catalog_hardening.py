@@ -1,0 +1,150 @@
+"""The hardened catalog on a real Postgres: canonical prefixes and encodable names at insert, feed
+result settings, and plan artifacts bound to their feed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, text
+from sqlalchemy.exc import IntegrityError
+
+from feedrouter.catalog import build_plan, load_latest_plan
+from feedrouter.errors import CompileError
+from feedrouter.limits import DEFAULT_MAX_SUBSCRIPTION_CHARS, ResultLimits
+from feedrouter.storage import FileStore
+from tests.hostile.names.corpus import (
+    ACCEPTED_NAMES,
+    ACCEPTED_PREFIXES,
+    REFUSED_NAMES,
+    REFUSED_PREFIXES,
+)
+from tests.integration.rows import add_feed, add_subscriber, add_subscription
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def store(plans_dir: Path) -> FileStore:
+    return FileStore(plans_dir)
+
+
+def _insert(engine: Engine, statement: str, **values: object) -> None:
+    with engine.begin() as conn:
+        conn.execute(text(statement), values)
+
+
+@pytest.mark.parametrize(("prefix", "why"), REFUSED_PREFIXES)
+def test_postgres_refuses_non_canonical_output_prefixes(catalog: Engine, prefix: str, why: str) -> None:
+    with pytest.raises(IntegrityError, match="ck_subscribers_output_prefix"):
+        _insert(
+            catalog, "INSERT INTO feedrouter.subscribers (name, output_prefix) VALUES ('m', :p)", p=prefix
+        )
+
+
+@pytest.mark.parametrize(("prefix", "why"), REFUSED_PREFIXES)
+def test_postgres_refuses_non_canonical_input_prefixes(catalog: Engine, prefix: str, why: str) -> None:
+    with pytest.raises(IntegrityError, match="ck_feeds_input_prefix"):
+        _insert(catalog, "INSERT INTO feedrouter.feeds (name, input_prefix) VALUES ('f', :p)", p=prefix)
+
+
+def test_postgres_accepts_canonical_prefixes(catalog: Engine) -> None:
+    for i, prefix in enumerate(ACCEPTED_PREFIXES):
+        _insert(
+            catalog,
+            "INSERT INTO feedrouter.subscribers (name, output_prefix) VALUES (:n, :p)",
+            n=f"s{i}",
+            p=prefix,
+        )
+        _insert(
+            catalog,
+            "INSERT INTO feedrouter.feeds (name, input_prefix, quarantine_prefix) VALUES (:n, :p, :p)",
+            n=f"f{i}",
+            p=prefix,
+        )
+
+
+@pytest.mark.parametrize(("name", "why"), REFUSED_NAMES)
+def test_postgres_refuses_names_too_long_once_encoded(catalog: Engine, name: str, why: str) -> None:
+    with catalog.begin() as conn:
+        add_feed(conn, "news")
+        add_subscriber(conn, "alice")
+    with pytest.raises(IntegrityError, match="ck_subscriptions_name"), catalog.begin() as conn:
+        add_subscription(conn, "alice", "news", name, "//title")
+
+
+def test_postgres_accepts_names_that_fit_a_segment(catalog: Engine) -> None:
+    with catalog.begin() as conn:
+        add_feed(conn, "news")
+        add_subscriber(conn, "alice")
+        for name in ACCEPTED_NAMES:
+            add_subscription(conn, "alice", "news", name, "//title")
+
+
+def test_subscription_texts_are_capped(catalog: Engine) -> None:
+    with catalog.begin() as conn:
+        add_feed(conn, "news")
+        add_subscriber(conn, "alice")
+        add_subscription(conn, "alice", "news", "at-limit", "/" + "a" * (DEFAULT_MAX_SUBSCRIPTION_CHARS - 1))
+    with pytest.raises(IntegrityError, match="ck_subscriptions_query_length"), catalog.begin() as conn:
+        add_subscription(conn, "alice", "news", "over", "/" + "a" * DEFAULT_MAX_SUBSCRIPTION_CHARS)
+
+
+def test_feed_result_settings_have_defaults_and_checks(catalog: Engine) -> None:
+    with catalog.begin() as conn:
+        add_feed(conn, "news")
+        row = conn.execute(text("SELECT * FROM feedrouter.feeds WHERE name = 'news'")).one()
+    limits = ResultLimits()
+    assert (row.max_result_bytes, row.max_document_result_bytes, row.invalid_documents) == (
+        limits.per_subscription,
+        limits.per_document,
+        "fallback",
+    )
+    for assignment, check in (
+        ("max_result_bytes = 0", "ck_feeds_result_limits"),
+        ("max_document_result_bytes = -1", "ck_feeds_result_limits"),
+        ("invalid_documents = 'drop'", "ck_feeds_invalid_documents"),
+    ):
+        with pytest.raises(IntegrityError, match=check):
+            _insert(catalog, f"UPDATE feedrouter.feeds SET {assignment}")
+
+
+def test_a_build_carries_the_feeds_result_settings(catalog: Engine, store: FileStore) -> None:
+    with catalog.begin() as conn:
+        add_feed(conn, "news")
+        conn.execute(
+            text(
+                "UPDATE feedrouter.feeds SET max_result_bytes = 1000, max_document_result_bytes = 5000,"
+                " invalid_documents = 'quarantine'"
+            )
+        )
+        add_subscriber(conn, "alice")
+        add_subscription(conn, "alice", "news", "titles", "//title")
+    build_plan(catalog, "news", store)
+    _, plan = load_latest_plan(catalog, "news", store)
+    assert plan.feed.result_limits == ResultLimits(1000, 5000)
+    assert plan.feed.invalid_documents == "quarantine"
+
+
+def test_a_plan_build_pointed_at_another_feeds_artifact_is_refused(catalog: Engine, store: FileStore) -> None:
+    with catalog.begin() as conn:
+        add_feed(conn, "news")
+        add_feed(conn, "sports")
+        add_subscriber(conn, "alice")
+        add_subscription(conn, "alice", "news", "titles", "//title")
+        add_subscription(conn, "alice", "sports", "scores", "//score")
+    build_plan(catalog, "news", store)
+    sports = build_plan(catalog, "sports", store)
+    # Someone with write access to plan_builds re-points news at sports' genuine artifact.
+    _insert(
+        catalog,
+        "UPDATE feedrouter.plan_builds SET artifact_uri = :u, digest = :d"
+        " WHERE feed_id = (SELECT id FROM feedrouter.feeds WHERE name = 'news')",
+        u=sports.artifact_uri,
+        d=sports.digest,
+    )
+    with pytest.raises(CompileError, match=r"\[FR306\] .*built for feed 'sports'") as caught:
+        load_latest_plan(catalog, "news", store)
+    assert caught.value.code == "FR306"
+    _, plan = load_latest_plan(catalog, "sports", store)
+    assert plan.feed.name == "sports"
