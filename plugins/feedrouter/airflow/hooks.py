@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseHook
 
-from feedrouter.airflow.settings import Connections, spark_master_env
+from feedrouter.airflow.settings import CATALOG_CONN_ENV, Connections, spark_master_env
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
@@ -47,12 +47,15 @@ class FeedrouterHook(BaseHook):
     # -- catalog ----------------------------------------------------------------------------------
 
     def catalog_url(self, conn_id: str | None = None) -> str:
-        """The catalog's SQLAlchemy URL (with its password: pass it on, never log it)."""
+        """The catalog's SQLAlchemy URL (with its password: pass it on, never log it).
+
+        Raises:
+            CatalogError: [FR401] neither a connection id nor ``FEEDROUTER_DATABASE_URL`` is set
+                (``FEEDROUTER_DATABASE_URL=embedded`` selects the embedded catalog explicitly).
+        """
         conn_id = conn_id or self.connections.catalog
         if conn_id is None:
-            from feedrouter.catalog.settings import database_url
-
-            return database_url()
+            return _environment_catalog_url()
         return postgres_url(conn_id)
 
     def catalog_engine(self, conn_id: str | None = None) -> Engine:
@@ -107,6 +110,23 @@ class FeedrouterHook(BaseHook):
         catalog = make_url(self.catalog_url()).render_as_string(hide_password=True)
         s3 = f"connection {self.connections.s3}" if self.connections.s3 else "the environment"
         return f"catalog {catalog}; S3 credentials from {s3}"
+
+
+def _environment_catalog_url() -> str:
+    """The library's catalog URL, its FR401 naming the Airflow setting too."""
+    from feedrouter.catalog.settings import DATABASE_URL_ENV, EMBEDDED, database_url
+    from feedrouter.errors import CatalogError, error
+
+    try:
+        return database_url()
+    except CatalogError as exc:
+        if exc.code != "FR401":
+            raise
+        raise error(
+            "FR401",
+            f"no catalog configured: set {CATALOG_CONN_ENV} to the Airflow connection of the catalog, "
+            f"or {DATABASE_URL_ENV} to its URL ('{EMBEDDED}' for the embedded SQLite catalog)",
+        ) from None
 
 
 def postgres_url(conn_id: str) -> str:

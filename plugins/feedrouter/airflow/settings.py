@@ -3,8 +3,8 @@ read when a task runs (never when a DAG file is parsed).
 
 ================================ =================================================================
 ``FEEDROUTER_CATALOG_CONN_ID``    Airflow connection (type postgres) of the catalog; unset: the
-                                  library's own configuration (``FEEDROUTER_DATABASE_URL``, else the
-                                  embedded SQLite file)
+                                  library's own ``FEEDROUTER_DATABASE_URL`` (``embedded`` for the
+                                  embedded SQLite file); neither set: an error (FR401)
 ``FEEDROUTER_UI_CATALOG_CONN_ID`` connection the UI page reads the catalog with (a read-only role);
                                   default: ``FEEDROUTER_CATALOG_CONN_ID``
 ``FEEDROUTER_S3_CONN_ID``         Airflow connection (type aws) for every ``s3://`` store; unset:
@@ -18,7 +18,8 @@ read when a task runs (never when a DAG file is parsed).
 ``FEEDROUTER_CATALOG_POLL``       seconds between the catalog-change trigger's polls (default 30)
 ================================ =================================================================
 
-A set connection id that names no connection is an error, never a silent fallback.
+A set connection id that names no connection is an error, never a silent fallback; so is a
+component (task, triggerer, UI) with no catalog configured at all.
 """
 
 from __future__ import annotations

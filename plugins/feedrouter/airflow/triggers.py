@@ -37,7 +37,9 @@ class CatalogChangeTrigger(BaseEventTrigger):
 
     Args:
         catalog_conn_id: the catalog's postgres connection; None: ``FEEDROUTER_CATALOG_CONN_ID`` or
-            the library's environment configuration (read in the triggerer).
+            the library's environment configuration (read in the triggerer). With neither, the
+            trigger fails at once with FR401 naming both settings: a triggerer that polled an
+            empty catalog would report "nothing to do" forever.
         poll_seconds: seconds between polls; None: ``FEEDROUTER_CATALOG_POLL`` (default 30).
     """
 

@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, create_engine, event, make_url
 
 from feedrouter.catalog.models import SCHEMA, Base
-from feedrouter.catalog.settings import database_url, normalize_url
+from feedrouter.catalog.settings import resolve_url
 from feedrouter.errors import CatalogError
 
 #: Execution option naming the BEGIN mode of a SQLite transaction ("DEFERRED", "IMMEDIATE").
@@ -22,8 +22,9 @@ SQLITE_BEGIN = "feedrouter_sqlite_begin"
 
 
 def create_catalog_engine(url: str | None = None, **kwargs: Any) -> Engine:
-    """An engine for the catalog at ``url`` (default: :func:`~feedrouter.catalog.settings.database_url`)."""
-    url = normalize_url(url or database_url())
+    """An engine for the catalog at ``url`` (default: :func:`~feedrouter.catalog.settings.database_url`;
+    ``"embedded"``: the embedded file). An unset catalog is an error (FR401), never an empty file."""
+    url = resolve_url(url)
     if make_url(url).get_backend_name() == "sqlite":
         return _sqlite_engine(url, **kwargs)
     if make_url(url).get_backend_name() != "postgresql":

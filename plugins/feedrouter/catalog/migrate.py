@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 from feedrouter.catalog.database import create_catalog_engine, create_embedded_schema, is_postgres, safe_url
-from feedrouter.catalog.settings import database_url, normalize_url
+from feedrouter.catalog.settings import resolve_url
 from feedrouter.errors import CatalogError
 
 MIGRATIONS_ENV = "FEEDROUTER_MIGRATIONS"
@@ -33,13 +33,13 @@ def alembic_config(url: str | None = None):  # type: ignore[no-untyped-def]
 
     config = Config()
     config.set_main_option("script_location", str(migrations_dir()))
-    config.attributes["database_url"] = normalize_url(url or database_url())
+    config.attributes["database_url"] = resolve_url(url)
     return config
 
 
 def upgrade(url: str | None = None, revision: str = "head") -> str:
     """Bring the catalog at ``url`` to ``revision``; returns what was done, for the CLI."""
-    url = normalize_url(url or database_url())
+    url = resolve_url(url)
     engine = create_catalog_engine(url)
     where = safe_url(engine)  # the password masked: this ends up in logs
     try:

@@ -13,8 +13,8 @@ from feedrouter.catalog.cli import register
 
 @pytest.fixture
 def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
-    for name in ("FEEDROUTER_DATABASE_URL", "FEEDROUTER_PLANS_URI"):
-        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("FEEDROUTER_PLANS_URI", raising=False)
+    monkeypatch.setenv("FEEDROUTER_DATABASE_URL", "embedded")
     monkeypatch.setenv("FEEDROUTER_HOME", str(tmp_path / "var"))
     group = click.Group("feedrouter")
     register(group)
@@ -40,7 +40,7 @@ def test_sample_catalog_build_and_status(run, tmp_path: Path) -> None:  # type: 
 
 
 def test_errors_are_one_clean_message(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("FEEDROUTER_DATABASE_URL", raising=False)
+    monkeypatch.setenv("FEEDROUTER_DATABASE_URL", "embedded")
     monkeypatch.setenv("FEEDROUTER_HOME", str(tmp_path))
     group = click.Group("feedrouter")
     register(group)

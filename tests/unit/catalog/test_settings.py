@@ -5,14 +5,45 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
+import pytest
+
 from feedrouter.catalog.models import Feed
-from feedrouter.catalog.settings import database_url, normalize_url, plans_uri
+from feedrouter.catalog.settings import database_url, home, normalize_url, plans_uri
+from feedrouter.errors import CatalogError
 
 
-def test_embedded_defaults_live_under_feedrouter_home(tmp_path: Path) -> None:
-    env = {"FEEDROUTER_HOME": str(tmp_path)}
+def test_the_embedded_mode_lives_under_feedrouter_home(tmp_path: Path) -> None:
+    env = {"FEEDROUTER_DATABASE_URL": "embedded", "FEEDROUTER_HOME": str(tmp_path)}
     assert database_url(env) == f"sqlite:///{tmp_path}/feedrouter.db"
     assert plans_uri(env) == (tmp_path / "plans").as_uri()
+
+
+def test_an_unset_catalog_is_an_error_naming_the_setting(tmp_path: Path) -> None:
+    for env in ({}, {"FEEDROUTER_DATABASE_URL": ""}, {"FEEDROUTER_HOME": str(tmp_path)}):
+        with pytest.raises(CatalogError, match=r"\[FR401\] no catalog configured: set FEEDROUTER_DATABASE"):
+            database_url(env)
+
+
+def test_an_unset_catalog_creates_no_file_in_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from feedrouter.catalog.database import open_catalog
+
+    monkeypatch.chdir(tmp_path)
+    for name in ("FEEDROUTER_DATABASE_URL", "FEEDROUTER_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(CatalogError, match="FR401") as caught:
+        open_catalog()
+    assert caught.value.code == "FR401"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_home_folder_is_never_relative_to_the_working_directory(tmp_path: Path) -> None:
+    assert home({}) == Path.home() / ".local" / "state" / "feedrouter"
+    assert home({"XDG_STATE_HOME": str(tmp_path)}) == tmp_path / "feedrouter"
+    assert home({"XDG_STATE_HOME": "relative"}) == Path.home() / ".local" / "state" / "feedrouter"
+    with pytest.raises(CatalogError, match=r"FR401.*relative path"):
+        home({"FEEDROUTER_HOME": "var"})
 
 
 def test_configured_urls_win_and_use_psycopg_3() -> None:

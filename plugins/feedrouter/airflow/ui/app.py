@@ -74,6 +74,7 @@ def feeds(
     from sqlalchemy.exc import SQLAlchemyError
 
     from feedrouter.airflow.status import feed_overview
+    from feedrouter.errors import CatalogError
 
     try:
         with catalog_engine().connect() as conn:
@@ -83,6 +84,8 @@ def feeds(
         raise HTTPException(
             status.HTTP_503_SERVICE_UNAVAILABLE, f"catalog unavailable: {getattr(exc, 'orig', exc)}"
         ) from exc
+    except CatalogError as exc:  # e.g. [FR401] no catalog configured: say which setting
+        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, str(exc)) from exc
     return JSONResponse({"feeds": data}, headers={"Cache-Control": "no-store"})
 
 
