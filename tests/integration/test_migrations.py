@@ -123,3 +123,37 @@ def test_check_constraints_of_models_and_migrations_are_the_same(
     from_models = _check_constraints(fresh_database)
     assert len(from_models) >= 25
     assert _check_constraints(catalog_url) == from_models
+
+
+def test_the_hardening_migration_names_rows_that_break_its_checks(fresh_database: str) -> None:
+    migrate.upgrade(fresh_database, "0003")
+    engine = create_engine(fresh_database)
+    with engine.begin() as conn:
+        for statement in (
+            "INSERT INTO feedrouter.feeds (name, input_prefix) VALUES ('news', 's3://in-bucket/news')",
+            "INSERT INTO feedrouter.subscribers (name, output_prefix) VALUES ('mallory', 'file:///srv/out/./alice')",
+            "INSERT INTO feedrouter.subscribers (name, output_prefix) VALUES ('alice', 'file:///srv/out/alice')",
+        ):
+            conn.execute(text(statement))
+        conn.execute(
+            text(
+                "INSERT INTO feedrouter.subscriptions (subscriber_id, feed_id, name, query)"
+                " SELECT s.id, f.id, :n, '//title' FROM feedrouter.subscribers s, feedrouter.feeds f"
+                " WHERE s.name = 'alice'"
+            ),
+            {"n": "é" * 40},
+        )
+    with pytest.raises(
+        RuntimeError, match=r"subscribers rows with a non-canonical output_prefix: 'mallory: "
+    ):
+        migrate.upgrade(fresh_database)
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE feedrouter.subscribers SET output_prefix = 'file:///srv/out/m'"))
+    with pytest.raises(RuntimeError, match="subscriptions rows whose name is over 200 encoded"):
+        migrate.upgrade(fresh_database)
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE feedrouter.subscriptions SET name = 'titles'"))
+    migrate.upgrade(fresh_database)
+    with engine.connect() as conn:
+        assert conn.scalar(text("SELECT version_num FROM feedrouter.alembic_version")) == "0004"
+    engine.dispose()
