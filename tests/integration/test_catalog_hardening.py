@@ -148,3 +148,38 @@ def test_a_plan_build_pointed_at_another_feeds_artifact_is_refused(catalog: Engi
     assert caught.value.code == "FR306"
     _, plan = load_latest_plan(catalog, "sports", store)
     assert plan.feed.name == "sports"
+
+
+def test_a_build_on_postgres_resolves_shared_folders_and_owned_prefixes(
+    catalog: Engine, store: FileStore
+) -> None:
+    with catalog.begin() as conn:
+        add_feed(conn, "news")  # input s3://input-bucket/news
+        for name, prefix in (
+            ("alice", "s3://output-bucket/shared"),
+            ("bob", "s3://output-bucket/shared/"),
+            ("mallory", "s3://input-bucket"),  # contains the input: "news" would deliver into it
+        ):
+            conn.execute(
+                text("INSERT INTO feedrouter.subscribers (name, output_prefix) VALUES (:n, :p)"),
+                {"n": name, "p": prefix},
+            )
+        add_subscription(conn, "alice", "news", "titles", "//title")
+        add_subscription(conn, "bob", "news", "titles", "//head")
+        add_subscription(conn, "bob", "news", "heads", "//head")
+        add_subscription(conn, "mallory", "news", "news", "//title")
+    result = build_plan(catalog, "news", store)
+    assert (result.valid, result.invalid) == (2, 2)
+    with catalog.connect() as conn:
+        rows = conn.execute(
+            text(
+                "SELECT subscriber, subscription, error_code FROM feedrouter.subscription_problems"
+                " ORDER BY subscriber"
+            )
+        ).all()
+    assert [tuple(row) for row in rows] == [("bob", "titles", "FR404"), ("mallory", "news", "FR403")]
+    _, plan = load_latest_plan(catalog, "news", store)
+    assert sorted((t.subscriber, t.subscription) for t in plan.targets.values()) == [
+        ("alice", "titles"),
+        ("bob", "heads"),
+    ]
