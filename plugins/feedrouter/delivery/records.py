@@ -26,6 +26,11 @@ _ATTRIBUTE_ESCAPES = str.maketrans(
 
 Scope = dict[str, str]  # prefix ("" for the default namespace) -> namespace URI
 
+_NO_DECLARATIONS: Scope = {}  # shared, never written to
+
+#: Markup characters gathered before they are encoded and the record's size is checked again.
+_FLUSH_CHARS = 1 << 16
+
 
 class RecordWriter:
     """The parser target that cuts records.
@@ -40,7 +45,10 @@ class RecordWriter:
         self._max_bytes = max_bytes
         self._scopes: list[Scope | None] = []  # one per open element: its declarations, None if none
         self._names: list[str] = []  # the qualified names of the open elements of the record
-        self._buffer = bytearray()
+        self._qualified_memo: dict[tuple[str, bool], str] = {}  # valid while no binding changes
+        self._buffer = bytearray()  # the record's bytes so far
+        self._pieces: list[str] = []  # and its latest markup, not yet encoded
+        self._piece_chars = 0
         self._depth = 0  # elements open in the current record; 0: outside every record
         self._oversized = False
         self._tag_open = False  # the last start tag still lacks its '>' (it may become '/>')
@@ -58,10 +66,13 @@ class RecordWriter:
 
     def start(self, tag: str, attrib: dict[str, str], nsmap: Scope) -> None:
         self.progress += 1
-        self._scopes.append(dict(nsmap) if nsmap else None)
+        declarations = dict(nsmap) if nsmap else None
+        if declarations:
+            self._qualified_memo.clear()
+        self._scopes.append(declarations)
         if self._depth:
             self._depth += 1
-            self._write_start(tag, attrib, dict(nsmap))
+            self._write_start(tag, attrib, declarations or _NO_DECLARATIONS)
         elif self._is_record(tag):
             self._depth = 1
             self._oversized = False
@@ -74,13 +85,16 @@ class RecordWriter:
             self._depth -= 1
             if not self._depth:
                 self._finish()
-        self._scopes.pop()
+        if self._scopes.pop():
+            self._qualified_memo.clear()
 
     def data(self, text: str) -> None:
         self.progress += 1
-        if self._depth:
-            self._close_tag()
-            self._write(text.translate(_TEXT_ESCAPES))
+        if self._depth and not self._oversized:
+            self._write(
+                ">" + text.translate(_TEXT_ESCAPES) if self._tag_open else text.translate(_TEXT_ESCAPES)
+            )
+            self._tag_open = False
 
     def comment(self, text: str) -> None:
         self.progress += 1
@@ -106,13 +120,25 @@ class RecordWriter:
         return not self._prefix or uri == self._lookup_uri(self._prefix)
 
     def _finish(self) -> None:
+        self._flush()
         self._finished.append(None if self._oversized else bytes(self._buffer))
         self._buffer = bytearray()
 
     def _write(self, text: str) -> None:
         if self._oversized:
             return
-        self._buffer += text.encode("utf-8")
+        self._pieces.append(text)
+        self._piece_chars += len(text)
+        if self._piece_chars > _FLUSH_CHARS:
+            self._flush()
+
+    def _flush(self) -> None:
+        """Encode the pending markup and check the record's size (a character is at least a byte,
+        so pending markup never hides more than one flush's worth past the limit)."""
+        if self._pieces:
+            self._buffer += "".join(self._pieces).encode("utf-8")
+            self._pieces.clear()
+            self._piece_chars = 0
         if len(self._buffer) > self._max_bytes:
             self._oversized = True
             self._buffer = bytearray()
@@ -122,19 +148,25 @@ class RecordWriter:
             self._names.append("")
             return
         self._close_tag()
-        name = self._qualified(tag, declarations, element=True)
-        attributes = [
-            (self._qualified(key, declarations, element=False), value) for key, value in attrib.items()
-        ]
+        extra: Scope = {}  # prefixes made up for names whose namespace nothing declared
+        name = self._qualified(tag, extra, element=True)
         self._names.append(name)
+        if not declarations and not attrib:
+            self._write("<" + name if not extra else self._start_tag(name, {}, extra))
+        else:
+            attributes = {self._qualified(key, extra, element=False): v for key, v in attrib.items()}
+            self._write(self._start_tag(name, attributes, {**declarations, **extra}))
+        self._tag_open = True
+
+    @staticmethod
+    def _start_tag(name: str, attributes: dict[str, str], declarations: Scope) -> str:
         parts = ["<", name]
         for prefix, uri in declarations.items():
             attribute = f"xmlns:{prefix}" if prefix else "xmlns"
             parts.append(f' {attribute}="{uri.translate(_ATTRIBUTE_ESCAPES)}"')
-        for key, value in attributes:
+        for key, value in attributes.items():
             parts.append(f' {key}="{value.translate(_ATTRIBUTE_ESCAPES)}"')
-        self._write("".join(parts))
-        self._tag_open = True
+        return "".join(parts)
 
     def _write_end(self) -> None:
         name = self._names.pop()
@@ -157,8 +189,6 @@ class RecordWriter:
         for declarations in self._scopes:
             if declarations:
                 scope.update(declarations)
-        if not scope.get(""):
-            scope.pop("", None)  # xmlns="" undeclares nothing at the root of a record
         return scope
 
     def _lookup_uri(self, prefix: str) -> str | None:
@@ -167,19 +197,26 @@ class RecordWriter:
                 return declarations[prefix]
         return None
 
-    def _qualified(self, name: str, declarations: Scope, element: bool) -> str:
-        """``prefix:local`` for a ``{uri}local`` name, declaring a prefix if none is bound."""
+    def _qualified(self, name: str, extra: Scope, element: bool) -> str:
+        """``prefix:local`` for a ``{uri}local`` name; a made-up prefix goes into ``extra`` and
+        into the open element's scope when no prefix is bound to the namespace."""
+        if name[:1] != "{":
+            return name
+        known = self._qualified_memo.get((name, element))
+        if known is not None:
+            return known
         uri, local = _split(name)
-        if not uri:
-            return local
         if uri == XML_NAMESPACE:
             return f"xml:{local}"
         prefix = self._prefix_of(uri, element)
         if prefix is None:  # not expected from a namespace-well-formed parse, kept correct anyway
-            prefix = f"ns{len(declarations)}"
-            declarations[prefix] = uri
+            prefix = f"ns{len(self._scopes)}_{len(extra)}"
+            extra[prefix] = uri
             self._scopes[-1] = {**(self._scopes[-1] or {}), prefix: uri}
-        return f"{prefix}:{local}" if prefix else local
+            self._qualified_memo.clear()
+            return f"{prefix}:{local}"
+        qualified = self._qualified_memo[(name, element)] = f"{prefix}:{local}" if prefix else local
+        return qualified
 
     def _prefix_of(self, uri: str, element: bool) -> str | None:
         """The innermost prefix bound to ``uri`` and not rebound further in ("" for the default
