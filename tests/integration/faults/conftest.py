@@ -3,7 +3,7 @@ one hour uploaded, and the loopback fault proxy in front of the server."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -28,9 +28,17 @@ def feed(s3_bucket: str) -> NewsFeed:
 @pytest.fixture
 def news(catalog: Engine, feed: NewsFeed, plans: FileStore) -> News:
     """The news feed with its plan built and one (small) hour of messages uploaded."""
+    return make_news(catalog, feed, plans)
+
+
+def make_news(
+    catalog: Engine, feed: NewsFeed, plans: FileStore, before_build: Callable[[], None] | None = None
+) -> News:
     news_catalog(catalog, feed, subscriptions=12)
     inputs = news_inputs(12, records=3)
     upload(open_store(feed.hour_prefix), inputs)
+    if before_build is not None:
+        before_build()
     ref, plan = build(catalog, plans)
     return News(feed, ref, plan, inputs)
 

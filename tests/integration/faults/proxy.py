@@ -1,7 +1,8 @@
 """A loopback HTTP fault proxy in front of an S3 API server (moto), for the fault-injection tests.
 
 Every request is forwarded to the upstream server unchanged. A :class:`Rule` that matches a request
-(method and a regular expression on the path, ``/bucket/key`` with path-style addressing) changes
+(method and a regular expression searched in the decoded path, ``/bucket/key`` with path-style
+addressing) changes
 what the client gets back, a given number of times or always:
 
 * ``"error500"``: an S3 ``InternalError`` answer with status 500 (the request is not forwarded);
@@ -27,7 +28,7 @@ import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Literal
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 Action = Literal["error500", "truncate", "stall"]
 
@@ -58,8 +59,9 @@ class Rule:
     hits: int = 0
 
     def matches(self, method: str, path: str) -> bool:
+        """True for a live rule and a request of its method whose decoded path it finds."""
         spent = self.times is not None and self.hits >= self.times
-        return not spent and method == self.method and re.search(self.path, path) is not None
+        return not spent and method == self.method and re.search(self.path, unquote(path)) is not None
 
 
 class FaultProxy:

@@ -1,0 +1,111 @@
+"""S3 faults injected by the loopback fault proxy in front of moto (issue 18, items 13 and 16):
+500s within the client's retries cost nothing; a store failing past them fails the batch for a
+retry (transient), as does an input body cut short or stalled while streaming (FR502, bounded by
+the read timeout); every re-run ends with the ledger matching the store and nothing lost."""
+
+from __future__ import annotations
+
+import secrets
+
+import pytest
+from sqlalchemy import Engine, text
+
+from feedrouter.errors import TransientStorageError
+from feedrouter.storage import FileStore
+from feedrouter.storage.s3 import S3Settings
+from tests.integration.faults.conftest import make_news
+from tests.integration.faults.proxy import FaultProxy, Rule
+from tests.integration.faults.support import News, assert_ledger_matches_store, route_inline
+from tests.integration.spark_support import NewsFeed, batches, deliveries, snapshot
+
+pytestmark = pytest.mark.integration
+
+#: Part files written below the subscribers' prefixes (path-style: /bucket/out/...).
+PART_PUT = r"/out/.*/part-\d+\.xml$"
+#: One plain input object of the hour.
+INPUT_GET = r"/in/news/dt=2026-11-22/hour=16/m003\.xml$"
+
+
+def assert_good_hour(catalog: Engine, news: News) -> None:
+    assert snapshot(news.out) == news.expected()
+    assert_ledger_matches_store(catalog, news.out)
+
+
+def test_500s_within_the_client_retries_lose_nothing(
+    catalog: Engine, news: News, plans: FileStore, proxy: FaultProxy
+) -> None:
+    rule = proxy.add(Rule("PUT", PART_PUT, "error500", times=2))
+    report = route_inline(catalog, plans)
+    assert rule.hits == 2 and report.status == "succeeded" and report.failed == 0
+    assert_good_hour(catalog, news)
+
+
+def test_a_store_failing_past_its_retries_fails_the_batch_and_the_rerun_delivers_all(
+    catalog: Engine, news: News, plans: FileStore, proxy: FaultProxy
+) -> None:
+    proxy.add(Rule("PUT", PART_PUT, "error500"))
+    with pytest.raises(TransientStorageError) as caught:
+        route_inline(catalog, plans)
+    assert caught.value.code == "FR502"
+    [failed] = batches(catalog)
+    assert failed["status"] == "failed" and "InternalError" in failed["error_message"]
+    assert deliveries(catalog) == []
+
+    proxy.clear()
+    assert route_inline(catalog, plans).status == "succeeded"
+    assert_good_hour(catalog, news)
+
+
+@pytest.mark.parametrize("action", ["truncate", "stall"])
+def test_an_input_body_cut_short_is_transient_and_the_rerun_delivers_all(
+    action: str, catalog: Engine, news: News, plans: FileStore, proxy: FaultProxy
+) -> None:
+    rule = proxy.add(Rule("GET", INPUT_GET, action, times=1))  # type: ignore[arg-type]
+    with pytest.raises(TransientStorageError, match=r"m003\.xml was cut short or stalled") as caught:
+        route_inline(catalog, plans)
+    assert rule.hits == 1 and caught.value.code == "FR502" and caught.value.transient
+    assert [b["status"] for b in batches(catalog)] == ["failed"]
+
+    assert route_inline(catalog, plans).status == "succeeded"
+    assert_good_hour(catalog, news)
+
+
+def test_one_missing_bucket_costs_only_its_subscriber(
+    catalog: Engine, feed: NewsFeed, plans: FileStore
+) -> None:
+    """Item 16: alice's bucket does not exist; bob and carol are delivered and recorded, alice's
+    deliveries are failed rows (FR607) that the next run of the hour delivers once it exists."""
+    bucket = f"gone-{secrets.token_hex(4)}"
+
+    def move_alice() -> None:
+        with catalog.begin() as conn:
+            conn.execute(
+                text("UPDATE feedrouter.subscribers SET output_prefix = :p WHERE name = 'alice'"),
+                {"p": f"s3://{bucket}/out/alice"},
+            )
+
+    news = make_news(catalog, feed, plans, move_alice)
+    expected = news.expected()
+    lost = {uri for uri in expected if uri.startswith(f"s3://{bucket}/")}
+    assert lost and len(lost) < len(expected)
+
+    report = route_inline(catalog, plans)
+
+    assert report.status == "succeeded" and report.failed >= 1
+    assert snapshot(news.out) == {uri: data for uri, data in expected.items() if uri not in lost}
+    rows = deliveries(catalog)
+    failed = [row for row in rows if row["status"] == "failed"]
+    assert {row["subscriber_name"] for row in failed} == {"alice"} and len(failed) == report.failed
+    assert all(row["error_code"] == "FR607" and "NoSuchBucket" in row["error_message"] for row in failed)
+    assert all(row["object_keys"] == [] for row in failed)
+    assert_ledger_matches_store(catalog, news.out)
+
+    S3Settings.from_env().client().create_bucket(Bucket=bucket)
+    again = route_inline(catalog, plans)
+    assert again.failed == 0
+    from feedrouter.storage import open_store
+
+    stored = snapshot(news.out) | snapshot(open_store(f"s3://{bucket}/out"))
+    assert stored == expected
+    latest = {(r["subscriber_name"], r["subscription_name"]): r for r in deliveries(catalog)}
+    assert {r["status"] for r in latest.values()} == {"delivered"}
