@@ -145,6 +145,8 @@ def _byte_view(data: object, source: str | None) -> memoryview:
     if not isinstance(data, bytes | bytearray | memoryview):
         raise DocumentError("a document must be given as bytes", source=source)
     view = memoryview(data)
+    if not view.contiguous:
+        return memoryview(view.tobytes())
     return view if view.ndim == 1 and view.itemsize == 1 else view.cast("B")
 
 
