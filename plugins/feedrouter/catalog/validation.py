@@ -81,13 +81,17 @@ def conflicting_targets(targets: Mapping[str, Target]) -> dict[str, Outcome]:
 
 def _name_problem(target: Target, feed: str) -> str | None:
     try:
-        join_key(component(target.subscription), component(feed), *_SAMPLE_TAIL)
+        segment = component(target.subscription)
     except StorageError:
-        encoded = _encoded_length(target.subscription)
         return (
-            f"subscription name {target.subscription[:40]!r}… is {encoded} characters once encoded for its "
-            f"folder (each byte of a character outside A-Z a-z 0-9 . _ = - takes 3); at most {MAX_COMPONENT}"
+            f"subscription name {target.subscription[:40]!r}… is {encoded_length(target.subscription)} "
+            "characters once encoded for its folder (each byte of a character outside A-Z a-z 0-9 . _ = - "
+            f"takes 3); at most {MAX_COMPONENT}"
         )
+    try:
+        join_key(segment, component(feed), *_SAMPLE_TAIL)
+    except StorageError as exc:
+        return f"the delivery folder of subscription {target.subscription[:40]!r} cannot be a key: {exc}"
     return None
 
 
@@ -114,9 +118,9 @@ def _conflict_message(target: Target, holder: Target) -> str:
     )
 
 
-def _encoded_length(name: str) -> int:
-    plain = sum(1 for ch in name if ch.isascii() and (ch.isalnum() or ch in "._=-"))
-    encoded = plain + 3 * sum(len(ch.encode("utf-8", "surrogatepass")) for ch in name if not _plain(ch))
+def encoded_length(name: str) -> int:
+    """The length of ``safe_component(name)``: plain characters 1, every other UTF-8 byte 3."""
+    encoded = sum(1 if _plain(ch) else 3 * len(ch.encode("utf-8", "surrogatepass")) for ch in name)
     return encoded + (2 if name.startswith(".") else 0)
 
 

@@ -6,12 +6,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import IntegrityError
 
 from feedrouter.catalog import build_plan, load_latest_plan
 from feedrouter.catalog.database import open_catalog
 from feedrouter.catalog.outcomes import MAX_ERROR_MESSAGE_CHARS, MAX_PLAN_TEXT_CHARS, Outcome
+from feedrouter.catalog.validation import encoded_length
+from feedrouter.paths import MAX_COMPONENT, safe_component
 from feedrouter.storage import FileStore
 from tests.hostile.names.corpus import ACCEPTED_NAMES, REFUSED_NAMES, REFUSED_PREFIXES
 
@@ -145,3 +149,11 @@ def test_explain_and_error_texts_are_bounded() -> None:
     assert len(outcome.error_message or "") <= MAX_ERROR_MESSAGE_CHARS
     assert len(outcome.plan_text or "") <= MAX_PLAN_TEXT_CHARS
     assert (outcome.plan_text or "").endswith("more characters omitted)")
+
+
+@given(st.text(min_size=1, max_size=60))
+def test_the_encoded_length_is_the_key_segments_length(name: str) -> None:
+    try:
+        assert encoded_length(name) == len(safe_component(name))
+    except ValueError:  # too long for a segment: the count says so too
+        assert encoded_length(name) > MAX_COMPONENT
