@@ -14,6 +14,7 @@ Value predicates are not looked at here: the plan evaluates them afterwards (pap
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from itertools import islice
 
 from feedrouter.engine.nfa import WILDCARD, NavPath, Nfa
 from feedrouter.errors import DocumentError
@@ -205,15 +206,36 @@ class Matches:
 
     def stream(self, pid: int) -> list[PathTuple]:
         """The path-tuples of a path, ordered by their last field."""
+        tuples = self.stream_within(pid, None)
+        assert tuples is not None
+        return tuples
+
+    def stream_within(self, pid: int, limit: int | None) -> list[PathTuple] | None:
+        """:meth:`stream`, or None once it would hold more than ``limit`` tuples.
+
+        A path with two ``//`` steps or more has up to depth^k tuples per node on a recursive
+        document: the limit stops building them before they fill the memory. Plans evaluate such
+        paths by node sets (:mod:`feedrouter.plan.nodesets`) and do not ask for their tuples.
+        """
         tuples = self._tuples.get(pid)
         if tuples is None:
             shape = self._dfa.shape(pid)
             tuples = []
             for nid in self.last_nodes(pid):
                 ids, tags = self._chain(nid)
-                tuples.extend(enumerate_tuples(shape, ids, tags))
+                if limit is None:
+                    tuples.extend(enumerate_tuples(shape, ids, tags))
+                    continue
+                tuples.extend(islice(enumerate_tuples(shape, ids, tags), limit - len(tuples) + 1))
+                if len(tuples) > limit:
+                    return None
             self._tuples[pid] = tuples
         return tuples
+
+    def steps(self, pid: int) -> tuple[tuple[bool, str], ...]:
+        """A path's steps as ``(child, tag)`` pairs (``child`` False for ``//``)."""
+        shape = self._dfa.shape(pid)
+        return tuple(zip(shape.axes, shape.tags, strict=True))
 
     def _chain(self, nid: int) -> tuple[list[int], list[str]]:
         """The open elements from the root element down to ``nid``: their ids and names."""

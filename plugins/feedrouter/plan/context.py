@@ -9,9 +9,18 @@ from lxml import etree
 
 from feedrouter.engine.document import iter_text_nodes
 from feedrouter.engine.runtime import Matches, PathTuple
+from feedrouter.errors import error
+from feedrouter.limits import DEFAULT_MAX_WORK
 from feedrouter.plan.patterns import LocalTest, TestKind
 from feedrouter.plan.profile import Profiler
 from feedrouter.plan.values import comparator
+
+#: A path with two '//' steps or more has up to depth^k path-tuples per node it ends on. Its plans
+#: use the tuples while a document gives it at most this many per such node (plus the slack), and
+#: node sets past that (:mod:`feedrouter.plan.nodesets`): ordinary documents keep the shared streams,
+#: recursive ones cost time linear in their size either way.
+TUPLES_PER_NODE = 8
+TUPLES_SLACK = 64
 
 _ELEMENT = etree.Element  # the tag filter lxml uses for "elements only" in child/descendant iteration
 
@@ -21,23 +30,39 @@ class DocumentContext:
 
     ``memo`` holds results of shared operators for this document (qualifying key sets of branch
     plans, return-path groups), keyed by the plan object, so identical sub-plans run once.
+
+    ``work`` counts the units of work the document has cost so far (a unit: one node or path-tuple
+    an operator looked at); past ``max_work`` the document is refused with FR205, a
+    :class:`~feedrouter.errors.DocumentError`, so that one hostile message cannot stall a task.
     """
 
     __slots__ = (
         "_ids",
         "_serialized",
         "_string_values",
+        "_tagged",
         "bindings",
         "matches",
+        "max_work",
         "memo",
         "nodes",
         "outcomes",
         "profiler",
         "source",
+        "work",
     )
 
-    def __init__(self, matches: Matches, source: str | None = None, profiler: Profiler | None = None) -> None:
+    def __init__(
+        self,
+        matches: Matches,
+        source: str | None = None,
+        profiler: Profiler | None = None,
+        *,
+        max_work: int = DEFAULT_MAX_WORK,
+    ) -> None:
         self.matches = matches
+        self.max_work = max_work
+        self.work = 0
         self.profiler = profiler
         self.nodes: list[etree._Element] = matches.nodes
         self.source = source
@@ -47,9 +72,59 @@ class DocumentContext:
         self._ids: dict[etree._Element, int] | None = None
         self._string_values: dict[int, str] = {}
         self._serialized: dict[int, bytes] = {}
+        self._tagged: dict[str, list[int]] | None = None
+
+    def charge(self, units: int) -> None:
+        """Add ``units`` to the document's work; FR205 once it passes the budget.
+
+        Called once per operator run, set built or search step (never per tuple), so that the
+        count costs little on ordinary documents.
+        """
+        self.work += units
+        if self.work > self.max_work:
+            raise self.over_budget()
+
+    def over_budget(self) -> Exception:
+        return error(
+            "FR205",
+            f"routing the document takes more than {self.max_work} units of work (nodes and path-tuples "
+            "looked at by the subscriptions' operators); it is refused rather than left to stall the task",
+            source=self.source,
+        )
 
     def stream(self, pid: int) -> list[PathTuple]:
-        return self.matches.stream(pid)
+        """A path's path-tuples, charged to the work budget (their building stops past it)."""
+        tuples = self.matches.stream_within(pid, self.max_work - self.work)
+        if tuples is None:
+            raise self.over_budget()
+        self.charge(len(tuples))
+        return tuples
+
+    def small_stream(self, pid: int) -> list[PathTuple] | None:
+        """A path's path-tuples if they are few (see :data:`TUPLES_PER_NODE`), else None; decided
+        once per path and document, building at most that many tuples."""
+        key = ("small", pid)
+        if key in self.memo:
+            return self.memo[key]  # type: ignore[return-value]
+        limit = TUPLES_PER_NODE * len(self.matches.last_nodes(pid)) + TUPLES_SLACK
+        tuples = self.matches.stream_within(pid, min(limit, self.max_work - self.work))
+        if tuples is not None:
+            self.charge(len(tuples))
+        self.memo[key] = tuples
+        return tuples
+
+    def tagged(self, tag: str) -> list[int]:
+        """The ids of the elements named ``tag`` (``*``: all), in document order."""
+        if self._tagged is None:
+            self._tagged = {}
+            for nid, name in enumerate(self.matches.tags):
+                members = self._tagged.get(name)
+                if members is None:
+                    self._tagged[name] = [nid]
+                else:
+                    members.append(nid)
+            self._tagged["*"] = list(range(len(self.matches.tags)))
+        return self._tagged.get(tag, [])
 
     def id_of(self, element: etree._Element) -> int:
         if self._ids is None:
@@ -89,7 +164,9 @@ class DocumentContext:
         element = self.nodes[nid]
         name = _ELEMENT if tag == "*" else tag
         found = element.iterdescendants(name) if descendants else element.iterchildren(name)
-        return (self.id_of(el) for el in found)
+        for el in found:
+            self.work += 1  # the caller (a search) checks the budget when it is done
+            yield self.id_of(el)
 
 
 Checker = Callable[[DocumentContext, int], bool]

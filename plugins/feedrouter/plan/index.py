@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from feedrouter.engine.document import iter_text_nodes
 from feedrouter.lang.ast import CompOp
 from feedrouter.plan.context import DocumentContext
+from feedrouter.plan.nodesets import plain_field_nodes
 from feedrouter.plan.patterns import LocalTest, PathPattern, TestKind
 from feedrouter.plan.values import to_double
 
@@ -205,12 +206,16 @@ def _site_nodes(ctx: DocumentContext, site: ProbeSite) -> set[int]:
     """The distinct nodes of the site's field; a test on the last step needs no path-tuples."""
     if site.last:
         return set(ctx.matches.last_nodes(site.pid))
-    return {t[site.field] for t in ctx.matches.stream(site.pid)}
+    tuples = ctx.small_stream(site.pid)
+    if tuples is None:  # the path has many tuples per node here: the field's node set instead
+        return set(plain_field_nodes(ctx, ctx.matches.steps(site.pid), site.field))
+    return {t[site.field] for t in tuples}
 
 
 def _keys(ctx: DocumentContext, nodes: set[int], site: ProbeSite) -> set[Key]:
     """The distinct values found at the site's field, as index keys."""
     keys: set[Key] = set()
+    ctx.charge(len(nodes))
     for nid in nodes:
         keys.update(site_keys(ctx, nid, site))
     return keys

@@ -11,13 +11,18 @@ identical sub-plans run once per document.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterator
+from collections.abc import Callable
 
 from feedrouter.engine.nfa import WILDCARD
 from feedrouter.engine.runtime import PathTuple
 from feedrouter.lang.ast import Axis
 from feedrouter.plan.context import DocumentContext, checker
-from feedrouter.plan.patterns import LocalTest, PathPattern, format_pattern
+from feedrouter.plan.nodesets import NodeFilter, Step, downward, forward, is_recursive, qualifying, steps_of
+from feedrouter.plan.patterns import PathPattern, format_pattern
+from feedrouter.plan.search import branch_holds
+
+#: A field and what its node must pass: one operator's share of a plan evaluated by node sets.
+NodeTest = tuple[int, Callable[[int], bool]]
 
 
 class Selection:
@@ -49,6 +54,10 @@ class Selection:
                 kept.append(t)
         return kept
 
+    def node_tests(self, ctx: DocumentContext) -> list[NodeTest]:
+        outcome = ctx.outcome
+        return [(i, lambda nid, check=check: outcome(check, nid)) for i, check in self._checks]
+
     def describe(self) -> str:
         return (
             "Selection(" + "; ".join(f"${i + 1}: " + ", ".join(map(str, ts)) for i, ts in self.fields) + ")"
@@ -71,6 +80,9 @@ class DupElimScan:
                 previous = t[f]
         return out
 
+    def node_tests(self, ctx: DocumentContext) -> list[NodeTest]:
+        return []  # node sets hold no duplicates
+
     def describe(self) -> str:
         return f"DupElim[scan](${self.field + 1})"
 
@@ -92,6 +104,9 @@ class DupElimHash:
                 out.append(t)
         return out
 
+    def node_tests(self, ctx: DocumentContext) -> list[NodeTest]:
+        return []  # node sets hold no duplicates
+
     def describe(self) -> str:
         return f"DupElim[hash](${self.field + 1})"
 
@@ -104,6 +119,18 @@ class _SemiJoin:
 
     def __init__(self, field: int, right: PatternPlan) -> None:
         self.field, self.right = field, right
+
+    def node_tests(self, ctx: DocumentContext) -> list[NodeTest]:
+        right, field = self.right, self.field
+        keys: set[int] | None = None
+
+        def joined(nid: int) -> bool:
+            nonlocal keys
+            if keys is None:  # built when a node first reaches this field, not before
+                keys = right.key_set(ctx, field)
+            return nid in keys
+
+        return [(field, joined)]
 
     def describe(self) -> str:
         return f"SemiJoin[{self.method}](${self.field + 1}, {format_pattern(self.right.pattern)})"
@@ -152,12 +179,27 @@ class WhereFilter:
         f, branch = self.field, self.branch
         return [t for t in tuples if branch_holds(ctx, t[f], branch)]
 
+    def node_tests(self, ctx: DocumentContext) -> list[NodeTest]:
+        branch = self.branch
+        return [(self.field, lambda nid: branch_holds(ctx, nid, branch))]
+
     def describe(self) -> str:
         return f"WhereFilter[tree](${self.field + 1}, {format_pattern(self.branch)})"
 
 
 class PatternPlan:
-    """The operators that turn the stream of one path id into the tuples satisfying a pattern."""
+    """The operators that turn the stream of one path id into the tuples satisfying a pattern.
+
+    A pattern whose path has two ``//`` steps or more is *recursive*: its stream may hold depth^k
+    tuples per node. On a document where it holds too many (:meth:`DocumentContext.small_stream`),
+    its plan is evaluated by node sets instead (:mod:`feedrouter.plan.nodesets`), each operator
+    contributing the test it puts on its field's node. The answers (key sets, bindings, groups) are
+    the same; :meth:`tuples` stays the reference.
+    """
+
+    # class-level defaults: plans unpickled from artifacts that predate them compute them on use
+    _steps: tuple[Step, ...] | None = None
+    _recursive: bool | None = None
 
     def __init__(
         self,
@@ -172,6 +214,21 @@ class PatternPlan:
         self.pid = pid
         self.operators = operators
         self.notes = notes or []  # the claims that shaped this plan, for explain()
+        self._steps = steps_of(pattern.nav)
+        self._recursive = is_recursive(self._steps)
+
+    @property
+    def recursive(self) -> bool:
+        """True when the plan's path has two ``//`` steps or more (more than one tuple per node)."""
+        recursive = self._recursive
+        if recursive is None:
+            self._steps = steps_of(self.pattern.nav)
+            recursive = self._recursive = is_recursive(self._steps)
+        return recursive
+
+    def by_sets(self, ctx: DocumentContext) -> bool:
+        """True when this document's tuples of a recursive plan are too many: node sets instead."""
+        return self.recursive and ctx.small_stream(self.pid) is None
 
     def tuples(self, ctx: DocumentContext) -> list[PathTuple]:
         if ctx.profiler is not None:
@@ -180,6 +237,7 @@ class PatternPlan:
         for op in self.operators:
             if not tuples:
                 break
+            ctx.charge(len(tuples))
             tuples = op.apply(ctx, tuples)
         return tuples
 
@@ -189,9 +247,47 @@ class PatternPlan:
         for op in self.operators:
             if not tuples:
                 break
+            ctx.charge(len(tuples))
             with profiler.measure(op.category):
                 tuples = op.apply(ctx, tuples)
         return tuples
+
+    def bound_nodes(self, ctx: DocumentContext) -> list[int]:
+        """The last nodes of the qualifying tuples of a main plan: distinct, in document order."""
+        if self.by_sets(ctx):
+            return self.field_nodes(ctx, self.pattern.last)
+        return [t[-1] for t in self.tuples(ctx)]
+
+    def field_nodes(self, ctx: DocumentContext, field: int) -> list[int]:
+        """The nodes of ``field`` in qualifying tuples, distinct and in document order, computed by
+        node sets (for :meth:`by_sets` plans): one set per step, once per document."""
+        key = (self, "sets")
+        found = ctx.memo.get(key)
+        if found is None:
+            if ctx.profiler is None:
+                found = self._node_sets(ctx)
+            else:
+                with ctx.profiler.measure("node sets"):
+                    found = self._node_sets(ctx)
+            ctx.memo[key] = found
+        return found[field]  # type: ignore[index]
+
+    def _node_sets(self, ctx: DocumentContext) -> list[list[int]]:
+        steps = self._steps
+        assert steps is not None
+        return qualifying(ctx, steps, downward(ctx, steps, self._filters(ctx)))
+
+    def _filters(self, ctx: DocumentContext) -> list[NodeFilter]:
+        """Per field, what its node must pass: the operators' tests, for one document."""
+        key = (self, "filters")
+        filters = ctx.memo.get(key)
+        if filters is None:
+            tests: list[list[Callable[[int], bool]]] = [[] for _ in self.pattern.nav]
+            for op in self.operators:
+                for field, test in op.node_tests(ctx):
+                    tests[field].append(test)
+            filters = ctx.memo[key] = [_all_of(t) for t in tests]
+        return filters  # type: ignore[return-value]
 
     def prefix_pid(self, ctx: DocumentContext, field: int) -> int | None:
         """The NFA path id of the pattern's steps up to ``field``, remembered (hashing a path is
@@ -207,7 +303,10 @@ class PatternPlan:
         key = (self, field, "set")
         keys = ctx.memo.get(key)
         if keys is None:
-            keys = ctx.memo[key] = {t[field] for t in self.tuples(ctx)}
+            if self.by_sets(ctx):
+                keys = ctx.memo[key] = set(self.field_nodes(ctx, field))
+            else:
+                keys = ctx.memo[key] = {t[field] for t in self.tuples(ctx)}
         return keys  # type: ignore[return-value]
 
     def key_list(self, ctx: DocumentContext, field: int) -> list[int]:
@@ -215,7 +314,10 @@ class PatternPlan:
         key = (self, field, "list")
         keys = ctx.memo.get(key)
         if keys is None:
-            keys = ctx.memo[key] = list(dict.fromkeys(t[field] for t in self.tuples(ctx)))
+            if self.by_sets(ctx):
+                keys = ctx.memo[key] = self.field_nodes(ctx, field)
+            else:
+                keys = ctx.memo[key] = list(dict.fromkeys(t[field] for t in self.tuples(ctx)))
         return keys  # type: ignore[return-value]
 
     def groups(self, ctx: DocumentContext, field: int, dedupe: bool = True) -> dict[int, list[int]]:
@@ -233,6 +335,8 @@ class PatternPlan:
         anchor's subtree are looked at, so a document with many candidate anchors and few bound
         ones pays for the bound ones alone; otherwise the group comes from the shared GroupBy.
         """
+        if self.by_sets(ctx):
+            return self._group_by_sets(ctx, field, anchor)
         shape = self._suffix_shape(ctx, field)
         if shape is None:
             return self.groups(ctx, field, dedupe).get(anchor, [])
@@ -240,7 +344,36 @@ class PatternPlan:
         members = ctx.memo.get(key)
         if members is None:
             members = ctx.memo[key] = _group_of_anchor(ctx, self, field, anchor, shape)
+            ctx.charge(len(members))  # type: ignore[arg-type]
         return members  # type: ignore[return-value]
+
+    def _group_by_sets(self, ctx: DocumentContext, field: int, anchor: int) -> list[int]:
+        """A group by node sets: the steps after ``field`` followed from the anchor by node sets
+        (the anchor is a binding, so the steps up to it qualify: they carry no test in a return
+        path). Sets hold no duplicates, so DupElim is moot."""
+        key = (self, field, anchor)
+        members = ctx.memo.get(key)
+        if members is None:
+            steps = self._steps
+            assert steps is not None
+            start, filters = field + 1, self._filters(ctx)
+            if _holds(self._prefix_nodes(ctx, field), anchor):
+                members = forward(ctx, anchor, steps[start:], filters[start:])
+            else:
+                members = []
+            ctx.memo[key] = members
+        return members  # type: ignore[return-value]
+
+    def _prefix_nodes(self, ctx: DocumentContext, field: int) -> list[int]:
+        """The nodes with a qualifying prefix up to ``field`` (for a return path: the nodes its
+        binding path accepts), once per document."""
+        key = (self, "prefix", field)
+        found = ctx.memo.get(key)
+        if found is None:
+            steps = self._steps
+            assert steps is not None
+            found = ctx.memo[key] = downward(ctx, steps[: field + 1], self._filters(ctx)[: field + 1])[-1]
+        return found  # type: ignore[return-value]
 
     def _suffix_shape(self, ctx: DocumentContext, field: int) -> _SuffixShape | None:
         """How the steps after ``field`` hang from it, when :func:`_group_of_anchor` applies.
@@ -256,6 +389,11 @@ class PatternPlan:
 
     def describe(self) -> list[str]:
         lines = [f"Stream(path {self.pid}: {format_pattern(self.pattern)})"]
+        if self.recursive:
+            lines.append(
+                "  or NodeSets, where a document gives the path many tuples per node (two '//' or more):"
+                " one node set per step, the operators below testing their field's nodes"
+            )
         lines += [op.describe() for op in self.operators]
         return lines + [f"  ({note})" for note in self.notes]
 
@@ -355,38 +493,15 @@ def _group_by(tuples: list[PathTuple], field: int, dedupe: bool) -> dict[int, li
     return groups
 
 
-# -- tree search (PathSharing-F and -FW use it for what is not in the NFA) --------------------------
+def _all_of(tests: list[Callable[[int], bool]]) -> NodeFilter:
+    if not tests:
+        return None
+    if len(tests) == 1:
+        return tests[0]
+    return lambda nid: all(test(nid) for test in tests)
 
 
-def search(ctx: DocumentContext, nid: int, pattern: PathPattern) -> Iterator[int]:
-    """Nodes reached from node ``nid`` (bound to field ``base - 1``) along the rest of ``pattern``."""
-    return _search_from(ctx, nid, pattern, pattern.base)
-
-
-def _search_from(ctx: DocumentContext, nid: int, pattern: PathPattern, k: int) -> Iterator[int]:
-    step = pattern.nav[k]
-    tests: tuple[LocalTest, ...] = pattern.tests[k]
-    branches = [b.pattern for b in pattern.branches if b.field == k]
-    last = k == len(pattern.nav) - 1
-    for cid in ctx.children(nid, step.tag, step.axis is Axis.DESCENDANT):
-        if tests and not ctx.passes(cid, tests):
-            continue
-        if branches and not all(branch_holds(ctx, cid, b) for b in branches):
-            continue
-        if last:
-            yield cid
-        else:
-            yield from _search_from(ctx, cid, pattern, k + 1)
-
-
-def branch_holds(ctx: DocumentContext, nid: int, branch: PathPattern) -> bool:
-    key = (branch, nid)
-    held = ctx.memo.get(key)
-    if held is None:
-        held = ctx.memo[key] = next(search(ctx, nid, branch), None) is not None
-    return held  # type: ignore[return-value]
-
-
-def search_all(ctx: DocumentContext, nid: int, pattern: PathPattern) -> list[int]:
-    """Every node a return path reaches from ``nid``: distinct, in document order."""
-    return sorted(set(search(ctx, nid, pattern)))
+def _holds(nodes: list[int], nid: int) -> bool:
+    """Whether the sorted ``nodes`` hold ``nid``."""
+    at = bisect_left(nodes, nid)
+    return at < len(nodes) and nodes[at] == nid

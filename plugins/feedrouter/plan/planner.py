@@ -30,6 +30,7 @@ from feedrouter.output.factory import (
 )
 from feedrouter.output.factory import wrapper_template as make_wrapper
 from feedrouter.plan.context import DocumentContext
+from feedrouter.plan.nodesets import is_recursive, steps_of
 from feedrouter.plan.operators import (
     DupElimScan,
     PatternPlan,
@@ -37,7 +38,6 @@ from feedrouter.plan.operators import (
     SemiJoinHash,
     SemiJoinMerge,
     WhereFilter,
-    search_all,
 )
 from feedrouter.plan.patterns import (
     Branch,
@@ -51,6 +51,7 @@ from feedrouter.plan.rules import Optimize
 from feedrouter.plan.rules.claims import no_duplicates, no_duplicates_on, ordered_on
 from feedrouter.plan.rules.resolve_wildcards import resolve_wildcards
 from feedrouter.plan.rules.rewrite_descendants import rewrite_descendants
+from feedrouter.plan.search import search_all
 from feedrouter.plan.shared_join import SharedSelection, shared_selection_plan
 from feedrouter.schema import DtdGraph
 
@@ -203,7 +204,7 @@ class SubscriptionPlan:
         """The bound nodes (FLWR) or selected nodes (filter), distinct and in document order."""
         bound = ctx.bindings.get(self.main)
         if bound is None:
-            bound = ctx.bindings[self.main] = [t[-1] for t in self.main.tuples(ctx)]
+            bound = ctx.bindings[self.main] = self.main.bound_nodes(ctx)
         return bound
 
     def result(self, ctx: DocumentContext, bound: list[int]) -> bytes:
@@ -307,8 +308,8 @@ class Planner:
         self, pattern: PathPattern, children: list[PatternPlan], notes: list[str]
     ) -> SharedSelection | None:
         """The selection pulled up over a shared join, where the pattern has that shape."""
-        if not self.shared:
-            return None
+        if not self.shared or is_recursive(steps_of(pattern.nav)):
+            return None  # a recursive binding path is evaluated by node sets, not tuples
         predicate = None
         if pattern.branches:
             if len(pattern.branches) != 1 or not self.strategy.branches_in_nfa:

@@ -25,6 +25,7 @@ from feedrouter.engine.runtime import PathTuple
 from feedrouter.lang.ast import CompOp
 from feedrouter.plan.context import DocumentContext
 from feedrouter.plan.index import Key, ProbeSite, probe_for, site_keys
+from feedrouter.plan.nodesets import Step, above, downward, plain_field_nodes
 from feedrouter.plan.patterns import PathPattern
 
 _COMPARE: dict[CompOp, Callable[[Key, Key], bool]] = {
@@ -110,7 +111,7 @@ class SharedSelection:
 class _SharedJoin:
     """One document's join for one signature, with the outputs of the constants asked for so far."""
 
-    __slots__ = ("_by_key", "_left", "_outputs", "_stream", "_values", "field")
+    __slots__ = ("_by_key", "_left", "_outputs", "_recursive", "_stream", "_values", "field")
 
     def __init__(self, ctx: DocumentContext, signature: JoinSignature, left: list[PathTuple]) -> None:
         self.field = f = signature.field
@@ -122,7 +123,15 @@ class _SharedJoin:
                 self._left[t[f]] = [t]
             else:
                 group.append(t)
-        self._values = _join_values(ctx, signature, self._left)
+        ctx.charge(len(left))
+        self._recursive: _RecursiveSite | None = None
+        site_pid = signature.site.pid
+        if not signature.own and ctx.small_stream(site_pid) is None:
+            # the predicate path has many tuples per node here: values per site node instead
+            self._recursive = _RecursiveSite(ctx, signature, ctx.matches.steps(site_pid))
+            self._values = self._recursive.values
+        else:
+            self._values = _join_values(ctx, signature, self._left)
         self._by_key: dict[Key, list[int]] | None = None
         self._outputs: dict[tuple[CompOp, Key], list[PathTuple]] = {}
 
@@ -133,6 +142,15 @@ class _SharedJoin:
         return found
 
     def _satisfying(self, op: CompOp, key: Key) -> list[int]:
+        """The join nodes whose values satisfy ``op key`` (with a recursive predicate path, the
+        site nodes that do, then the join nodes they hang from)."""
+        nodes = self._satisfying_values(op, key)
+        if self._recursive is None or not nodes:
+            return nodes
+        left = self._left
+        return [nid for nid in self._recursive.join_nodes(nodes) if nid in left]
+
+    def _satisfying_values(self, op: CompOp, key: Key) -> list[int]:
         if op is CompOp.EQ:
             if self._by_key is None:
                 self._by_key = {}
@@ -150,6 +168,35 @@ class _SharedJoin:
             return self._left[nodes[0]]  # shared, never copied: readers do not change it
         chosen, f = set(nodes), self.field
         return [t for t in self._stream if t[f] in chosen]  # stream order, as DupElim[scan] needs
+
+
+class _RecursiveSite:
+    """A recursive predicate path's site: the values of its site nodes, and the way back from some
+    of them to the join nodes, by node sets (:mod:`feedrouter.plan.nodesets`), per constant."""
+
+    __slots__ = ("_ctx", "_steps", "at", "join", "values")
+
+    def __init__(self, ctx: DocumentContext, signature: JoinSignature, steps: tuple[Step, ...]) -> None:
+        site = signature.site
+        self._ctx, self._steps = ctx, steps
+        self.join, self.at = signature.field, site.field
+        nodes = plain_field_nodes(ctx, steps, site.field)
+        ctx.charge(len(nodes))
+        self.values: dict[int, set[Key]] = {}  # site node -> its keys, in document order
+        for nid in nodes:
+            keys = set(site_keys(ctx, nid, site))
+            if keys:
+                self.values[nid] = keys
+
+    def join_nodes(self, sites: list[int]) -> list[int]:
+        """The join nodes from which the predicate path reaches one of ``sites`` (sorted, each on a
+        whole tuple of the path): back through each step's prefix set."""
+        ctx, steps = self._ctx, self._steps
+        down = downward(ctx, steps, [None] * len(steps))
+        current = sites
+        for k in range(self.at - 1, self.join - 1, -1):
+            current = above(ctx, down[k], steps[k + 1][0], current)
+        return current
 
 
 def _join_values(
