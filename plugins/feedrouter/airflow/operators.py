@@ -230,6 +230,13 @@ class LedgerReportOperator(BaseOperator):
             row["deliveries"],
             row["results"],
         )
+        if row.get("failed_deliveries"):
+            self.log.warning(
+                "%s: %s deliveries failed [FR607] (a subscriber's store refused them; the ledger has "
+                "the reasons, and the next run of the hour delivers them again)",
+                batch.label,
+                row["failed_deliveries"],
+            )
         return {**batch.to_dict(), **row}
 
 

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import Connection, Select, func, select
+from sqlalchemy import Connection, Select, case, func, select
 
 import feedrouter
 from feedrouter.catalog import (
@@ -153,6 +153,8 @@ def _batches(feed_id: int) -> Select:  # type: ignore[type-arg]
             func.count(Delivery.id).label("deliveries"),
             func.coalesce(func.sum(Delivery.result_count), 0).label("results"),
             func.coalesce(func.sum(Delivery.bytes), 0).label("delivered_bytes"),
+            # Deliveries a subscriber's store refused (FR607): the next run of the hour retries them.
+            func.coalesce(func.sum(case((Delivery.status == "failed", 1), else_=0)), 0).label("failed"),
         )
         .group_by(Delivery.batch_id)
         .subquery()
@@ -172,6 +174,7 @@ def _batches(feed_id: int) -> Select:  # type: ignore[type-arg]
             func.coalesce(delivered.c.deliveries, 0).label("deliveries"),
             func.coalesce(delivered.c.results, 0).label("results"),
             func.coalesce(delivered.c.delivered_bytes, 0).label("delivered_bytes"),
+            func.coalesce(delivered.c.failed, 0).label("failed_deliveries"),
         )
         .outerjoin(delivered, delivered.c.batch_id == Batch.id)
         .where(Batch.feed_id == feed_id)
