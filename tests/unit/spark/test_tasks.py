@@ -15,6 +15,7 @@ import pytest
 from feedrouter.catalog import CompiledPlan, FeedConfig, Target
 from feedrouter.catalog.artifact import encode
 from feedrouter.delivery import MANIFEST, SUCCESS, PlanRef, read_part
+from feedrouter.errors import StorageError, TransientStorageError
 from feedrouter.router import Router
 from feedrouter.spark import tasks
 from feedrouter.spark.errors import InjectedFailure
@@ -119,3 +120,34 @@ def test_a_delivery_failing_half_way_is_untrusted_until_its_retry(
     assert {key: store.get(key) for key in store.list()} == complete
 
     assert withdraw(store, FOLDER) == 1 and list(store.list()) == []
+
+
+class _RefusingStore(FileStore):
+    """A subscriber's store whose writes fail the way ``error`` says."""
+
+    error: Exception = StorageError("S3 refused s3://gone/…: NoSuchBucket")
+
+    def _put(self, key: str, data: bytes) -> None:
+        raise self.error
+
+
+def test_a_refused_subscriber_store_costs_that_subscription_alone(
+    batch: tuple[JobSpec, Shipped], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec, artifact = batch
+    refusing = _RefusingStore(tmp_path / "out" / "alice")
+    monkeypatch.setattr(
+        StoreOpener,
+        "open",
+        lambda self, uri: refusing if "/out/" in uri else FileStore(Path(uri.removeprefix("file://"))),
+    )
+    records = sorted(routed(spec, artifact), key=lambda record: record[0])
+    out = list(tasks.deliver_partition(spec, artifact, Shipped(["a.xml", "b.xml.gz"]), records))
+    [(kind, failed)] = [(kind, value) for kind, value in out if kind != "stats"]
+    assert kind == "failure" and isinstance(failed, tasks.Undelivered)
+    assert (failed.router_id, failed.subscription, failed.code) == ("1", "titles", "FR500")
+    assert "NoSuchBucket" in failed.reason
+
+    refusing.error = TransientStorageError("S3 unavailable")
+    with pytest.raises(TransientStorageError):  # the store as a whole: the task fails, is retried
+        list(tasks.deliver_partition(spec, artifact, Shipped(["a.xml", "b.xml.gz"]), records))
