@@ -12,11 +12,13 @@ from feedrouter.errors import (
     CompileWarning,
     DocumentError,
     FeedrouterError,
+    RoutingError,
     StorageError,
     SubscriptionError,
 )
+from feedrouter.limits import ResultLimits
 from feedrouter.plan.planner import Strategy
-from feedrouter.router import Router
+from feedrouter.router import RouteOutcome, Router
 
 __all__ = [
     "CatalogError",
@@ -25,7 +27,10 @@ __all__ = [
     "DocumentError",
     "DocumentLimits",
     "FeedrouterError",
+    "ResultLimits",
+    "RouteOutcome",
     "Router",
+    "RoutingError",
     "StorageError",
     "Strategy",
     "SubscriptionError",

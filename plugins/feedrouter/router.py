@@ -9,13 +9,21 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from contextlib import nullcontext
+from dataclasses import dataclass, field
 from typing import Literal as TypingLiteral
 
 from feedrouter import lang
 from feedrouter.engine.document import DocumentLimits, DocumentParser
 from feedrouter.engine.nfa import Nfa, format_path
 from feedrouter.engine.runtime import LazyDfa, run
-from feedrouter.errors import CompileError, CompileWarning, FeedrouterError, SubscriptionError
+from feedrouter.errors import (
+    CompileError,
+    CompileWarning,
+    FeedrouterError,
+    RoutingError,
+    SubscriptionError,
+)
+from feedrouter.limits import ResultLimits
 from feedrouter.output.factory import render_items
 from feedrouter.plan.context import DocumentContext
 from feedrouter.plan.index import SelectionIndex, find_probe
@@ -28,12 +36,35 @@ from feedrouter.schema import DtdGraph
 
 OnError = TypingLiteral["raise", "collect"]
 
+#: What a router does with a document its feed DTD does not validate, when it uses DTD-driven
+#: optimizations (they assume valid documents): route it with plans compiled without the DTD, or
+#: refuse it (FR207) so that it is quarantined.
+INVALID_DOCUMENT_POLICIES = ("fallback", "quarantine")
+
+
+@dataclass
+class RouteOutcome:
+    """What one document gave each subscription: result bytes, or why it gets none.
+
+    ``results`` holds the subscriptions that matched and whose results are delivered; ``failures``
+    the ones that matched (or whose plan failed) but get nothing for this document, each with a
+    :class:`~feedrouter.errors.RoutingError` saying why (FR310 and FR311 result limits, FR312 an
+    internal error of the plan). A subscription is in at most one of the two.
+    """
+
+    results: dict[str, bytes] = field(default_factory=dict)
+    failures: dict[str, RoutingError] = field(default_factory=dict)
+
 
 class Router:
     """Routes documents to the subscriptions they match, one shared pass per document.
 
     Build one with :meth:`compile`; change it with :meth:`add` and :meth:`remove`.
     """
+
+    # class-level defaults: a router pickled before these settings existed unpickles with them
+    result_limits: ResultLimits = ResultLimits()
+    invalid_documents: str = "fallback"
 
     def __init__(
         self,
@@ -44,7 +75,11 @@ class Router:
         shared_selection: bool = True,
         lazy_dfa: bool = True,
         optimize: str = "auto",
+        result_limits: ResultLimits | None = None,
+        invalid_documents: str = "fallback",
     ) -> None:
+        self.result_limits = _result_limits(result_limits)
+        self.invalid_documents = _invalid_document_policy(invalid_documents)
         self.strategy = Strategy.parse(strategy)
         self.shared_selection = shared_selection
         self.dtd = dtd
@@ -71,6 +106,8 @@ class Router:
         shared_selection: bool = True,
         lazy_dfa: bool = True,
         optimize: str = "auto",
+        result_limits: ResultLimits | None = None,
+        invalid_documents: str = "fallback",
     ) -> Router:
         """Compile ``(subscription_id, text)`` pairs into one router.
 
@@ -81,6 +118,9 @@ class Router:
         the NFA's transitions between state sets (off: every element recomputes them). ``optimize``
         is ``"none"``, ``"query"`` (Claims 1, 3, 4) or ``"dtd"`` (also Claims 2, 5, DTD rewrites and
         never-match warnings); ``"auto"`` uses the DTD when one is given.
+        ``result_limits`` caps the result bytes of one document per subscription (FR310) and in
+        total (FR311); ``invalid_documents`` (``"fallback"`` or ``"quarantine"``) says what happens
+        to a document the DTD does not validate when DTD-driven optimizations are in use.
         """
         router = cls(
             dtd=dtd,
@@ -89,6 +129,8 @@ class Router:
             shared_selection=shared_selection,
             lazy_dfa=lazy_dfa,
             optimize=optimize,
+            result_limits=result_limits,
+            invalid_documents=invalid_documents,
         )
         items = subscriptions.items() if isinstance(subscriptions, Mapping) else subscriptions
         for sid, text in items:
@@ -154,7 +196,15 @@ class Router:
     def route(self, document: bytes, source: str | None = None) -> dict[str, bytes]:
         """Route one document: ``{subscription_id: result bytes}`` for the subscriptions it matches.
 
-        Raises :class:`DocumentError` (with line and column) for a malformed or hostile document.
+        Subscriptions refused a result (see :meth:`route_outcome`) are left out. Raises
+        :class:`DocumentError` (with line and column) for a malformed or hostile document.
+        """
+        return self._route(document, source, None).results
+
+    def route_outcome(self, document: bytes, source: str | None = None) -> RouteOutcome:
+        """Route one document and say what each matched subscription gets: its result, or why not.
+
+        Raises :class:`DocumentError` for a document that cannot be routed at all.
         """
         return self._route(document, source, None)
 
@@ -171,11 +221,11 @@ class Router:
                 self._route(document, None, profiler)
         return dict(profiler.seconds)
 
-    def _route(self, document: bytes, source: str | None, profiler: Profiler | None) -> dict[str, bytes]:
+    def _route(self, document: bytes, source: str | None, profiler: Profiler | None) -> RouteOutcome:
         with _measure(profiler, "parse + NFA"):
             events = self._parser.events(document, source)
             matches = run(self._dfa, events, self._parser.limits.max_depth)
-        ctx = DocumentContext(matches, source, profiler)
+        ctx = DocumentContext(matches, source, profiler, max_work=self._parser.limits.max_work)
         with _measure(profiler, "shared selection"):
             # the index yields groups in an order fixed by the router's history (dicts keep order,
             # and so does pickling): results come out in the same order every time
@@ -194,7 +244,7 @@ class Router:
             # one result object for every member: identical plans build their bytes once
             for sid in group.members:
                 results[sid] = result
-        return results
+        return RouteOutcome(results)
 
     # -- introspection --------------------------------------------------------------------------
 
@@ -275,6 +325,27 @@ class Router:
         return out
 
 
+def _result_limits(limits: ResultLimits | None) -> ResultLimits:
+    if limits is None:
+        return ResultLimits()
+    if not isinstance(limits, ResultLimits):
+        raise CompileError(f"result_limits must be a ResultLimits, not {type(limits).__name__}", code="FR302")
+    for name in ("per_subscription", "per_document"):
+        value = getattr(limits, name)
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            raise CompileError(
+                f"result_limits.{name} must be a positive number of bytes, not {value!r}", code="FR302"
+            )
+    return limits
+
+
+def _invalid_document_policy(policy: str) -> str:
+    if policy not in INVALID_DOCUMENT_POLICIES:
+        choices = " or ".join(repr(p) for p in INVALID_DOCUMENT_POLICIES)
+        raise CompileError(f"invalid_documents must be {choices}, not {policy!r}", code="FR302")
+    return policy
+
+
 def _measure(profiler: Profiler | None, category: str):  # type: ignore[no-untyped-def]
     return profiler.measure(category) if profiler is not None else nullcontext()
 
@@ -311,7 +382,7 @@ def _combined(errors: list[FeedrouterError]) -> FeedrouterError:
     if len(errors) == 1:
         return errors[0]
     first = errors[0]
-    message = "\n".join(str(error) for error in errors)
+    message = "\n".join(str(err) for err in errors)
     combined = type(first)(f"{len(errors)} subscriptions failed to compile:\n{message}", code=first.code)
-    combined.details = [detail for error in errors for detail in error.details]
+    combined.details = [detail for err in errors for detail in err.details]
     return combined
