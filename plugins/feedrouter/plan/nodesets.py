@@ -61,9 +61,11 @@ def below_root(ctx: DocumentContext, child: bool, tag: str) -> list[int]:
 def below(ctx: DocumentContext, sources: list[int], child: bool, tag: str) -> list[int]:
     """The nodes named ``tag`` that are children (or proper descendants) of some of ``sources``.
 
-    ``sources`` are sorted; so is the result. A source inside the previous source's subtree adds
-    nothing to the range already taken, so each named node is looked at once.
+    ``sources`` are sorted; so is the result. Descendants: a source inside the previous source's
+    subtree adds nothing to the range already taken, so each named node is looked at once.
     """
+    if child:
+        return _children(ctx, sources, tag)
     names = ctx.tagged(tag)
     ends = ctx.matches.subtree_ends()
     out: list[int] = []
@@ -75,10 +77,25 @@ def below(ctx: DocumentContext, sources: list[int], child: bool, tag: str) -> li
         lo = bisect_right(names, source)
         out.extend(names[lo : bisect_right(names, stop, lo)])
     ctx.charge(len(sources) + len(out))
-    if child and out:
-        parents, chosen = ctx.matches.parents, set(sources)
-        out = [nid for nid in out if parents[nid] in chosen]
     return out
+
+
+def _children(ctx: DocumentContext, sources: list[int], tag: str) -> list[int]:
+    """The children named ``tag`` of the sources, walked sibling to sibling: a child's next
+    sibling is the element after its subtree."""
+    ends, tags = ctx.matches.subtree_ends(), ctx.matches.tags
+    out: list[int] = []
+    stop, nested = -1, False
+    for source in sources:
+        nested = nested or source <= stop  # its children come before the outer source's next ones
+        stop = max(stop, ends[source])
+        node, last = source + 1, ends[source]
+        while node <= last:
+            if tag == WILDCARD or tags[node] == tag:
+                out.append(node)
+            node = ends[node] + 1
+    ctx.charge(len(sources) + len(out))
+    return sorted(out) if nested else out
 
 
 def above(ctx: DocumentContext, candidates: list[int], child: bool, targets: list[int]) -> list[int]:
