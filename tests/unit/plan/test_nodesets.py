@@ -23,7 +23,9 @@ def nested(depth: int) -> bytes:
     return ("<a>" * depth + "z" + "</a>" * depth).encode()
 
 
-def route_counting(router: Router, document: bytes, max_work: int | None = None) -> tuple[dict, DocumentContext]:
+def route_counting(
+    router: Router, document: bytes, max_work: int | None = None
+) -> tuple[dict, DocumentContext]:
     """Route as :meth:`Router.route` does, keeping the document's context to read its counters."""
     parser = router._parser
     matches = run(router._dfa, parser.events(document), parser.limits.max_depth)
