@@ -4,7 +4,7 @@
 :func:`route_batch`. Modules by side:
 
 * driver: :mod:`.batch` (the whole batch), :mod:`.job` (the Spark job), :mod:`.ledger` (catalog rows),
-  :mod:`.session` (local default, version check), :mod:`.progress`;
+  :mod:`.lease` (the hour's lease), :mod:`.session` (local default, version check), :mod:`.progress`;
 * tasks: :mod:`.tasks` (route, deliver), :mod:`.publish` (a delivery folder), :mod:`.quarantine`;
 * both: :mod:`.spec` (what tasks are told), :mod:`.stores` (stores by URI, streaming reads).
 
