@@ -124,6 +124,11 @@ def test_a_build_carries_the_feeds_result_settings(catalog: Engine, store: FileS
     _, plan = load_latest_plan(catalog, "news", store)
     assert plan.feed.result_limits == ResultLimits(1000, 5000)
     assert plan.feed.invalid_documents == "quarantine"
+    assert plan.router.result_limits == ResultLimits(1000, 5000)
+    assert plan.router.invalid_documents == "quarantine"
+    assert plan.route_outcome(b"<nitf><title>x</title></nitf>").results == {
+        next(iter(plan.targets)): b"<title>x</title>"
+    }
 
 
 def test_a_plan_build_pointed_at_another_feeds_artifact_is_refused(catalog: Engine, store: FileStore) -> None:

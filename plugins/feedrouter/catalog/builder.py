@@ -174,6 +174,8 @@ def _compile(pairs: list[tuple[str, str]], feed: FeedRecord, options: BuildOptio
         dtd=_dtd_graph(feed),
         strategy=options.strategy,
         on_error="collect",
+        result_limits=feed.config.result_limits,
+        invalid_documents=feed.config.invalid_documents,
     )
 
 

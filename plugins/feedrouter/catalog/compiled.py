@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from feedrouter.limits import DEFAULT_MAX_DOCUMENT_RESULT_BYTES, DEFAULT_MAX_RESULT_BYTES, ResultLimits
-from feedrouter.router import Router
+from feedrouter.router import RouteOutcome, Router
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,8 @@ class CompiledPlan:
         """Route one document: ``{router id: result bytes}``; look ids up in :attr:`targets`."""
         return self.router.route(document, source)
 
-    def route_outcome(self, document: bytes, source: str | None = None):  # type: ignore[no-untyped-def]
-        """Route one document and say what happened to each subscription (results, and the ones
-        refused by a limit or an internal error): :meth:`feedrouter.Router.route_outcome`."""
+    def route_outcome(self, document: bytes, source: str | None = None) -> RouteOutcome:
+        """Route one document and say what each matched subscription gets: its result, or why not
+        (a result limit of the feed, FR310/FR311; an internal error of its plan, FR312). See
+        :meth:`feedrouter.Router.route_outcome`; ids are the router's, as in :attr:`targets`."""
         return self.router.route_outcome(document, source)

@@ -157,3 +157,20 @@ def test_the_encoded_length_is_the_key_segments_length(name: str) -> None:
         assert encoded_length(name) == len(safe_component(name))
     except ValueError:  # too long for a segment: the count says so too
         assert encoded_length(name) > MAX_COMPONENT
+
+
+def test_a_build_compiles_with_the_feeds_result_settings(engine, store) -> None:
+    from feedrouter.limits import ResultLimits
+
+    _subscription(engine, _subscriber(engine, "alice", "file:///srv/out/alice"), "titles")
+    with engine.begin() as conn:
+        conn.execute(
+            text(
+                "UPDATE feeds SET max_result_bytes = 30, max_document_result_bytes = 100,"
+                " invalid_documents = 'quarantine'"
+            )
+        )
+    build_plan(engine, "news", store)
+    _, plan = load_latest_plan(engine, "news", store)
+    assert (plan.router.result_limits, plan.router.invalid_documents) == (ResultLimits(30, 100), "quarantine")
+    assert plan.route_outcome(DOCUMENT).results == plan.route(DOCUMENT) != {}
