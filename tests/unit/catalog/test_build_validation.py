@@ -174,3 +174,13 @@ def test_a_build_compiles_with_the_feeds_result_settings(engine, store) -> None:
     _, plan = load_latest_plan(engine, "news", store)
     assert (plan.router.result_limits, plan.router.invalid_documents) == (ResultLimits(30, 100), "quarantine")
     assert plan.route_outcome(DOCUMENT).results == plan.route(DOCUMENT) != {}
+
+
+def test_changing_a_feed_setting_is_a_catalog_change(engine, store) -> None:
+    _subscription(engine, _subscriber(engine, "alice", "file:///srv/out/alice"), "titles")
+    first = build_plan(engine, "news", store)
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE feeds SET invalid_documents = 'quarantine'"))
+    second = build_plan(engine, "news", store)
+    assert not second.reused and second.catalog_version != first.catalog_version
+    assert load_latest_plan(engine, "news", store)[1].feed.invalid_documents == "quarantine"
