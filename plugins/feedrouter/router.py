@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -19,12 +20,14 @@ from feedrouter.engine.runtime import LazyDfa, run
 from feedrouter.errors import (
     CompileError,
     CompileWarning,
+    DocumentError,
     FeedrouterError,
     RoutingError,
     SubscriptionError,
+    error,
 )
 from feedrouter.limits import ResultLimits
-from feedrouter.output.factory import render_items
+from feedrouter.output.factory import assemble_within, render_items_within
 from feedrouter.plan.context import DocumentContext
 from feedrouter.plan.index import SelectionIndex, find_probe
 from feedrouter.plan.planner import Planner, Strategy, SubscriptionPlan
@@ -35,6 +38,8 @@ from feedrouter.plan.sharing import PlanGroup, SharedPlans
 from feedrouter.schema import DtdGraph
 
 OnError = TypingLiteral["raise", "collect"]
+
+_log = logging.getLogger(__name__)
 
 #: What a router does with a document its feed DTD does not validate, when it uses DTD-driven
 #: optimizations (they assume valid documents): route it with plans compiled without the DTD, or
@@ -230,21 +235,43 @@ class Router:
             # the index yields groups in an order fixed by the router's history (dicts keep order,
             # and so does pickling): results come out in the same order every time
             candidates: list[PlanGroup] = self._index.candidates(ctx)  # type: ignore[assignment]
-        results: dict[str, bytes] = {}
+        outcome = RouteOutcome()
+        budget = _ResultBudget(self.result_limits)
         for group in candidates:
-            plan = group.plan
-            bound = plan.bindings(ctx)
-            if not bound:
+            try:
+                bound = group.plan.bindings(ctx)
+                if not bound:
+                    continue
+                if budget.exhausted:
+                    # past the document's limit nothing more is built: the rest get FR311
+                    _fail(outcome, group, budget.refusal(source))
+                    continue
+                limit = budget.allowance()
+                result = self._result(group.plan, ctx, bound, limit, profiler)
+            except DocumentError:
+                raise  # the document itself cannot be routed (e.g. past its work budget)
+            except Exception as exc:  # a bug in one plan must not cost the other subscriptions
+                _log.warning("plan of %s failed on %s", sorted(group.members), source, exc_info=True)
+                _fail(outcome, group, _internal_failure(exc, source))
                 continue
-            if profiler is None:
-                result = plan.result(ctx, bound) if plan.is_flwr else render_items(bound, ctx)
-            else:
-                with profiler.measure("message factory"):
-                    result = plan.result(ctx, bound) if plan.is_flwr else render_items(bound, ctx)
+            if result is None:
+                _fail(outcome, group, budget.refuse(limit, source))
+                continue
+            budget.spend(len(result))
             # one result object for every member: identical plans build their bytes once
             for sid in group.members:
-                results[sid] = result
-        return RouteOutcome(results)
+                outcome.results[sid] = result
+        return outcome
+
+    @staticmethod
+    def _result(
+        plan: SubscriptionPlan, ctx: DocumentContext, bound: list[int], limit: int, profiler: Profiler | None
+    ) -> bytes | None:
+        """The plan's result bytes, or None once they pass ``limit`` (given up, never built whole)."""
+        with _measure(profiler, "message factory"):
+            if plan.is_flwr:
+                return assemble_within(plan.code, plan.wrapper, ctx, bound, limit)
+            return render_items_within(bound, ctx, limit)  # type: ignore[arg-type]
 
     # -- introspection --------------------------------------------------------------------------
 
@@ -323,6 +350,63 @@ class Router:
                 f" ({shared} shared with other paths)"
             )
         return out
+
+
+class _ResultBudget:
+    """The result bytes one document may still build: per subscription, and for all together.
+
+    The document's total counts each distinct result once (identical plans share one bytes object)
+    and, for a result given up past a limit, the allowance it was built within: what a refused
+    result built stays in the document's caches until the document is done, so it counts too.
+    """
+
+    __slots__ = ("exhausted", "limits", "spent")
+
+    def __init__(self, limits: ResultLimits) -> None:
+        self.limits = limits
+        self.spent = 0
+        self.exhausted = False
+
+    def allowance(self) -> int:
+        return min(self.limits.per_subscription, self.limits.per_document - self.spent)
+
+    def spend(self, size: int) -> None:
+        self.spent += size
+
+    def refuse(self, limit: int, source: str | None) -> RoutingError:
+        """Why a result that passed ``limit`` is refused (and the rest too, past the document's)."""
+        self.spent += limit
+        if limit == self.limits.per_subscription:
+            return error(  # type: ignore[return-value]
+                "FR310",
+                f"the result is larger than the per-subscription limit of {self.limits.per_subscription} "
+                "bytes for one document; nothing is delivered for this document",
+                source=source,
+            )
+        self.exhausted = True
+        return self.refusal(source)
+
+    def refusal(self, source: str | None) -> RoutingError:
+        return error(  # type: ignore[return-value]
+            "FR311",
+            f"the document's results together exceed the per-document limit of {self.limits.per_document} "
+            "bytes; this subscription's result is not delivered for this document",
+            source=source,
+        )
+
+
+def _fail(outcome: RouteOutcome, group: PlanGroup, failure: RoutingError) -> None:
+    for sid in group.members:
+        outcome.failures[sid] = failure
+
+
+def _internal_failure(exc: Exception, source: str | None) -> RoutingError:
+    return error(  # type: ignore[return-value]
+        "FR312",
+        f"internal error while evaluating this subscription's plan ({type(exc).__name__}: {exc}); "
+        "the document's other subscriptions are not affected; please report it with the subscription text",
+        source=source,
+    )
 
 
 def _result_limits(limits: ResultLimits | None) -> ResultLimits:

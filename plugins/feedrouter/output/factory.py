@@ -4,12 +4,17 @@ The serialization is XQuery's for the result: UTF-8, no XML declaration, no inde
 nodes with their in-scope namespaces, constructed elements declaring the namespaces they use.
 Constructor templates are compiled once into byte fragments; per document only the selected nodes
 are serialized (each at most once, by the document context).
+
+A result is assembled within a byte limit (:func:`render_items_within`, :func:`assemble_within`):
+the size is checked after each piece, so a result past its limit is given up after building at most
+the limit plus one piece (one node's serialization), never built whole first.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from feedrouter.lang import ast
 from feedrouter.plan.context import DocumentContext
@@ -174,6 +179,91 @@ def render_items(items: list[Item], ctx: DocumentContext, default_ns: str = "") 
         else:
             out.append(_copied_element(ctx, item, default_ns))
     return b"".join(out)
+
+
+def render_items_within(
+    items: list[Item], ctx: DocumentContext, limit: int, default_ns: str = ""
+) -> bytes | None:
+    """:func:`render_items`, or None as soon as the copies pass ``limit`` bytes."""
+    out = []
+    size = 0
+    serialized = ctx.serialized
+    for item in items:
+        if isinstance(item, tuple):
+            data = _text_node(ctx, item)
+        elif default_ns:
+            data = _copied_element(ctx, item, default_ns)
+        else:
+            data = serialized(item)
+        size += len(data)
+        if size > limit:
+            return None
+        out.append(data)
+    return b"".join(out)
+
+
+def assemble_within(
+    code: Sequence[Any], wrapper: ElementTemplate | None, ctx: DocumentContext, bound: list[int], limit: int
+) -> bytes | None:
+    """A FLWR result (each binding through the flattened template, in the wrapper), or None as soon
+    as it passes ``limit`` bytes.
+
+    ``code`` is a plan's flattened template with its slots resolved: bytes, slot elements and slot
+    refs (objects with ``item`` and ``default_ns`` whose bytes per binding the document's memo keeps
+    under ``(ref, binding)``: built here when missing, within what is left of the limit, and filed
+    so that every plan returning the same slot reuses them).
+    """
+    memo = ctx.memo
+    get = memo.get
+    parts: list[bytes] = []
+    append = parts.append
+    size = 0
+    for b in bound:
+        for op in code:
+            kind = op.__class__
+            if kind is bytes:
+                data = op
+            elif kind is SlotElement:  # an element holding only slots: <e/> when they are all empty
+                pieces = []
+                used = len(op.start) + len(op.end)
+                for ref in op.slots:
+                    piece = get((ref, b))
+                    if piece is None:
+                        piece = _build_slot(ref, ctx, b, limit - size - used)
+                        if piece is None:
+                            return None
+                    used += len(piece)
+                    if size + used > limit:
+                        return None
+                    pieces.append(piece)
+                body = b"".join(pieces)
+                data = op.start + body + op.end if body else op.empty
+            else:
+                data = get((op, b))
+                if data is None:
+                    data = _build_slot(op, ctx, b, limit - size)
+                    if data is None:
+                        return None
+            size += len(data)
+            if size > limit:
+                return None
+            append(data)
+    result = render_wrapped(wrapper, b"".join(parts))
+    return result if len(result) <= limit else None
+
+
+def _build_slot(ref: Any, ctx: DocumentContext, bound: int, limit: int) -> bytes | None:
+    """A slot's bytes for one binding, filed in the memo; None (nothing filed) past ``limit``."""
+    profiler = ctx.profiler
+    if profiler is None:
+        data = render_items_within(ref.item.select(ctx, bound), ctx, limit, ref.default_ns)
+    else:
+        items = ref.item.items(ctx, bound)
+        with profiler.measure("message factory"):
+            data = render_items_within(items, ctx, limit, ref.default_ns)
+    if data is not None:
+        ctx.memo[ref, bound] = data
+    return data
 
 
 def _text_node(ctx: DocumentContext, ref: TextRef) -> bytes:
