@@ -304,7 +304,7 @@ class Lexer:
             return ENTITIES[entity.group(1)], entity.end() - amp
         char = _CHAR_REF.match(chunk, amp)
         if char:
-            code = int(char.group(1)) if char.group(1) else int(char.group(2), 16)
+            code = _reference_code(char.group(1), char.group(2))
             if code > 0x10FFFF or _INVALID_CHAR.match(chr(code)):
                 self.diag.add("FR112", f"character reference {char.group()} is not an XML character", offset)
                 return "", char.end() - amp
@@ -399,6 +399,15 @@ class Lexer:
         value = "".join(out)
         boundary = literal_only and all(ch in XML_WHITESPACE for ch in value)
         return Content("text", start, pos, value, boundary)
+
+
+def _reference_code(decimal: str | None, hexadecimal: str | None) -> int:
+    """The code point of ``&#...;``; past U+10FFFF for any number too long to be one (leading zeros
+    are allowed; Python refuses to convert decimal strings of more than 4,300 digits)."""
+    digits = (decimal or hexadecimal or "0").lstrip("0") or "0"
+    if len(digits) > 8:
+        return 0x110000
+    return int(digits, 10 if decimal else 16)
 
 
 def _next_special(text: str, pos: int) -> int:
