@@ -8,7 +8,8 @@ what the client gets back, a given number of times or always:
 * ``"error500"``: an S3 ``InternalError`` answer with status 500 (the request is not forwarded);
 * ``"truncate"``: the upstream status and headers (with the full ``Content-Length``), half of the
   body, then the connection is closed;
-* ``"stall"``: the headers and half of the body, then nothing for ``stall_seconds`` before closing.
+* ``"stall"``: the headers and half of the body, then nothing for ``stall_seconds`` before closing;
+* ``"hang"``: nothing at all for ``stall_seconds`` (a hung endpoint), then the whole answer.
 
 Example::
 
@@ -30,7 +31,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Literal
 from urllib.parse import unquote, urlsplit
 
-Action = Literal["error500", "truncate", "stall"]
+Action = Literal["error500", "truncate", "stall", "hang"]
 
 #: Headers of one connection, not of the message: never forwarded.
 HOP_BY_HOP = frozenset(
@@ -147,6 +148,9 @@ class _Forwarder(BaseHTTPRequestHandler):
         if rule is not None and rule.action == "error500":
             self._send(500, [("Content-Type", "application/xml")], ERROR_BODY)
             return
+        if rule is not None and rule.action == "hang":
+            time.sleep(rule.stall_seconds)
+            rule = None
         status, headers, payload = self._forward(body)
         if rule is None or self.command == "HEAD" or not payload:
             self._send(status, headers, payload)

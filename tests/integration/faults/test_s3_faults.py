@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import Engine, text
 
 from feedrouter.errors import TransientStorageError
-from feedrouter.storage import FileStore
+from feedrouter.storage import FileStore, open_store
 from feedrouter.storage.s3 import S3Settings
 from tests.integration.faults.conftest import make_news
 from tests.integration.faults.proxy import FaultProxy, Rule
@@ -103,9 +103,19 @@ def test_one_missing_bucket_costs_only_its_subscriber(
     S3Settings.from_env().client().create_bucket(Bucket=bucket)
     again = route_inline(catalog, plans)
     assert again.failed == 0
-    from feedrouter.storage import open_store
-
     stored = snapshot(news.out) | snapshot(open_store(f"s3://{bucket}/out"))
     assert stored == expected
     latest = {(r["subscriber_name"], r["subscription_name"]): r for r in deliveries(catalog)}
     assert {r["status"] for r in latest.values()} == {"delivered"}
+
+
+def test_a_hung_endpoint_costs_the_read_timeout_not_minutes(s3_bucket: str, proxy: FaultProxy) -> None:
+    """Item 13: with FEEDROUTER_S3_READ_TIMEOUT=1 (the proxy fixture) and 3 attempts, an endpoint that
+    answers only after 5 s is a transient error after the client's retries, not a 5-minute wait
+    (botocore's 60 s read timeout would have waited for the answer)."""
+    store = open_store(f"s3://{s3_bucket}/slow")
+    proxy.add(Rule("PUT", r"/slow/k$", "hang", stall_seconds=5))
+    with pytest.raises(TransientStorageError) as caught:
+        store.put("k", b"x")
+    assert caught.value.code == "FR502"
+    assert sum(1 for method, path in proxy.requests if method == "PUT" and path.endswith("/slow/k")) == 3
