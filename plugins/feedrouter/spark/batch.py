@@ -352,19 +352,35 @@ def _candidates(
     """(store URI, folder) of every folder an earlier run of the hour may have filled: those its
     recorded deliveries name and, when a run never finished, every target of its plan build and of
     this one (it may have written any of them before it died, unrecorded)."""
-    found = set()
+    places = []
     for subscription, object_keys in earlier.recorded:
         where = _location(object_keys, subscription, spec)
         if where is not None:
-            found.add((spec.stores.open(where[0]).uri, where[1]))
+            places.append(where)
     if earlier.unfinished:
         others = earlier.unfinished - {loaded.build.id}
-        plans = [loaded.plan, *_plans_of(engine, others, spec, plans_store)]
-        for plan in plans:
+        for plan in [loaded.plan, *_plans_of(engine, others, spec, plans_store)]:
             for target in plan.targets.values():
                 folder = delivery_dir(target.subscription, spec.feed, spec.hour)
-                found.add((spec.stores.open(target.output_prefix.rstrip("/")).uri, folder))
+                places.append((target.output_prefix.rstrip("/"), folder))
+    found = set()
+    for prefix, folder in places:
+        uri = _store_uri(spec, prefix)
+        if uri is not None:
+            found.add((uri, folder))
     return found
+
+
+def _store_uri(spec: JobSpec, prefix: str) -> str | None:
+    """The canonical URI of the store at ``prefix`` (how tasks name it), or None for a prefix that
+    can no longer be opened (refused since: nothing this run could write there)."""
+    try:
+        return spec.stores.open(prefix).uri
+    except TransientStorageError:
+        raise
+    except StorageError as exc:
+        log.warning("not reconciling %s: %s", prefix, exc)
+        return None
 
 
 def _plans_of(
