@@ -24,20 +24,44 @@ from feedrouter import heap
 from feedrouter.delivery.messages import CountingReader, Splitter
 from feedrouter.delivery.parts import DEFAULT_MAX_PART_BYTES, Part, PartHeader, Result, write_parts
 from feedrouter.delivery.routing import Routed, Routes, route_message
+from feedrouter.errors import RoutingError
+
+
+@dataclass(frozen=True)
+class Refused:
+    """One subscription refused its result for one message (a result limit, an internal error)."""
+
+    source: str
+    index: int
+    digest: str
+    subscription: str
+    error: RoutingError
 
 
 @dataclass
 class HourRun:
-    """An hour routed in one process: results by subscription id in input order, and failures."""
+    """An hour routed in one process: results by subscription id in input order, and failures.
+
+    ``rejected`` holds the messages that could not be routed at all, ``refused`` the results a
+    routed message matched but did not deliver, one per (message, subscription), in input order.
+    """
 
     results: dict[str, list[Result]] = field(default_factory=dict)
     rejected: list[Routed] = field(default_factory=list)
+    refused: list[Refused] = field(default_factory=list)
     documents: int = 0
     bytes: int = 0
 
     @property
     def matches(self) -> int:
         return sum(len(results) for results in self.results.values())
+
+    def refused_by_code(self) -> dict[str, int]:
+        """How many results were refused, by error code."""
+        counts: dict[str, int] = {}
+        for refused in self.refused:
+            counts[refused.error.code] = counts.get(refused.error.code, 0) + 1
+        return counts
 
     def add(self, routed: Routed) -> None:
         self.documents += 1
@@ -48,6 +72,8 @@ class HourRun:
         for sid, body in routed.results.items():
             result = Result(message.source, message.index, message.digest, body)
             self.results.setdefault(sid, []).append(result)
+        for sid, failure in routed.failures.items():
+            self.refused.append(Refused(message.source, message.index, message.digest, sid, failure))
 
     def parts(
         self, header_for: Callable[[str], PartHeader], max_bytes: int = DEFAULT_MAX_PART_BYTES
