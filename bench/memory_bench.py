@@ -131,7 +131,12 @@ def child(path: str, count: int) -> dict:
         seconds = time.perf_counter() - started
         peak = vm_status_mb("VmHWM")  # since the reset; without one, since the start: an upper bound
         if name == "route":
-            row["matched"] = len(held)  # type: ignore[arg-type]
+            results: dict[str, bytes] = held  # type: ignore[assignment]
+            row["matched"] = len(results)
+            row["result_mb"] = round(sum(map(len, results.values())) / MB, 1)
+            distinct = {id(data): len(data) for data in results.values()}  # shared results are one object
+            row["distinct_result_mb"] = round(sum(distinct.values()) / MB, 1)
+            del results
         del held
         row[name] = {"mb": round(peak - before, 1), "s": round(seconds, 2)}
         row["peak_reset"] = exact
@@ -174,16 +179,19 @@ def report(rows: list[dict], count: int, wall: float) -> str:
         "brackets that peak per MB of document. `pull+list` is the parser before issue 18, kept for",
         "comparison; `parse` is `DocumentParser.events` read to the end; `parse+nfa` keeps the",
         "runtime's `Matches` (one element object per element); `route` is `Router.route`.",
+        "`results MB` is the bytes of the results returned (in brackets: of the distinct result",
+        "objects; subscriptions with identical plans share one).",
         "",
-        "| shape | doc MB | elements | " + " | ".join(STAGES) + " | route s | matched |",
-        "|---|---:|---:|" + "---:|" * len(STAGES) + "---:|---:|",
+        "| shape | doc MB | elements | " + " | ".join(STAGES) + " | route s | matched | results MB |",
+        "|---|---:|---:|" + "---:|" * len(STAGES) + "---:|---:|---:|",
     ]
     for row in rows:
         cells = [f"{row[s]['mb']:.0f} ({row[s]['mb'] / row['doc_mb']:.0f}x)" for s in STAGES]
+        results = f"{row['result_mb']} ({row['distinct_result_mb']})"
         lines.append(
             f"| {row['shape']} | {row['doc_mb']} | {row['elements']:,} | "
             + " | ".join(cells)
-            + f" | {row['route']['s']} | {row.get('matched', 0)} |"
+            + f" | {row['route']['s']} | {row['matched']} | {results} |"
         )
     if not all(row.get("peak_reset") for row in rows):
         lines += ["", "The peak could not be reset on this system: figures are upper bounds."]

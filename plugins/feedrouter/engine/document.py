@@ -151,11 +151,8 @@ def _byte_view(data: object, source: str | None) -> memoryview:
 
 
 def _chunks(view: memoryview) -> Iterator[bytes]:
-    """The bytes to feed libxml2 (it takes ``bytes`` only): the object itself when it is ``bytes``,
-    else copies of one :data:`FEED_BYTES` slice at a time."""
-    if isinstance(view.obj, bytes) and view.nbytes == len(view.obj):
-        yield view.obj
-        return
+    """The document as libxml2 takes it (``bytes`` only), one :data:`FEED_BYTES` copy at a time:
+    never a second whole copy, and libxml2's push buffer keeps only what it has not parsed yet."""
     for start in range(0, view.nbytes, FEED_BYTES):
         yield view[start : start + FEED_BYTES].tobytes()
 
