@@ -7,6 +7,11 @@ It answers what schema-driven cleaning (paper 003, section 3) and the duplicate/
 paper 000 need: possible children, attributes and text of an element, reachability, loops
 (recursion), and the finite set of element chains that a ``//`` step may stand for.
 
+DTD texts come from the catalog, where whoever edits a feed writes them: they are read with no file
+or network access at all (:func:`load_dtd`). A DTD that refers to an external parameter entity is
+refused (FR303) without anything being fetched, so it can neither read a file nor tell whether one
+exists.
+
 Namespaced names are kept exactly as the DTD writes them (``prefix:local``); a DTD knows no
 namespace URIs, except the ones it fixes with ``xmlns:prefix`` attributes (see
 :meth:`DtdGraph.namespaces`).
@@ -19,7 +24,6 @@ Example:
 
 from __future__ import annotations
 
-import io
 import re
 from collections import deque
 from dataclasses import dataclass, field
@@ -312,14 +316,65 @@ def _error(source: str | None, problem: str, span: Span | None = None) -> Compil
     return CompileError(f"invalid DTD: {problem}", code="FR303", source=source, span=span)
 
 
-def _parse(raw: bytes, source: str | None) -> etree.DTD:
+#: The system id under which a DTD text is handed to libxml2; nothing by this name is ever fetched.
+_DTD_ID = "urn:feedrouter:feed-dtd"
+_HOST = f'<!DOCTYPE feedrouter-dtd-host SYSTEM "{_DTD_ID}"><feedrouter-dtd-host/>'.encode()
+
+
+class _OnlyThisDtd(etree.Resolver):
+    """Answers the request for the DTD with its text and every other request with nothing.
+
+    libxml2 asks its resolvers before it opens anything, so an external parameter entity (a file
+    path, ``file:``, ``http:``, a catalog's public id) reaches no file and no network; the ids it
+    asked for are kept so that the DTD can be refused for them.
+    """
+
+    def __init__(self, raw: bytes) -> None:
+        super().__init__()
+        self._raw = raw
+        self.served = False
+        self.refused: list[str] = []
+
+    def resolve(self, system_url, public_id, context):  # type: ignore[no-untyped-def]
+        if system_url == _DTD_ID and not self.served:
+            self.served = True
+            return self.resolve_string(self._raw, context)
+        self.refused.append(str(system_url or public_id))
+        return self.resolve_string(b"", context)
+
+
+def load_dtd(raw: bytes, source: str | None = None) -> etree.DTD:
+    """Parse DTD text (external-subset syntax) into lxml's DTD object, touching no file or network.
+
+    Raises:
+        CompileError: [FR303] when the text is not a DTD, or it refers to an external entity.
+    """
+    resolver = _OnlyThisDtd(raw)
+    parser = etree.XMLParser(load_dtd=True, no_network=True, resolve_entities=False, huge_tree=False)
+    parser.resolvers.add(resolver)
     try:
-        return etree.DTD(io.BytesIO(raw))
-    except etree.DTDParseError as exc:
-        entries = list(exc.error_log)
-        detail = "; ".join(f"line {e.line}, column {e.column}: {e.message}" for e in entries)
-        span = Span(entries[0].line, entries[0].column) if entries else None
-        raise _error(source, detail or str(exc), span) from None
+        host = etree.fromstring(_HOST, parser)
+    except etree.XMLSyntaxError as exc:
+        raise _syntax_error(exc, parser.error_log, source) from None
+    if resolver.refused:
+        refused = ", ".join(sorted(set(resolver.refused)))
+        raise _error(source, f"it refers to external entities ({refused}); a feed DTD must be self-contained")
+    dtd = host.getroottree().docinfo.externalDTD
+    if not resolver.served or dtd is None:
+        raise _error(source, "it could not be read as a DTD")
+    return dtd
+
+
+def _syntax_error(exc: etree.XMLSyntaxError, log: etree._ListErrorLog, source: str | None) -> CompileError:
+    # the parser's own log: the exception's may hold earlier parses' entries too
+    entries = [e for e in log if e.level_name in ("ERROR", "FATAL")] or list(log)
+    detail = "; ".join(f"line {e.line}, column {e.column}: {e.message}" for e in entries)
+    span = Span(entries[0].line, entries[0].column) if entries else None
+    return _error(source, detail or str(exc), span)
+
+
+def _parse(raw: bytes, source: str | None) -> etree.DTD:
+    return load_dtd(raw, source)
 
 
 def _qualified(prefix: str | None, name: str) -> str:
