@@ -5,6 +5,7 @@ the read timeout); every re-run ends with the ledger matching the store and noth
 
 from __future__ import annotations
 
+import re
 import secrets
 
 import pytest
@@ -22,8 +23,8 @@ pytestmark = pytest.mark.integration
 
 #: Part files written below the subscribers' prefixes (path-style: /bucket/out/...).
 PART_PUT = r"/out/.*/part-\d+\.xml$"
-#: One plain input object of the hour.
-INPUT_GET = r"/in/news/dt=2026-11-22/hour=16/m003\.xml$"
+#: The hour's input objects.
+INPUT_HOUR = r"/in/news/dt=2026-11-22/hour=16/"
 
 
 def assert_good_hour(catalog: Engine, news: News) -> None:
@@ -56,12 +57,16 @@ def test_a_store_failing_past_its_retries_fails_the_batch_and_the_rerun_delivers
     assert_good_hour(catalog, news)
 
 
-@pytest.mark.parametrize("action", ["truncate", "stall"])
+@pytest.mark.parametrize(
+    ("action", "key"), [("truncate", "m003.xml"), ("stall", "m003.xml"), ("truncate", "wire/m004.xml.gz")]
+)
 def test_an_input_body_cut_short_is_transient_and_the_rerun_delivers_all(
-    action: str, catalog: Engine, news: News, plans: FileStore, proxy: FaultProxy
+    action: str, key: str, catalog: Engine, news: News, plans: FileStore, proxy: FaultProxy
 ) -> None:
-    rule = proxy.add(Rule("GET", INPUT_GET, action, times=1))  # type: ignore[arg-type]
-    with pytest.raises(TransientStorageError, match=r"m003\.xml was cut short or stalled") as caught:
+    """A plain or gzip'd input cut short is an outage (FR502, retried), never a corrupt message
+    (FR200/FR206, quarantined for good)."""
+    rule = proxy.add(Rule("GET", f"{INPUT_HOUR}{re.escape(key)}$", action, times=1))  # type: ignore[arg-type]
+    with pytest.raises(TransientStorageError, match=rf"{re.escape(key)} was cut short or stalled") as caught:
         route_inline(catalog, plans)
     assert rule.hits == 1 and caught.value.code == "FR502" and caught.value.transient
     assert [b["status"] for b in batches(catalog)] == ["failed"]
