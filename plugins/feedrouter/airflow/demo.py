@@ -90,6 +90,7 @@ def _configure(home: Path, spark_master: str) -> None:
             "AIRFLOW__CORE__PLUGINS_FOLDER": str(ROOT / "plugins"),
             "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
             "AIRFLOW__LOGGING__LOGGING_LEVEL": "WARNING",
+            "FEEDROUTER_DATABASE_URL": "embedded",  # the demo's catalog is the embedded one, by name
             "FEEDROUTER_HOME": str(home),
             "FEEDROUTER_SPARK_MASTER": spark_master,
             "FEEDROUTER_INPUT_GRACE": "0",  # the sample hour is complete as soon as it is written
@@ -111,6 +112,7 @@ def _write_env_file(path: Path) -> None:
 
 def _generate_input(home: Path, hour: datetime, count: int) -> str:
     """One hour of the sample news feed under the feed's layout; returns the feed's input prefix."""
+    from feedrouter.storage.uris import file_uri
     from feedrouter.workload import dtds, generate_documents
 
     prefix = home / "input" / "news"
@@ -119,7 +121,7 @@ def _generate_input(home: Path, hour: datetime, count: int) -> str:
     for i, document in enumerate(generate_documents(dtds.load("news"), count, seed=11)):
         (folder / f"msg-{i:05d}.xml").write_bytes(document)
     print(f"Generated {count} messages of feed news for {hour:%Y-%m-%d %H}:00 UTC under {folder}")
-    return prefix.as_uri()
+    return file_uri(prefix)
 
 
 def _insert_catalog(home: Path, input_prefix: str, count: int) -> None:
@@ -129,6 +131,7 @@ def _insert_catalog(home: Path, input_prefix: str, count: int) -> None:
     from feedrouter.catalog import open_catalog
     from feedrouter.catalog.cli import INVALID_EXAMPLES
     from feedrouter.catalog.sample import SampleSpec, insert_sample
+    from feedrouter.storage.uris import file_uri
     from feedrouter.workload import dtds, generate_subscriptions
 
     graph = dtds.load("news")
@@ -138,7 +141,7 @@ def _insert_catalog(home: Path, input_prefix: str, count: int) -> None:
         dtd_text=graph.text,
         dtd_root=graph.root,
         input_prefix=input_prefix,
-        output_base=(home / "output").as_uri(),
+        output_base=file_uri(home / "output"),
         subscribers=3,
         texts=generate_subscriptions(graph, count, seed=7, form="mixed"),
         invalid=INVALID_EXAMPLES,
