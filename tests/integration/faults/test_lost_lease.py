@@ -5,6 +5,8 @@ release never raises."""
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -13,9 +15,10 @@ from sqlalchemy import Engine, text
 from feedrouter.catalog.database import create_catalog_engine
 from feedrouter.errors import BatchBusyError, LockLostError
 from feedrouter.spark import batch as batch_module
+from feedrouter.spark import lease as leases
 from feedrouter.storage import FileStore
 from tests.integration.faults.support import News, assert_ledger_matches_store, route_inline
-from tests.integration.spark_support import batches, snapshot
+from tests.integration.spark_support import HOUR, batches, snapshot
 
 pytestmark = pytest.mark.integration
 
@@ -75,3 +78,28 @@ def test_a_run_that_lost_its_lease_commits_nothing(
         token = conn.scalar(text("SELECT token FROM feedrouter.hour_leases"))
     assert token == 2
     assert route_inline(catalog, plans).batch_id == only["id"]  # released: the hour is free again
+
+
+def racing_acquires(engine: Engine, runs: int = 4) -> list[object]:
+    """``runs`` threads taking the news hour's lease at the same moment: each one's lease or error."""
+    barrier = threading.Barrier(runs)
+
+    def take() -> object:
+        barrier.wait()
+        try:
+            return leases.acquire(engine, "news", HOUR)
+        except Exception as exc:
+            return exc
+
+    with ThreadPoolExecutor(runs) as pool:
+        return list(pool.map(lambda _: take(), range(runs)))
+
+
+def test_racing_runs_get_one_lease_and_busy_errors(catalog: Engine, news: News) -> None:
+    for _ in ("a free hour", "an expired lease"):
+        outcomes = racing_acquires(catalog)
+        won = [o for o in outcomes if isinstance(o, leases.Lease)]
+        assert len(won) == 1, outcomes
+        assert all(isinstance(o, BatchBusyError) for o in outcomes if o not in won), outcomes
+        expire_lease(catalog)
+    assert won[0].token == 2
