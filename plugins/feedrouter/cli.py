@@ -1,59 +1,209 @@
-"""The ``feedrouter`` command line: route local files, explain plans, generate sample data."""
+"""The ``feedrouter`` command line: route local files, explain plans, generate sample data.
+
+``feedrouter route`` reads its inputs the way an hourly batch does (:class:`~feedrouter.delivery.
+messages.Splitter`: gunzipped within the message limit, containers cut into records), so a corrupt
+``.gz``, a gzip bomb or a malformed document is reported and the run goes on. Results are named
+after the input's path relative to the ``--input`` it was found under (see :class:`OutputNames`), so
+two inputs never write the same file. Every command ends in one message with a code, never a
+traceback (:func:`feedrouter.console.reported`), and names are printed escaped.
+"""
 
 from __future__ import annotations
 
-import gzip
+import hashlib
 import json
+import re
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import click
 
 from feedrouter import heap
+from feedrouter.console import echo, escape_name, escape_text, reported
 from feedrouter.errors import FeedrouterError
-from feedrouter.paths import safe_component
+from feedrouter.limits import DEFAULT_MAX_DOCUMENT_BYTES
 
 _DOCUMENT_SUFFIXES = (".xml", ".xml.gz")
+#: The folder of rejection reports below ``--output``; a subscription of that id gets another folder.
+REJECTED = "_rejected"
+#: The longest output file or folder name (file systems allow 255 bytes; reports add a suffix).
+MAX_NAME = 200
+_SAFE_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._=-")
+
+
+class SubscriptionsFileError(click.ClickException):
+    """The subscriptions file cannot be read as subscriptions; the message names the line."""
 
 
 def load_subscriptions(path: Path) -> list[tuple[str, str]]:
-    """Subscriptions from JSON ``{id: text}``, JSON Lines ``{"id":…, "text":…}`` or a folder of .xq files."""
+    """Subscriptions from JSON ``{id: text}``, JSON Lines ``{"id":…, "text":…}`` or a folder of .xq files.
+
+    Raises:
+        SubscriptionsFileError: malformed JSON, an entry without an id or text, an empty or
+            repeated id; the message names the file and the line.
+    """
     if path.is_dir():
-        return [(p.stem, p.read_text(encoding="utf-8")) for p in sorted(path.glob("*.xq"))]
-    raw = path.read_text(encoding="utf-8")
+        return _checked(path, [(p.stem, p.read_text(encoding="utf-8"), 0) for p in sorted(path.glob("*.xq"))])
+    raw = _read_text(path)
     if path.suffix == ".jsonl":
-        rows = [json.loads(line) for line in raw.splitlines() if line.strip()]
-        return [(str(row["id"]), row["text"]) for row in rows]
-    data = json.loads(raw)
-    if isinstance(data, dict):
-        return [(str(k), v) for k, v in data.items()]
-    return [(str(row["id"]), row["text"]) for row in data]
+        rows = [(_json(path, line, n), n) for n, line in enumerate(raw.split("\n"), 1) if line.strip()]
+        return _checked(path, [(*_entry(path, row, n), n) for row, n in rows])
+    data = _json(path, raw, 0, object_pairs_hook=list)
+    if isinstance(data, list) and all(isinstance(pair, tuple) for pair in data):  # a JSON object
+        return _checked(path, [(str(k), v, _line_of_key(raw, str(k))) for k, v in data])
+    if not isinstance(data, list):
+        raise SubscriptionsFileError(f"{escape_name(path)}: expected a JSON object {{id: text}} or a list")
+    return _checked(
+        path, [(*_entry(path, dict(row) if isinstance(row, list) else row, 0), 0) for row in data]
+    )
 
 
-def iter_documents(inputs: tuple[Path, ...]) -> Iterator[Path]:
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise SubscriptionsFileError(f"{escape_name(path)}: not UTF-8 text ({exc.reason})") from exc
+
+
+def _json(path: Path, text: str, line: int, **options: Any) -> Any:
+    try:
+        return json.loads(text, **options)
+    except json.JSONDecodeError as exc:
+        where = line or exc.lineno
+        raise SubscriptionsFileError(f"{escape_name(path)}, line {where}: not JSON ({exc.msg})") from exc
+
+
+def _entry(path: Path, row: object, line: int) -> tuple[str, Any]:
+    if isinstance(row, list):  # JSON objects arrive as lists of pairs (duplicate keys stay visible)
+        row = dict(row)
+    if not isinstance(row, dict) or "id" not in row or "text" not in row:
+        where = f", line {line}" if line else ""
+        raise SubscriptionsFileError(f'{escape_name(path)}{where}: expected {{"id": …, "text": …}}')
+    return ("" if row["id"] is None else str(row["id"])), row["text"]
+
+
+def _line_of_key(raw: str, key: str) -> int:
+    """The line of ``"key":`` in a JSON object (the first one), for messages; 0 when not found."""
+    match = re.search(re.escape(json.dumps(key)) + r"\s*:", raw)
+    return raw.count("\n", 0, match.start()) + 1 if match else 0
+
+
+def _checked(path: Path, entries: list[tuple[str, Any, int]]) -> list[tuple[str, str]]:
+    """The (id, text) pairs, after refusing empty and repeated ids with the line they are on."""
+    seen: set[str] = set()
+    for sid, _text, line in entries:
+        where = f", line {line}" if line else ""
+        if not sid.strip():
+            raise SubscriptionsFileError(f"{escape_name(path)}{where}: a subscription has an empty id")
+        if sid in seen:
+            raise SubscriptionsFileError(
+                f"{escape_name(path)}{where}: the id {escape_name(sid)!r} is repeated"
+            )
+        seen.add(sid)
+    return [(sid, text) for sid, text, _line in entries]
+
+
+@dataclass(frozen=True)
+class InputDocument:
+    """A file to route and its name relative to the ``--input`` it was found under."""
+
+    path: Path
+    relative: tuple[str, ...]
+
+
+def iter_documents(inputs: tuple[Path, ...]) -> Iterator[InputDocument]:
     """Every .xml and .xml.gz file named or found below the named folders, in sorted order."""
     for item in inputs:
         if item.is_dir():
-            yield from sorted(
-                p for p in item.rglob("*") if p.is_file() and p.name.endswith(_DOCUMENT_SUFFIXES)
-            )
+            found = (p for p in item.rglob("*") if p.is_file() and p.name.endswith(_DOCUMENT_SUFFIXES))
+            for path in sorted(found):
+                yield InputDocument(path, path.relative_to(item).parts)
         else:
-            yield item
+            yield InputDocument(item, (item.name,))
 
 
-def read_document(path: Path) -> bytes:
-    data = path.read_bytes()
-    return gzip.decompress(data) if path.name.endswith(".gz") else data
-
-
-def document_stem(path: Path) -> str:
-    name = path.name
+def document_stem(name: str) -> str:
+    """The file name without ``.xml`` or ``.xml.gz`` (the whole name if nothing would be left)."""
     for suffix in _DOCUMENT_SUFFIXES[::-1]:
-        if name.endswith(suffix):
+        if name.endswith(suffix) and len(name) > len(suffix):
             return name[: -len(suffix)]
-    return path.stem
+    return name
+
+
+def output_component(name: str, suffix: str = "") -> str:
+    """``name`` as one file or folder name: percent-encoded like :func:`feedrouter.paths.safe_component`
+    (distinct names stay distinct, nothing escapes its folder) and bounded: past :data:`MAX_NAME`
+    it is cut and ends in ``~`` and a digest of the whole name (``~`` is always encoded otherwise)."""
+    raw = _utf8(name)
+    encoded = "".join(chr(b) if b in _SAFE_BYTES else f"%{b:02X}" for b in raw)
+    if encoded.startswith(".") or not encoded:
+        encoded = "%2E" + encoded[1:] if encoded else "%00"
+    if len(encoded) + len(suffix) > MAX_NAME:
+        digest = hashlib.sha256(raw).hexdigest()[:16]
+        cut = encoded[: MAX_NAME - len(suffix) - 17]
+        cut = re.sub(r"%[0-9A-F]?$", "", cut)  # never end on half an escape
+        encoded = f"{cut}~{digest}"
+    return encoded + suffix
+
+
+def _utf8(name: str) -> bytes:
+    """File names that are not UTF-8 arrive with surrogate escapes; lone surrogates from JSON too."""
+    try:
+        return name.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return name.encode("utf-8", "surrogatepass")
+
+
+def subscription_folder(sid: str) -> str:
+    """The output folder of a subscription; never the rejection reports' folder."""
+    folder = output_component(sid)
+    return "%5F" + folder[1:] if folder == REJECTED else folder
+
+
+@dataclass
+class OutputNames:
+    """Gives each input document an output name no other input of the run has.
+
+    The name mirrors the path relative to its ``--input`` (``x/msg.xml`` -> ``x/msg``), each part
+    through :func:`output_component`. If two inputs still meet (``--input a/msg.xml --input
+    b/msg.xml``, or names that differ only in case), the later one's stem gets ``~`` and a digest of
+    its resolved path: the same command names the same files the same way. The same file named twice
+    is routed once.
+    """
+
+    _taken: dict[tuple[str, ...], Path] = field(default_factory=dict)
+
+    def assign(self, document: InputDocument) -> tuple[str, ...] | None:
+        """The output name's parts (folders, then the stem), or None for a file already routed."""
+        resolved = document.path.resolve()
+        *folders, file_name = document.relative
+        stem = document_stem(file_name)
+        parts = (*map(output_component, folders), output_component(stem))
+        if self._key(parts) in self._taken:
+            if self._taken[self._key(parts)] == resolved:
+                return None
+            digest = hashlib.sha256(_utf8(str(resolved))).hexdigest()[:12]
+            parts = (*parts[:-1], output_component(stem, suffix=f"~{digest}"))
+        self._taken[self._key(parts)] = resolved
+        return parts
+
+    @staticmethod
+    def _key(parts: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(part.casefold() for part in parts)  # case-insensitive file systems
+
+
+@dataclass
+class RouteStats:
+    """What a ``feedrouter route`` run did, for its last line."""
+
+    documents: int = 0
+    rejected: int = 0
+    results: int = 0
+    bytes: int = 0
 
 
 @click.group()
@@ -83,7 +233,7 @@ def main() -> None:
     "output",
     required=True,
     type=click.Path(file_okay=False, path_type=Path),
-    help="Folder for results: OUTPUT/<subscription>/<document>.xml",
+    help="Folder for results: OUTPUT/<subscription>/<input path>.xml",
 )
 @click.option(
     "--dtd",
@@ -92,60 +242,115 @@ def main() -> None:
     help="The feed's DTD: its entity declarations apply to the documents.",
 )
 @click.option("--strategy", default="auto", type=click.Choice(["auto", "F", "FW", "FWR"]), show_default=True)
+@click.option(
+    "--record-element",
+    help="Inputs are containers: every outermost element of this name is one document.",
+)
+@click.option(
+    "--max-document-bytes",
+    type=click.IntRange(min=1),
+    default=DEFAULT_MAX_DOCUMENT_BYTES,
+    show_default=True,
+    help="Larger documents (after gunzip) are rejected without being read further.",
+)
 def route(
-    subscriptions_path: Path, inputs: tuple[Path, ...], output: Path, dtd_path: Path | None, strategy: str
+    subscriptions_path: Path,
+    inputs: tuple[Path, ...],
+    output: Path,
+    dtd_path: Path | None,
+    strategy: str,
+    record_element: str | None,
+    max_document_bytes: int,
 ) -> None:
     """Route documents through subscriptions and write each match to the output folder."""
     from feedrouter import Router
+    from feedrouter.delivery.messages import Splitter
+    from feedrouter.engine.document import DocumentLimits
 
-    subscriptions = load_subscriptions(subscriptions_path)
-    dtd = dtd_path.read_text(encoding="utf-8") if dtd_path else None
-    router = Router.compile(subscriptions, dtd=dtd, strategy=strategy, on_error="collect")
-    for sid, error in router.errors.items():
-        click.echo(f"skipped subscription {sid}: {error}", err=True)
-    output.mkdir(parents=True, exist_ok=True)
-    stats = {"documents": 0, "rejected": 0, "results": 0, "bytes": 0}
-    started = time.perf_counter()
-    with heap.settled():
-        for path in iter_documents(inputs):
-            _route_one(router, path, output, stats)
-    elapsed = time.perf_counter() - started
+    with reported():
+        subscriptions = load_subscriptions(subscriptions_path)
+        dtd = dtd_path.read_text(encoding="utf-8") if dtd_path else None
+        limits = DocumentLimits(max_bytes=max_document_bytes)
+        router = Router.compile(subscriptions, dtd=dtd, strategy=strategy, on_error="collect", limits=limits)
+        for sid, error in router.errors.items():
+            echo(f"skipped subscription {escape_name(sid)}: {error}", err=True)
+        splitter = Splitter(record_element, dtd, max_document_bytes)
+        output.mkdir(parents=True, exist_ok=True)
+        run = _RouteRun(router, splitter, output, record_element is not None)
+        started = time.perf_counter()
+        with heap.settled():
+            for document in iter_documents(inputs):
+                run.route_file(document)
+        elapsed = time.perf_counter() - started
+    stats = run.stats
     click.echo(
-        f"routed {stats['documents']} documents through {len(router)} subscriptions in {elapsed:.2f}s: "
-        f"{stats['results']} results ({stats['bytes']} bytes), {stats['rejected']} documents rejected, "
-        f"{len(router.errors)} subscriptions skipped; results under {output}"
+        f"routed {stats.documents} documents through {len(router)} subscriptions in {elapsed:.2f}s: "
+        f"{stats.results} results ({stats.bytes} bytes), {stats.rejected} documents rejected, "
+        f"{len(router.errors)} subscriptions skipped; results under {escape_name(output)}"
     )
 
 
-def _route_one(router, path: Path, output: Path, stats: dict[str, int]) -> None:  # type: ignore[no-untyped-def]
-    stats["documents"] += 1
-    stem = safe_component(document_stem(path))
-    try:
-        results = router.route(read_document(path), source=str(path))
-    except (FeedrouterError, OSError) as exc:
-        stats["rejected"] += 1
-        _write_rejection(output, stem, path, exc)
-        click.echo(f"rejected {path}: {exc}", err=True)
-        return
-    for sid, data in results.items():
-        folder = output / safe_component(sid)
-        folder.mkdir(exist_ok=True)
-        (folder / f"{stem}.xml").write_bytes(data)
-        stats["results"] += 1
-        stats["bytes"] += len(data)
+@dataclass
+class _RouteRun:
+    """One ``feedrouter route`` run: reads each input as messages, routes them, writes the results."""
 
+    router: Any
+    splitter: Any
+    output: Path
+    containers: bool
+    names: OutputNames = field(default_factory=OutputNames)
+    stats: RouteStats = field(default_factory=RouteStats)
 
-def _write_rejection(output: Path, stem: str, path: Path, exc: Exception) -> None:
-    folder = output / "_rejected"
-    folder.mkdir(exist_ok=True)
-    report = {
-        "source": str(path),
-        "error": str(exc),
-        "code": getattr(exc, "code", None),
-        "line": getattr(exc, "line", None),
-        "column": getattr(exc, "column", None),
-    }
-    (folder / f"{stem}.error.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
+    def route_file(self, document: InputDocument) -> None:
+        """Route every message of one input; a failure is reported against it and the run goes on."""
+        parts = self.names.assign(document)
+        if parts is None:
+            return
+        try:
+            with document.path.open("rb") as stream:
+                for message in self.splitter.messages(str(document.path), stream):
+                    self._route_message(message, parts)
+        except OSError as exc:  # unreadable, or gone since it was listed
+            self.stats.documents += 1
+            self._reject(parts, str(document.path), exc)
+
+    def _route_message(self, message: Any, parts: tuple[str, ...]) -> None:
+        self.stats.documents += 1
+        name = (*parts[:-1], f"{parts[-1]}~r{message.index}") if self.containers else parts
+        source = message.label if self.containers else message.source
+        if message.error is not None:
+            self._reject(name, source, message.error)
+            return
+        try:
+            results = self.router.route(message.data, source=source)
+        except FeedrouterError as exc:
+            self._reject(name, source, exc)
+            return
+        except Exception as exc:  # one document must never stop the others; the report says what broke
+            self._reject(name, source, exc)
+            return
+        for sid, data in results.items():
+            self._write(Path(self.output, subscription_folder(sid), *name[:-1], f"{name[-1]}.xml"), data)
+
+    def _write(self, target: Path, data: bytes) -> None:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        self.stats.results += 1
+        self.stats.bytes += len(data)
+
+    def _reject(self, name: tuple[str, ...], source: str, exc: BaseException) -> None:
+        self.stats.rejected += 1
+        report = {
+            "source": source,
+            "error": str(exc) if isinstance(exc, FeedrouterError | OSError) else f"internal error: {exc!r}",
+            "code": getattr(exc, "code", None),
+            "line": getattr(exc, "line", None),
+            "column": getattr(exc, "column", None),
+        }
+        target = Path(self.output, REJECTED, *name[:-1], f"{name[-1]}.error.json")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(report, indent=2), encoding="utf-8")
+        click.echo(f"rejected {escape_name(source)}: {escape_text(report['error'])}", err=True)
 
 
 @main.command()
@@ -158,10 +363,11 @@ def explain(subscriptions_path: Path, subscription_id: str, strategy: str) -> No
     """Show a subscription's paths, the NFA states it shares and its operator plan."""
     from feedrouter import Router
 
-    router = Router.compile(load_subscriptions(subscriptions_path), strategy=strategy, on_error="collect")
-    if subscription_id in router.errors:
-        raise click.ClickException(str(router.errors[subscription_id]))
-    click.echo(router.explain(subscription_id))
+    with reported():
+        router = Router.compile(load_subscriptions(subscriptions_path), strategy=strategy, on_error="collect")
+        if subscription_id in router.errors:
+            raise router.errors[subscription_id]
+        echo(router.explain(subscription_id))
 
 
 @main.command()
@@ -176,16 +382,18 @@ def generate(output: Path, dtd_name: str, documents: int, subscriptions: int, se
     """Write sample documents, subscriptions and the DTD (for demos and benchmarks)."""
     from feedrouter.workload import dtds, generate_documents, generate_subscriptions
 
-    graph = dtds.load(dtd_name)
-    docs_dir = output / "documents"
-    docs_dir.mkdir(parents=True, exist_ok=True)
-    for i, data in enumerate(generate_documents(graph, documents, seed=seed)):
-        (docs_dir / f"msg-{i:05d}.xml").write_bytes(data)
-    texts = generate_subscriptions(graph, subscriptions, seed=seed, form="mixed")
-    subs = {f"sub-{i:05d}": text for i, text in enumerate(texts)}
-    (output / "subscriptions.json").write_text(json.dumps(subs, indent=1), encoding="utf-8")
-    (output / f"{dtd_name}.dtd").write_text(graph.text, encoding="utf-8")
-    click.echo(f"wrote {documents} documents, {len(subs)} subscriptions and {dtd_name}.dtd under {output}")
+    with reported():
+        graph = dtds.load(dtd_name)
+        docs_dir = output / "documents"
+        docs_dir.mkdir(parents=True, exist_ok=True)
+        for i, data in enumerate(generate_documents(graph, documents, seed=seed)):
+            (docs_dir / f"msg-{i:05d}.xml").write_bytes(data)
+        texts = generate_subscriptions(graph, subscriptions, seed=seed, form="mixed")
+        subs = {f"sub-{i:05d}": text for i, text in enumerate(texts)}
+        (output / "subscriptions.json").write_text(json.dumps(subs, indent=1), encoding="utf-8")
+        (output / f"{dtd_name}.dtd").write_text(graph.text, encoding="utf-8")
+    shown = escape_name(output)
+    click.echo(f"wrote {documents} documents, {len(subs)} subscriptions and {dtd_name}.dtd under {shown}")
 
 
 def _register_adapters() -> None:

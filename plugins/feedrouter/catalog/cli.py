@@ -15,23 +15,11 @@ imported inside the commands, so ``feedrouter route`` does not pay for them.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 import click
 
-from feedrouter.errors import FeedrouterError
+from feedrouter.console import echo, escape_name, reported
 
 STRATEGIES = ["auto", "F", "FW", "FWR"]
-
-
-@contextmanager
-def _reported() -> Iterator[None]:
-    """Show feedrouter's own errors as one clean message instead of a traceback."""
-    try:
-        yield
-    except FeedrouterError as exc:
-        raise click.ClickException(str(exc)) from exc
 
 
 @click.command("build-plan")
@@ -50,7 +38,7 @@ def build_plan_command(feed_name: str, plans_uri: str | None, strategy: str, no_
     from feedrouter.catalog.settings import plans_uri as default_plans_uri
     from feedrouter.storage import open_store
 
-    with _reported():
+    with reported():
         engine = open_catalog()
         store = open_store(plans_uri or default_plans_uri())
         result = build_plan(engine, feed_name, store, strategy=strategy, explain=not no_explain)
@@ -58,14 +46,13 @@ def build_plan_command(feed_name: str, plans_uri: str | None, strategy: str, no_
             problems = subscription_problems(conn, feed_name)
     verb = "reused the plan build" if result.reused else "built plan"
     click.echo(
-        f"{verb} {result.id} of feed {feed_name} at catalog version {result.catalog_version}: "
+        f"{verb} {result.id} of feed {escape_name(feed_name)} at catalog version {result.catalog_version}: "
         f"{result.valid} valid, {result.invalid} invalid, {result.never_matches} never match "
-        f"({result.artifact_bytes} bytes, {result.duration_seconds:.2f}s) -> {result.artifact_uri}"
+        f"({result.artifact_bytes} bytes, {result.duration_seconds:.2f}s) -> "
+        f"{escape_name(result.artifact_uri)}"
     )
     for row in problems[:20]:
-        click.echo(
-            f"  {row['status']}: {row['subscriber']}/{row['subscription']}: {row['error_message']}", err=True
-        )
+        echo(f"  {row['status']}: {_subscription(row)}: {row['error_message']}", err=True)
     if len(problems) > 20:
         click.echo(f"  … and {len(problems) - 20} more (see the subscription_problems view)", err=True)
 
@@ -81,8 +68,8 @@ def db_upgrade(revision: str) -> None:
     """Apply the migrations up to REVISION (SQLite: create the tables from the models)."""
     from feedrouter.catalog import migrate
 
-    with _reported():
-        click.echo(migrate.upgrade(revision=revision))
+    with reported():
+        echo(migrate.upgrade(revision=revision))
 
 
 @db_group.command("downgrade")
@@ -91,9 +78,9 @@ def db_downgrade(revision: str) -> None:
     """Revert the Postgres catalog to REVISION."""
     from feedrouter.catalog import migrate
 
-    with _reported():
+    with reported():
         migrate.downgrade(None, revision)
-    click.echo(f"downgraded the catalog to {revision}")
+    click.echo(f"downgraded the catalog to {escape_name(revision)}")
 
 
 @click.group("catalog")
@@ -108,20 +95,25 @@ def catalog_status(feed_name: str | None) -> None:
     from feedrouter.catalog import catalog_versions, latest_build, subscription_problems
     from feedrouter.catalog.database import open_catalog
 
-    with _reported(), open_catalog().connect() as conn:
+    with reported(), open_catalog().connect() as conn:
         versions = catalog_versions(conn)
         for name in [feed_name] if feed_name else list(versions):
             build = latest_build(conn, name)
             built = "no plan build" if build is None else _describe_build(build, versions.get(name, 0))
-            click.echo(f"{name}: catalog version {versions.get(name, 0)}; {built}")
+            click.echo(f"{escape_name(name)}: catalog version {versions.get(name, 0)}; {built}")
         for row in subscription_problems(conn, feed_name):
             click.echo(_describe_problem(row))
 
 
 def _describe_problem(row: dict) -> str:  # type: ignore[type-arg]
     # The stored message starts with the position and the code; its excerpt lines are left out.
-    first_line = (row["error_message"] or "").split("\n")[0]
-    return f"  {row['status']}: {row['feed']} {row['subscriber']}/{row['subscription']}: {first_line}"
+    first_line = escape_name((row["error_message"] or "").split("\n")[0])
+    return f"  {row['status']}: {escape_name(row['feed'])} {_subscription(row)}: {first_line}"
+
+
+def _subscription(row: dict) -> str:  # type: ignore[type-arg]
+    """``subscriber/subscription``, both names escaped for the terminal."""
+    return f"{escape_name(row['subscriber'])}/{escape_name(row['subscription'])}"
 
 
 def _describe_build(build, version: int) -> str:  # type: ignore[no-untyped-def]
@@ -167,23 +159,25 @@ def catalog_init_sample(
     from feedrouter.catalog.settings import home
     from feedrouter.workload import dtds, generate_subscriptions
 
-    graph = dtds.load(dtd_name)
-    spec = SampleSpec(
-        feed=feed_name,
-        dtd_name=dtd_name,
-        dtd_text=graph.text,
-        dtd_root=graph.root,
-        input_prefix=input_prefix or (home() / "input" / feed_name).as_uri(),
-        output_base=output_base or (home() / "output").as_uri(),
-        subscribers=subscribers,
-        texts=generate_subscriptions(graph, count, seed=seed, form="mixed"),
-        invalid=INVALID_EXAMPLES if with_invalid else (),
-    )
-    with _reported(), open_catalog().begin() as conn:
-        counts = insert_sample(conn, spec)
+    with reported():
+        graph = dtds.load(dtd_name)
+        spec = SampleSpec(
+            feed=feed_name,
+            dtd_name=dtd_name,
+            dtd_text=graph.text,
+            dtd_root=graph.root,
+            input_prefix=input_prefix or (home() / "input" / feed_name).as_uri(),
+            output_base=output_base or (home() / "output").as_uri(),
+            subscribers=subscribers,
+            texts=generate_subscriptions(graph, count, seed=seed, form="mixed"),
+            invalid=INVALID_EXAMPLES if with_invalid else (),
+        )
+        with open_catalog().begin() as conn:
+            counts = insert_sample(conn, spec)
+    name = escape_name(feed_name)
     click.echo(
-        f"feed {feed_name} ({dtd_name} DTD) has {counts['subscriptions']} subscriptions of "
-        f"{counts['subscribers']} sample subscribers; next: feedrouter build-plan --feed {feed_name}"
+        f"feed {name} ({dtd_name} DTD) has {counts['subscriptions']} subscriptions of "
+        f"{counts['subscribers']} sample subscribers; next: feedrouter build-plan --feed {name}"
     )
 
 

@@ -17,16 +17,7 @@ from typing import Any
 
 import click
 
-from feedrouter.errors import FeedrouterError
-
-
-@contextmanager
-def _reported() -> Iterator[None]:
-    """feedrouter's own errors as one clean message (with their code) instead of a traceback."""
-    try:
-        yield
-    except FeedrouterError as exc:
-        raise click.ClickException(str(exc)) from exc
+from feedrouter.console import echo, reported
 
 
 class _TaskBar:
@@ -101,7 +92,7 @@ def route_batch_command(
     if max_part_bytes is not None:
         options = replace(options, max_part_bytes=max_part_bytes)
     show = is_local(master) if progress is None else progress
-    with _reported(), _progress_bar(show) as bar:
+    with reported(), _progress_bar(show) as bar:
         when = parse_hour(hour)  # before anything is opened: a typo costs nothing
         engine = open_catalog()
         try:
@@ -115,7 +106,7 @@ def route_batch_command(
             )
         finally:
             engine.dispose()
-    click.echo(report.describe())
+    echo(report.describe())
 
 
 def register(group: click.Group) -> None:
