@@ -90,7 +90,7 @@ def describe_database_error(exc: Exception) -> FeedrouterError | None:
     sa_exc = sys.modules.get("sqlalchemy.exc")
     if sa_exc is None:
         return None
-    if isinstance(exc, sa_exc.ArgumentError):
+    if isinstance(exc, sa_exc.ArgumentError) or _raised_in(exc, "sqlalchemy.engine.url"):
         # its message may quote the whole URL, password included: say only which setting to fix
         return error("FR401", "FEEDROUTER_DATABASE_URL is not a URL SQLAlchemy can use: check its spelling")
     if _is_connection_problem(exc):
@@ -103,6 +103,15 @@ def describe_database_error(exc: Exception) -> FeedrouterError | None:
     if isinstance(exc, sa_exc.SQLAlchemyError):
         return error("FR400", f"the catalog refused the request ({_reason(exc)})")
     return None
+
+
+def _raised_in(exc: BaseException, module: str) -> bool:
+    """Whether the innermost Python frame of ``exc`` belongs to ``module`` (a bad port in a URL is a
+    plain ValueError from SQLAlchemy's URL parser)."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and tb.tb_frame.f_globals.get("__name__") == module
 
 
 def _is_connection_problem(exc: Exception) -> bool:
