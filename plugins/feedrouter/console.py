@@ -10,6 +10,7 @@ SQLAlchemy errors are recognized only when SQLAlchemy is already loaded).
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from collections.abc import Iterator
@@ -152,13 +153,20 @@ class CatalogAddress:
 
     @classmethod
     def configured(cls) -> CatalogAddress:
+        """The address of ``FEEDROUTER_DATABASE_URL`` (read here, not through the catalog package,
+        which this module must not import: the catalog's commands import it)."""
+        configured = os.environ.get("FEEDROUTER_DATABASE_URL", "").strip()
+        if configured in ("", "embedded"):
+            return cls("the embedded catalog", None, "$FEEDROUTER_HOME/feedrouter.db")
         try:
             from sqlalchemy.engine import make_url
 
-            from feedrouter.catalog.settings import database_url
-
-            url = make_url(database_url())
+            url = make_url(configured)
+            host = (
+                None
+                if url.get_backend_name() == "sqlite"
+                else f"{url.host or 'localhost'}:{url.port or 5432}"
+            )
+            return cls(url.render_as_string(hide_password=True), host, url.database, url.password)
         except Exception:  # it was usable a moment ago; if not now, name the setting only
             return cls("(FEEDROUTER_DATABASE_URL)", "the configured host")
-        host = None if url.get_backend_name() == "sqlite" else f"{url.host or 'localhost'}:{url.port or 5432}"
-        return cls(url.render_as_string(hide_password=True), host, url.database, url.password)

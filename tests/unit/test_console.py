@@ -50,9 +50,7 @@ def test_os_errors_name_the_file(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_refused_connection_is_fr402_with_the_host_and_no_password(monkeypatch: pytest.MonkeyPatch) -> None:
     cause = Exception("connection to db.example refused (password hunter2 rejected)\nmore lines")
     shown = message_of(OperationalError("SELECT 1", {}, cause), monkeypatch)
-    assert shown.startswith(
-        "[FR402] the catalog postgresql+psycopg://u:***@db.example:6543/cat cannot be reached"
-    )
+    assert shown.startswith("[FR402] the catalog postgresql://u:***@db.example:6543/cat cannot be reached")
     assert "is the database at db.example:6543 running? check FEEDROUTER_DATABASE_URL" in shown
     assert "hunter2" not in shown and "more lines" not in shown
 
