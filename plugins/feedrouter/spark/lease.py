@@ -24,13 +24,15 @@ import logging
 import os
 import socket
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
 from sqlalchemy import Connection, Engine, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from feedrouter.catalog.database import is_postgres
+from feedrouter.catalog.database import SQLITE_BEGIN, is_postgres
 from feedrouter.catalog.models import Feed, HourLease
 from feedrouter.errors import BatchBusyError, CatalogError, LockLostError
 
@@ -71,7 +73,7 @@ def acquire(engine: Engine, feed: str, hour: datetime, ttl: timedelta | None = N
     ttl = ttl or timedelta(seconds=DEFAULT_LEASE_SECONDS)
     holder = holder_name()
     try:
-        with engine.begin() as conn:
+        with write_transaction(engine) as conn:
             feed_id = _feed_id(conn, feed)
             token = _take(conn, feed, feed_id, hour, holder, ttl)
     except IntegrityError as exc:  # a concurrent first run inserted the row just before us
@@ -85,7 +87,7 @@ def renew(engine: Engine, lease: Lease) -> bool:
     A lease that expired but that nobody took over is still ours (its token is unchanged), so a
     run that stalled and resumes renews it; a run that was overtaken cannot.
     """
-    with engine.begin() as conn:
+    with write_transaction(engine) as conn:
         now = database_now(conn)
         changed = conn.execute(
             update(HourLease)
@@ -123,7 +125,7 @@ def check(conn: Connection, lease: Lease) -> None:
 def release(engine: Engine, lease: Lease) -> None:
     """Let the lease go at once (expire it, keep the token so it only ever grows). Never raises."""
     try:
-        with engine.begin() as conn:
+        with write_transaction(engine) as conn:
             now = database_now(conn)
             conn.execute(
                 update(HourLease)
@@ -174,6 +176,15 @@ class Heartbeat:
                 log.error("the hour lease of %s was taken over by another run", self.lease.label)
                 self.lost.set()
                 return
+
+
+@contextmanager
+def write_transaction(engine: Engine) -> Iterator[Connection]:
+    """A transaction that will write: on SQLite it takes the write lock at BEGIN (IMMEDIATE), so two
+    runs reading the lease and then writing it wait for each other instead of failing with
+    "database is locked"; on Postgres a plain transaction (rows are locked FOR UPDATE)."""
+    with engine.connect().execution_options(**{SQLITE_BEGIN: "IMMEDIATE"}) as conn, conn.begin():
+        yield conn
 
 
 def database_now(conn: Connection) -> datetime:

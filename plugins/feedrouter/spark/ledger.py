@@ -173,7 +173,7 @@ def unfinished_builds(conn: Connection, feed_id: int, hour: datetime) -> set[int
 
 def mark_running(engine: Engine, entry: BatchEntry, lease: Lease | None = None) -> int:
     """Commit the batch as ``running`` before anything is delivered; returns the batch id."""
-    with engine.begin() as conn:
+    with leases.write_transaction(engine) as conn:
         if lease is not None:
             leases.check(conn, lease)
         return _upsert_batch(conn, entry)
@@ -185,7 +185,7 @@ def record(engine: Engine, entry: BatchEntry, lease: Lease | None = None) -> int
     Raises:
         LockLostError: [FR606] ``lease`` is no longer this run's: nothing is written.
     """
-    with engine.begin() as conn:
+    with leases.write_transaction(engine) as conn:
         if lease is not None:
             leases.check(conn, lease)
         batch_id = _upsert_batch(conn, entry)
@@ -205,7 +205,7 @@ def record_failure(engine: Engine, entry: BatchEntry, lease: Lease | None = None
     Raises:
         LockLostError: [FR606] ``lease`` is no longer this run's: nothing is written.
     """
-    with engine.begin() as conn:
+    with leases.write_transaction(engine) as conn:
         if lease is not None:
             leases.check(conn, lease)
         return _upsert_batch(conn, entry)

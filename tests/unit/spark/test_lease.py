@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -95,3 +97,23 @@ def test_the_heartbeat_keeps_a_short_lease_and_notices_a_takeover(engine: Engine
 def test_an_unknown_feed_is_named(engine: Engine) -> None:
     with pytest.raises(CatalogError, match="no feed named 'sports'"):
         leases.acquire(engine, "sports", HOUR)
+
+
+def test_runs_racing_on_the_embedded_catalog_get_one_lease_and_busy_errors(engine: Engine) -> None:
+    runs = 4
+    barrier = threading.Barrier(runs)
+
+    def take() -> object:
+        barrier.wait()
+        try:
+            return leases.acquire(engine, "news", HOUR)
+        except Exception as exc:
+            return exc
+
+    for _ in ("a free hour", "an expired lease"):
+        with ThreadPoolExecutor(runs) as pool:
+            outcomes = list(pool.map(lambda _: take(), range(runs)))
+        won = [o for o in outcomes if isinstance(o, leases.Lease)]
+        assert len(won) == 1, outcomes
+        assert all(isinstance(o, BatchBusyError) for o in outcomes if o not in won), outcomes
+        expire(engine)
