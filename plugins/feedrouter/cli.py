@@ -36,7 +36,7 @@ _SAFE_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01
 
 
 class SubscriptionsFileError(click.ClickException):
-    """The subscriptions file cannot be read as subscriptions; the message names the line."""
+    """The subscriptions file (or the DTD) cannot be read as such; the message names the line."""
 
 
 def load_subscriptions(path: Path) -> list[tuple[str, str]]:
@@ -47,7 +47,7 @@ def load_subscriptions(path: Path) -> list[tuple[str, str]]:
             repeated id; the message names the file and the line.
     """
     if path.is_dir():
-        return _checked(path, [(p.stem, p.read_text(encoding="utf-8"), 0) for p in sorted(path.glob("*.xq"))])
+        return _checked(path, [(p.stem, _read_text(p), 0) for p in sorted(path.glob("*.xq"))])
     raw = _read_text(path)
     if path.suffix == ".jsonl":
         rows = [(_json(path, line, n), n) for n, line in enumerate(raw.split("\n"), 1) if line.strip()]
@@ -63,6 +63,7 @@ def load_subscriptions(path: Path) -> list[tuple[str, str]]:
 
 
 def _read_text(path: Path) -> str:
+    """A UTF-8 text file; one that is not UTF-8 is a clean error naming it."""
     try:
         return path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
@@ -269,7 +270,7 @@ def route(
 
     with reported():
         subscriptions = load_subscriptions(subscriptions_path)
-        dtd = dtd_path.read_text(encoding="utf-8") if dtd_path else None
+        dtd = _read_text(dtd_path) if dtd_path else None
         limits = DocumentLimits(max_bytes=max_document_bytes)
         router = Router.compile(subscriptions, dtd=dtd, strategy=strategy, on_error="collect", limits=limits)
         for sid, error in router.errors.items():

@@ -220,3 +220,16 @@ def test_explain_of_an_unknown_or_invalid_subscription_is_one_clean_error(tmp_pa
     for sid, code in (("nope", "FR301"), ("bad", "FR107")):
         result = invoke("explain", "--subscriptions", str(subs), "--id", sid)
         assert result.exit_code == 1 and f"[{code}]" in result.output
+
+
+def test_subscription_and_dtd_files_that_are_not_utf8_are_clean_errors(tmp_path: Path) -> None:
+    (tmp_path / "subs").mkdir()
+    (tmp_path / "subs" / "q.xq").write_bytes(b"//a[. = '\xff']")
+    (tmp_path / "d.xml").write_bytes(b"<a/>")
+    (tmp_path / "feed.dtd").write_bytes(b"<!ELEMENT a (#PCDATA)> \xfe")
+    args = ["route", "--input", str(tmp_path / "d.xml"), "--output", str(tmp_path / "o")]
+    result = invoke(*args, "--subscriptions", str(tmp_path / "subs"))
+    assert result.exit_code == 1 and "q.xq: not UTF-8 text" in result.output
+    (tmp_path / "subs" / "q.xq").write_text("//a")
+    result = invoke(*args, "--subscriptions", str(tmp_path / "subs"), "--dtd", str(tmp_path / "feed.dtd"))
+    assert result.exit_code == 1 and "feed.dtd: not UTF-8 text" in result.output
