@@ -11,7 +11,10 @@ import logging
 from collections.abc import Iterable, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Literal as TypingLiteral
+
+from lxml import etree
 
 from feedrouter import lang
 from feedrouter.engine.document import DocumentLimits, DocumentParser
@@ -23,10 +26,12 @@ from feedrouter.errors import (
     DocumentError,
     FeedrouterError,
     RoutingError,
+    Span,
     SubscriptionError,
     error,
 )
 from feedrouter.limits import ResultLimits
+from feedrouter.output.defaults import complete_attribute_defaults
 from feedrouter.output.factory import assemble_within, render_items_within
 from feedrouter.plan.context import DocumentContext
 from feedrouter.plan.index import SelectionIndex, find_probe
@@ -36,6 +41,7 @@ from feedrouter.plan.rules import Optimize
 from feedrouter.plan.rules.never_matches import never_matches
 from feedrouter.plan.sharing import PlanGroup, SharedPlans
 from feedrouter.schema import DtdGraph
+from feedrouter.schema.dtd import load_dtd
 
 OnError = TypingLiteral["raise", "collect"]
 
@@ -70,6 +76,10 @@ class Router:
     # class-level defaults: a router pickled before these settings existed unpickles with them
     result_limits: ResultLimits = ResultLimits()
     invalid_documents: str = "fallback"
+    lazy_dfa: bool = True
+    # built on first need in each process and never pickled (see __getstate__)
+    _validator: etree.DTD | None = None
+    _fallback: Router | None = None
 
     def __init__(
         self,
@@ -87,6 +97,7 @@ class Router:
         self.invalid_documents = _invalid_document_policy(invalid_documents)
         self.strategy = Strategy.parse(strategy)
         self.shared_selection = shared_selection
+        self.lazy_dfa = lazy_dfa
         self.dtd = dtd
         self.graph = _dtd_graph(dtd, required=optimize == "dtd")
         self.optimize = Optimize.parse(optimize, self.graph is not None)
@@ -183,6 +194,8 @@ class Router:
             group.probe = probe
             self._index.add(group, plan.main.pid, probe)
         self.errors.pop(sid, None)
+        if self._fallback is not None:
+            self._fallback.add(sid, text)
 
     def remove(self, subscription_id: str) -> None:
         """Take a subscription out; the NFA and shared plans release what only it used."""
@@ -195,6 +208,8 @@ class Router:
             self._index.remove(group, plan.main.pid, group.probe)
         self._warnings.pop(sid, None)
         self._planner.drop(plan)
+        if self._fallback is not None and sid in self._fallback:
+            self._fallback.remove(sid)
 
     # -- routing --------------------------------------------------------------------------------
 
@@ -229,7 +244,12 @@ class Router:
     def _route(self, document: bytes, source: str | None, profiler: Profiler | None) -> RouteOutcome:
         with _measure(profiler, "parse + NFA"):
             events = self._parser.events(document, source)
-            matches = run(self._dfa, events, self._parser.limits.max_depth)
+            first = next(events)  # the document element's start: the whole tree is parsed by now
+            root = first[1]
+            complete_attribute_defaults(root, document, self._parser.dtd_text)
+            if self.validates_documents and not self._valid(root, source):
+                return self._invalid_document_fallback()._route(document, source, profiler)
+            matches = run(self._dfa, chain((first,), events), self._parser.limits.max_depth)
         ctx = DocumentContext(matches, source, profiler, max_work=self._parser.limits.max_work)
         with _measure(profiler, "shared selection"):
             # the index yields groups in an order fixed by the router's history (dicts keep order,
@@ -272,6 +292,68 @@ class Router:
             if plan.is_flwr:
                 return assemble_within(plan.code, plan.wrapper, ctx, bound, limit)
             return render_items_within(bound, ctx, limit)  # type: ignore[arg-type]
+
+    # -- documents the DTD-driven plans cannot serve ----------------------------------------------
+
+    @property
+    def validates_documents(self) -> bool:
+        """Whether each document is checked against the feed DTD before routing: DTD-driven
+        optimizations (rewrites such as ``//title`` -> ``/bib/book/title``) hold for valid documents only."""
+        return self.graph is not None and self.optimize.uses_dtd
+
+    def _valid(self, root: etree._Element, source: str | None) -> bool:
+        """Whether the document is valid against the feed DTD (and rooted where it says); with the
+        ``"quarantine"`` policy an invalid one raises FR207 here."""
+        graph = self.graph
+        assert graph is not None
+        validator = self._validator
+        if validator is None:
+            validator = self._validator = load_dtd(graph.text.encode("utf-8"), graph.source)
+        name = _written_name(root)
+        if name != graph.root:
+            problem, span = f"its document element is <{name}>, the DTD's is <{graph.root}>", None
+        elif validator.validate(root):
+            return True
+        else:
+            problem, span = _first_problem(validator)
+        if self.invalid_documents == "quarantine":
+            raise error(
+                "FR207",
+                f"the document is not valid against the feed DTD: {problem}; this feed quarantines "
+                "documents its DTD does not validate (invalid_documents='quarantine')",
+                source=source,
+                span=span,
+            )
+        return False
+
+    def _invalid_document_fallback(self) -> Router:
+        """A router of the same subscriptions without DTD-driven optimizations, compiled on the first
+        invalid document and kept (in sync through :meth:`add` and :meth:`remove`, never pickled)."""
+        fallback = self._fallback
+        if fallback is None:
+            fallback = Router(
+                dtd=self.dtd,
+                strategy=self.strategy.value,
+                limits=self._parser.limits,
+                shared_selection=self.shared_selection,
+                lazy_dfa=self.lazy_dfa,
+                optimize="query",
+                result_limits=self.result_limits,
+            )
+            for sid, plan in self._plans.items():
+                try:
+                    fallback.add(sid, plan.text)
+                except Exception:  # compiled once already: a text that fails here is a bug of ours
+                    _log.warning("subscription %s does not compile without the DTD", sid, exc_info=True)
+            self._fallback = fallback
+        return fallback
+
+    def __getstate__(self) -> dict[str, object]:
+        # lxml's DTD object does not pickle, and the fallback is rebuilt where it is needed
+        state = dict(self.__dict__)
+        state.pop("_validator", None)
+        state.pop("_fallback", None)
+        return state
 
     # -- introspection --------------------------------------------------------------------------
 
@@ -393,6 +475,21 @@ class _ResultBudget:
             "bytes; this subscription's result is not delivered for this document",
             source=source,
         )
+
+
+def _written_name(element: etree._Element) -> str:
+    """An element's name as the document writes it (``prefix:local``), as DTDs name elements."""
+    local = etree.QName(element).localname
+    return f"{element.prefix}:{local}" if element.prefix else local
+
+
+def _first_problem(validator: etree.DTD) -> tuple[str, Span | None]:
+    entries = list(validator.error_log.filter_from_errors()) or list(validator.error_log)
+    if not entries:
+        return "libxml2 gave no reason", None
+    first = entries[0]
+    more = f" (and {len(entries) - 1} more)" if len(entries) > 1 else ""
+    return f"{first.message}{more}", Span(first.line, first.column) if first.line else None
 
 
 def _fail(outcome: RouteOutcome, group: PlanGroup, failure: RoutingError) -> None:
