@@ -145,6 +145,37 @@ def child(path: str, count: int) -> dict:
 
 # -- the parent: documents, children, the report ---------------------------------------------------
 
+NOTES = [
+    "## What the memory is",
+    "",
+    "* **The tree** (`parse`): libxml2 spends about 120 bytes per element and per text node,",
+    "  whatever the node's size in the document: 4-byte empty elements cost ~31x their bytes, news",
+    "  ~18x. This is the floor for anything that hands lxml elements to the plans. The parser before",
+    "  issue 18 added a list of (event, element) pairs and an element object per event on top",
+    "  (`pull+list`, 27x-83x); `DocumentParser.events` now parses into the tree first (no element",
+    "  object exists while libxml2 parses) and yields the events one at a time.",
+    "* **The NFA pass** (`parse+nfa`, in `engine/runtime.py`): `Matches` keeps one lxml element",
+    "  object per element (`nodes`: 56 bytes and a garbage-collector header, plus the list slot) and",
+    "  a Python int per element id in `parents` and `by_state` (28 bytes, plus slots): 110-165",
+    "  bytes per element, as much again as the tree.",
+    "* **Routing** (`route`): on top, the results. For the news documents 397 of the 10,000",
+    "  subscriptions match, many of them returning the whole `nitf` element; the distinct result",
+    "  objects alone are 20-25x the document (`results MB`). Result caps (ResultLimits) bound this.",
+    "",
+    "## What would reach 20x",
+    "",
+    "* Results: the per-subscription and per-document result limits, and sharing one serialization of",
+    "  a node between results (a result that is the whole document need not be a copy per plan group).",
+    "* The runtime (`engine/runtime.py`): keep `parents`, `tags` and `by_state` in",
+    "  `array('i')` / interned indexes (4 bytes per element instead of ~36), and do not keep an",
+    "  element object per element: keep the root and materialize `nodes` only when a candidate plan",
+    "  needs them (no candidate: no objects at all; the sibling and nested documents here match",
+    "  nothing), or only for the elements whose DFA state accepts a path and their ancestors.",
+    "  That would bring `parse+nfa` to about `parse` + 10%: 18-20x for nested and news documents.",
+    "* Empty-element floods (the sibling shape) stay at ~31x with any lxml tree; refusing them",
+    "  earlier needs a bound on elements per document byte or on elements per document.",
+]
+
 
 def measure(shapes: dict[str, tuple[int, ...]], count: int) -> list[dict]:
     rows = []
@@ -193,6 +224,13 @@ def report(rows: list[dict], count: int, wall: float) -> str:
             + " | ".join(cells)
             + f" | {row['route']['s']} | {row['matched']} | {results} |"
         )
+    lines += ["", "Per element (bytes): the tree, and what the NFA pass adds to it.", ""]
+    lines += ["| shape | doc MB | parse B/element | NFA pass B/element |", "|---|---:|---:|---:|"]
+    for row in rows:
+        tree = row["parse"]["mb"] * MB / row["elements"]
+        nfa = (row["parse+nfa"]["mb"] - row["parse"]["mb"]) * MB / row["elements"]
+        lines.append(f"| {row['shape']} | {row['doc_mb']} | {tree:.0f} | {nfa:.0f} |")
+    lines += ["", *NOTES]
     if not all(row.get("peak_reset") for row in rows):
         lines += ["", "The peak could not be reset on this system: figures are upper bounds."]
     return "\n".join(lines) + "\n"
