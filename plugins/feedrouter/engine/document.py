@@ -36,6 +36,7 @@ __all__ = [
     "DocumentParser",
     "huge_tree_is_safe",
     "locked_down_parser",
+    "walk",
 ]
 
 DEFAULT_MAX_BYTES = DEFAULT_MAX_DOCUMENT_BYTES
