@@ -143,7 +143,6 @@ class Matches:
     """
 
     __slots__ = (
-        "_chains",
         "_dfa",
         "_ends",
         "_last",
@@ -164,7 +163,6 @@ class Matches:
         self._pids: dict[int, list[int]] | None = None
         self._last: dict[int, list[int]] = {}
         self._tuples: dict[int, list[PathTuple]] = {}
-        self._chains: dict[int, tuple[list[int], list[str]]] = {}
         self._ends: list[int] | None = None
 
     def subtree_ends(self) -> list[int]:
@@ -221,12 +219,14 @@ class Matches:
         if tuples is None:
             shape = self._dfa.shape(pid)
             tuples = []
+            chain = _Chain(self)
             for nid in self.last_nodes(pid):
-                ids, tags = self._chain(nid)
+                chain.reach(nid)
                 if limit is None:
-                    tuples.extend(enumerate_tuples(shape, ids, tags))
+                    tuples.extend(enumerate_tuples(shape, chain.ids, chain.tags))
                     continue
-                tuples.extend(islice(enumerate_tuples(shape, ids, tags), limit - len(tuples) + 1))
+                found = enumerate_tuples(shape, chain.ids, chain.tags)
+                tuples.extend(islice(found, limit - len(tuples) + 1))
                 if len(tuples) > limit:
                     return None
             self._tuples[pid] = tuples
@@ -237,18 +237,37 @@ class Matches:
         shape = self._dfa.shape(pid)
         return tuple(zip(shape.axes, shape.tags, strict=True))
 
-    def _chain(self, nid: int) -> tuple[list[int], list[str]]:
-        """The open elements from the root element down to ``nid``: their ids and names."""
-        chain = self._chains.get(nid)
-        if chain is None:
-            ids = []
-            node = nid
-            while node >= 0:
-                ids.append(node)
-                node = self.parents[node]
-            ids.reverse()
-            chain = self._chains[nid] = (ids, [self.tags[i] for i in ids])
-        return chain
+
+class _Chain:
+    """The open elements from the root element down to a node, moved from node to node in document
+    order: the ancestors shared with the previous node stay, so a whole stream costs its tuples plus
+    each element once, not the depth of every node it ends on."""
+
+    __slots__ = ("_at", "_names", "_parents", "ids", "tags")
+
+    def __init__(self, matches: Matches) -> None:
+        self._parents, self._names = matches.parents, matches.tags
+        self._at: dict[int, int] = {}  # element in the chain -> its position
+        self.ids: list[int] = []
+        self.tags: list[str] = []
+
+    def reach(self, nid: int) -> None:
+        """Make the chain end on ``nid``, which comes after the chain's last node."""
+        at, ids = self._at, self.ids
+        below = []
+        node = nid
+        while node >= 0 and node not in at:
+            below.append(node)
+            node = self._parents[node]
+        keep = at[node] + 1 if node >= 0 else 0
+        for gone in ids[keep:]:
+            del at[gone]
+        del ids[keep:]
+        del self.tags[keep:]
+        for node in reversed(below):
+            at[node] = len(ids)
+            ids.append(node)
+            self.tags.append(self._names[node])
 
 
 def run(dfa: LazyDfa, events: Iterable[tuple[str, object]], max_depth: int) -> Matches:

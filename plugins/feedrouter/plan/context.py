@@ -22,7 +22,10 @@ from feedrouter.plan.values import comparator
 TUPLES_PER_NODE = 8
 TUPLES_SLACK = 64
 
-_ELEMENT = etree.Element  # the tag filter lxml uses for "elements only" in child/descendant iteration
+_ELEMENT = etree.Element
+# XPath's string(): the text nodes of the subtree joined by libxml2, as itertext() would give them
+# (comments and processing instructions left out) but without a Python string per text node.
+_STRING_VALUE = etree.XPath("string()", smart_strings=False)  # the tag filter lxml uses for "elements only" in child/descendant iteration
 
 
 class DocumentContext:
@@ -133,9 +136,10 @@ class DocumentContext:
         return self._ids[element]
 
     def string_value(self, nid: int) -> str:
+        """The node's string value, once per document (libxml2 joins the subtree's text nodes)."""
         value = self._string_values.get(nid)
         if value is None:
-            value = self._string_values[nid] = "".join(self.nodes[nid].itertext())
+            value = self._string_values[nid] = _STRING_VALUE(self.nodes[nid])
         return value
 
     def serialized(self, nid: int) -> bytes:
