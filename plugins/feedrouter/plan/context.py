@@ -22,10 +22,10 @@ from feedrouter.plan.values import comparator
 TUPLES_PER_NODE = 8
 TUPLES_SLACK = 64
 
-_ELEMENT = etree.Element
+_ELEMENT = etree.Element  # the tag filter lxml uses for "elements only" in child/descendant iteration
 # XPath's string(): the text nodes of the subtree joined by libxml2, as itertext() would give them
 # (comments and processing instructions left out) but without a Python string per text node.
-_STRING_VALUE = etree.XPath("string()", smart_strings=False)  # the tag filter lxml uses for "elements only" in child/descendant iteration
+_STRING_VALUE = etree.XPath("string()", smart_strings=False)
 
 
 class DocumentContext:
