@@ -6,6 +6,11 @@ branch's own plan when its path is in the NFA, a Where-Filter tree search when i
 DupElim where duplicates can arise. Plans are interned by the planner, and the results that several
 subscriptions consume (branch key sets, return groups) are memoized per document in the context, so
 identical sub-plans run once per document.
+
+A path with two ``//`` steps or more may have depth^k tuples per node on a recursive document. Where
+a document gives it many, its plan runs on node sets instead (:mod:`feedrouter.plan.nodesets`): each
+operator becomes the test it puts on its field's node (:meth:`node_tests`), and the plan answers the
+same questions (bindings, key sets, groups) in time linear in elements x steps.
 """
 
 from __future__ import annotations
@@ -348,9 +353,9 @@ class PatternPlan:
         return members  # type: ignore[return-value]
 
     def _group_by_sets(self, ctx: DocumentContext, field: int, anchor: int) -> list[int]:
-        """A group by node sets: the steps after ``field`` followed from the anchor by node sets
-        (the anchor is a binding, so the steps up to it qualify: they carry no test in a return
-        path). Sets hold no duplicates, so DupElim is moot."""
+        """A group by node sets: the steps after ``field`` followed from the anchor, when the steps
+        up to it qualify (for a return path: the anchor is a binding). Sets hold no duplicates, so
+        DupElim is moot."""
         key = (self, field, anchor)
         members = ctx.memo.get(key)
         if members is None:
