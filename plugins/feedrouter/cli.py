@@ -57,9 +57,7 @@ def load_subscriptions(path: Path) -> list[tuple[str, str]]:
         return _checked(path, [(str(k), v, _line_of_key(raw, str(k))) for k, v in data])
     if not isinstance(data, list):
         raise SubscriptionsFileError(f"{escape_name(path)}: expected a JSON object {{id: text}} or a list")
-    return _checked(
-        path, [(*_entry(path, dict(row) if isinstance(row, list) else row, 0), 0) for row in data]
-    )
+    return _checked(path, [(*_entry(path, row, 0), 0) for row in data])
 
 
 def _read_text(path: Path) -> str:
@@ -79,8 +77,8 @@ def _json(path: Path, text: str, line: int, **options: Any) -> Any:
 
 
 def _entry(path: Path, row: object, line: int) -> tuple[str, Any]:
-    if isinstance(row, list):  # JSON objects arrive as lists of pairs (duplicate keys stay visible)
-        row = dict(row)
+    if isinstance(row, list) and all(isinstance(pair, tuple) for pair in row):
+        row = dict(row)  # JSON objects arrive as lists of pairs (so that repeated keys stay visible)
     if not isinstance(row, dict) or "id" not in row or "text" not in row:
         where = f", line {line}" if line else ""
         raise SubscriptionsFileError(f'{escape_name(path)}{where}: expected {{"id": …, "text": …}}')
@@ -89,7 +87,8 @@ def _entry(path: Path, row: object, line: int) -> tuple[str, Any]:
 
 def _line_of_key(raw: str, key: str) -> int:
     """The line of ``"key":`` in a JSON object (the first one), for messages; 0 when not found."""
-    match = re.search(re.escape(json.dumps(key)) + r"\s*:", raw)
+    spellings = (json.dumps(key, ensure_ascii=False), json.dumps(key))
+    match = next((m for k in spellings if (m := re.search(re.escape(k) + r"\s*:", raw))), None)
     return raw.count("\n", 0, match.start()) + 1 if match else 0
 
 

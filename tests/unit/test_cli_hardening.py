@@ -233,3 +233,24 @@ def test_subscription_and_dtd_files_that_are_not_utf8_are_clean_errors(tmp_path:
     (tmp_path / "subs" / "q.xq").write_text("//a")
     result = invoke(*args, "--subscriptions", str(tmp_path / "subs"), "--dtd", str(tmp_path / "feed.dtd"))
     assert result.exit_code == 1 and "feed.dtd: not UTF-8 text" in result.output
+
+
+@pytest.mark.parametrize("content", ['[["a", "//a"]]', "[1]", '"just a string"', '[{"id": "a"}]'])
+def test_json_of_the_wrong_shape_is_a_clean_error(tmp_path: Path, content: str) -> None:
+    subs = tmp_path / "subs.json"
+    subs.write_text(content)
+    (tmp_path / "d.xml").write_bytes(b"<a/>")
+    result = invoke(
+        "route", "--subscriptions", str(subs), "--input", str(tmp_path / "d.xml"), "--output", "o"
+    )
+    assert result.exit_code == 1 and "subs.json" in result.output
+
+
+def test_a_repeated_non_ascii_key_is_reported_with_its_line(tmp_path: Path) -> None:
+    subs = tmp_path / "subs.json"
+    subs.write_text('{"é": "//a",\n"é": "//b"}', encoding="utf-8")
+    (tmp_path / "d.xml").write_bytes(b"<a/>")
+    result = invoke(
+        "route", "--subscriptions", str(subs), "--input", str(tmp_path / "d.xml"), "--output", "o"
+    )
+    assert result.exit_code == 1 and "line 1: the id 'é' is repeated" in result.output
