@@ -54,7 +54,12 @@ def load_subscriptions(path: Path) -> list[tuple[str, str]]:
         return _checked(path, [(*_entry(path, row, n), n) for row, n in rows])
     data = _json(path, raw, 0, object_pairs_hook=list)
     if isinstance(data, list) and all(isinstance(pair, tuple) for pair in data):  # a JSON object
-        return _checked(path, [(str(k), v, _line_of_key(raw, str(k))) for k, v in data])
+        seen: dict[str, int] = {}
+        entries = []
+        for key, text in data:
+            seen[str(key)] = seen.get(str(key), -1) + 1
+            entries.append((str(key), text, _line_of_key(raw, str(key), seen[str(key)])))
+        return _checked(path, entries)
     if not isinstance(data, list):
         raise SubscriptionsFileError(f"{escape_name(path)}: expected a JSON object {{id: text}} or a list")
     return _checked(path, [(*_entry(path, row, 0), 0) for row in data])
@@ -85,11 +90,13 @@ def _entry(path: Path, row: object, line: int) -> tuple[str, Any]:
     return ("" if row["id"] is None else str(row["id"])), row["text"]
 
 
-def _line_of_key(raw: str, key: str) -> int:
-    """The line of ``"key":`` in a JSON object (the first one), for messages; 0 when not found."""
-    spellings = (json.dumps(key, ensure_ascii=False), json.dumps(key))
-    match = next((m for k in spellings if (m := re.search(re.escape(k) + r"\s*:", raw))), None)
-    return raw.count("\n", 0, match.start()) + 1 if match else 0
+def _line_of_key(raw: str, key: str, occurrence: int = 0) -> int:
+    """The line of the ``occurrence``-th ``"key":`` of a JSON object, for messages; 0 if not found."""
+    for spelling in (json.dumps(key, ensure_ascii=False), json.dumps(key)):
+        found = list(re.finditer(re.escape(spelling) + r"\s*:", raw))
+        if len(found) > occurrence:
+            return raw.count("\n", 0, found[occurrence].start()) + 1
+    return 0
 
 
 def _checked(path: Path, entries: list[tuple[str, Any, int]]) -> list[tuple[str, str]]:
@@ -101,7 +108,7 @@ def _checked(path: Path, entries: list[tuple[str, Any, int]]) -> list[tuple[str,
             raise SubscriptionsFileError(f"{escape_name(path)}{where}: a subscription has an empty id")
         if sid in seen:
             raise SubscriptionsFileError(
-                f"{escape_name(path)}{where}: the id {escape_name(sid)!r} is repeated"
+                f"{escape_name(path)}{where}: the id '{escape_name(sid)}' is repeated"
             )
         seen.add(sid)
     return [(sid, text) for sid, text, _line in entries]

@@ -253,4 +253,4 @@ def test_a_repeated_non_ascii_key_is_reported_with_its_line(tmp_path: Path) -> N
     result = invoke(
         "route", "--subscriptions", str(subs), "--input", str(tmp_path / "d.xml"), "--output", "o"
     )
-    assert result.exit_code == 1 and "line 1: the id 'é' is repeated" in result.output
+    assert result.exit_code == 1 and "line 2: the id 'é' is repeated" in result.output
