@@ -190,11 +190,11 @@ class OutputNames:
         *folders, file_name = document.relative
         stem = document_stem(file_name)
         parts = (*map(output_component, folders), output_component(stem))
-        if self._key(parts) in self._taken:
-            if self._taken[self._key(parts)] == resolved:
-                return None
+        if self._key(parts) in self._taken and self._taken[self._key(parts)] != resolved:
             digest = hashlib.sha256(_utf8(str(resolved))).hexdigest()[:12]
             parts = (*parts[:-1], output_component(stem, suffix=f"~{digest}"))
+        if self._taken.get(self._key(parts)) == resolved:
+            return None
         self._taken[self._key(parts)] = resolved
         return parts
 

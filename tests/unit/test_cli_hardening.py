@@ -94,9 +94,11 @@ def test_files_named_alike_under_two_inputs_get_distinct_deterministic_names(tmp
 
 
 def test_the_same_file_named_twice_is_routed_once(tmp_path: Path) -> None:
-    docs = docs_folder(tmp_path, {"m.xml": b"<a><b>x</b></a>"})
+    docs = docs_folder(tmp_path, {"m.xml": b"<a><b>x</b></a>", "x/m.xml": b"<a><b>y</b></a>"})
     result = route(tmp_path, {"q": "//b"}, docs, docs / "m.xml")
-    assert "routed 1 documents" in result.output
+    assert "routed 2 documents" in result.output
+    result = route(tmp_path, {"q": "//b"}, docs / "m.xml", docs / "x" / "m.xml", docs / "x" / "m.xml")
+    assert "routed 2 documents" in result.output
 
 
 def test_names_differing_only_in_case_do_not_collide(tmp_path: Path) -> None:
