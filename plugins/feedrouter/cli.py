@@ -317,8 +317,10 @@ class _RouteRun:
             with document.path.open("rb") as stream:
                 for message in self.splitter.messages(str(document.path), stream):
                     self._route_message(message, parts)
-        except OSError as exc:  # unreadable, or gone since it was listed
-            self.stats.documents += 1
+        except OSError as exc:
+            if exc.filename not in (None, str(document.path)):
+                raise  # the output cannot be written: that ends the run (with one clean message)
+            self.stats.documents += 1  # the input is unreadable, or gone since it was listed
             self._reject(parts, str(document.path), exc)
 
     def _route_message(self, message: Any, parts: tuple[str, ...]) -> None:
@@ -330,9 +332,6 @@ class _RouteRun:
             return
         try:
             results = self.router.route(message.data, source=source)
-        except FeedrouterError as exc:
-            self._reject(name, source, exc)
-            return
         except Exception as exc:  # one document must never stop the others; the report says what broke
             self._reject(name, source, exc)
             return

@@ -256,3 +256,31 @@ def test_a_repeated_non_ascii_key_is_reported_with_its_line(tmp_path: Path) -> N
         "route", "--subscriptions", str(subs), "--input", str(tmp_path / "d.xml"), "--output", "o"
     )
     assert result.exit_code == 1 and "line 2: the id 'é' is repeated" in result.output
+
+
+def test_an_output_that_cannot_be_written_ends_the_run_with_one_clean_error(tmp_path: Path) -> None:
+    docs = docs_folder(tmp_path, {"m.xml": b"<a><b>x</b></a>"})
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "q").write_text("a file where the subscription's folder should be")
+    result = route(tmp_path, {"q": "//b"}, docs)
+    assert result.exit_code == 1 and "Error: " in result.output and "rejected" not in result.output
+
+
+def test_an_internal_error_on_one_document_is_reported_and_the_run_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from feedrouter import Router
+
+    real_route = Router.route
+
+    def flaky(self: Router, document: bytes, source: str | None = None) -> dict[str, bytes]:
+        if b"boom" in document:
+            raise RuntimeError("a bug")
+        return real_route(self, document, source)
+
+    monkeypatch.setattr(Router, "route", flaky)
+    docs = docs_folder(tmp_path, {"a.xml": b"<a><b>boom</b></a>", "b.xml": b"<a><b>ok</b></a>"})
+    result = route(tmp_path, {"q": "//b"}, docs)
+    assert result.exit_code == 0 and "1 documents rejected" in result.output
+    assert report(tmp_path, "a")["error"] == "internal error: RuntimeError('a bug')"
+    assert (tmp_path / "out" / "q" / "b.xml").read_bytes() == b"<b>ok</b>"
