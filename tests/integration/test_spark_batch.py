@@ -145,9 +145,11 @@ def _assert_results_are_the_local_cli_results(
     args = ["route", "--subscriptions", str(tmp_path / "subs.json"), "--input", str(folder)]
     args += ["--dtd", str(tmp_path / "news.dtd"), "--output", str(tmp_path / "local-output")]
     assert CliRunner().invoke(main, args).exit_code == 0
+    out = tmp_path / "local-output"
+    # `feedrouter route` mirrors each input's path below the subscription's folder.
     local = {
-        (path.parent.name, path.name): path.read_bytes()
-        for path in (tmp_path / "local-output").glob("*/*.xml")
+        (path.relative_to(out).parts[0], "/".join(path.relative_to(out).parts[1:])): path.read_bytes()
+        for path in out.glob("*/**/*.xml")
     }
     by_name = {target.subscription: sid for sid, target in plan.targets.items()}
     delivered = {}
@@ -156,7 +158,7 @@ def _assert_results_are_the_local_cli_results(
             sid = by_name[uri.split("/")[-5]]
             for result in read_part(data):
                 if result.source != "batch-000.xml":
-                    name = result.source.rsplit("/", 1)[-1].removesuffix(".gz")
+                    name = result.source.removesuffix(".gz")
                     delivered[(sid, name)] = result.body
     assert delivered == local and len(local) > 20
 
