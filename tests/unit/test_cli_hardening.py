@@ -284,3 +284,11 @@ def test_an_internal_error_on_one_document_is_reported_and_the_run_goes_on(
     assert result.exit_code == 0 and "1 documents rejected" in result.output
     assert report(tmp_path, "a")["error"] == "internal error: RuntimeError('a bug')"
     assert (tmp_path / "out" / "q" / "b.xml").read_bytes() == b"<b>ok</b>"
+
+
+def test_a_long_subscription_id_is_routed_into_a_bounded_folder(tmp_path: Path) -> None:
+    docs = docs_folder(tmp_path, {"m.xml": b"<a><b>x</b></a>"})
+    result = route(tmp_path, {"é" * 150: "//b", "q" * 400: "//b"}, docs)
+    assert result.exit_code == 0 and "2 results" in result.output
+    folders = [p.name for p in (tmp_path / "out").iterdir()]
+    assert len(folders) == 2 and all(len(name) == MAX_NAME for name in folders)
