@@ -67,7 +67,5 @@ def test_a_real_run_against_a_closed_port_prints_no_traceback() -> None:
     )
     assert proc.returncode == 1
     assert proc.stdout == ""
-    assert proc.stderr.startswith(
-        "Error: [FR402] the catalog postgresql://feedrouter:***@127.0.0.1:1/"
-    )
+    assert proc.stderr.startswith("Error: [FR402] the catalog postgresql://feedrouter:***@127.0.0.1:1/")
     assert "Traceback" not in proc.stderr and "hunter2" not in proc.stderr
