@@ -105,6 +105,7 @@ class BatchReport:
     quarantined: int
     withdrawn: int
     seconds: float
+    refused: int = 0  # (message, subscription) pairs refused a result, reported in the quarantine
     failed: int = 0
     #: "subscriber/subscription: [code] reason" of each delivery the store refused.
     failures: tuple[str, ...] = field(default=(), repr=False)
@@ -119,6 +120,8 @@ class BatchReport:
             f"({self.bytes} bytes), {self.matches} matches, {self.deliveries} deliveries, "
             f"{self.quarantined} quarantined, {self.withdrawn} withdrawn in {self.seconds:.1f}s"
         )
+        if self.refused:
+            text += f"; {self.refused} results refused (reports in the quarantine)"
         if self.failed:
             text += f"; {self.failed} deliveries failed [FR607] (retried by the next run of the hour)"
         return text
@@ -546,6 +549,7 @@ def _report(
         quarantined=entry.quarantined,
         withdrawn=withdrawn,
         seconds=round(seconds, 3),
+        refused=sum(s.refused for s in output.stats),
         failed=len(output.failures),
         failures=tuple(
             f"{f.subscriber}/{f.subscription}: [{f.code}] {f.reason.splitlines()[0]}" for f in output.failures

@@ -56,6 +56,7 @@ class ObjectStats:
     bytes: int = 0
     matches: int = 0
     quarantined: int = 0
+    refused: int = 0  # (message, subscription) pairs refused a result (FR310/FR311/FR312)
     quarantine_keys: list[str] = field(default_factory=list)
 
 
@@ -127,6 +128,9 @@ def _route_object(
                 stats.quarantined += 1
                 stats.quarantine_keys.extend(quarantine.put(routed))
                 continue
+            if routed.failures:  # the others got their results; these get a report each
+                stats.refused += len(routed.failures)
+                stats.quarantine_keys.extend(quarantine.put(routed))
             stats.matches += len(routed.results)
             for sid, body in routed.results.items():
                 yield (sid, ordinal, message.index), (message.digest, body)

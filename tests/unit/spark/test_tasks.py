@@ -16,6 +16,7 @@ from feedrouter.catalog import CompiledPlan, FeedConfig, Target
 from feedrouter.catalog.artifact import encode
 from feedrouter.delivery import MANIFEST, SUCCESS, PlanRef, read_part
 from feedrouter.errors import StorageError, TransientStorageError
+from feedrouter.limits import ResultLimits
 from feedrouter.router import Router
 from feedrouter.spark import tasks
 from feedrouter.spark.errors import InjectedFailure
@@ -151,3 +152,34 @@ def test_a_refused_subscriber_store_costs_that_subscription_alone(
     refusing.error = TransientStorageError("S3 unavailable")
     with pytest.raises(TransientStorageError):  # the store as a whole: the task fails, is retried
         list(tasks.deliver_partition(spec, artifact, Shipped(["a.xml", "b.xml.gz"]), records))
+
+
+def test_a_result_refused_by_its_limit_is_reported_and_the_others_delivered(tmp_path: Path) -> None:
+    """Items 3/15 on the batch path: a subscription whose result passes the per-subscription limit
+    gets a quarantine report (kept by the prune), the message's other subscriptions their results."""
+    router = Router.compile(
+        [("1", "//title"), ("2", "//body")], result_limits=ResultLimits(per_subscription=20)
+    )
+    feed = FeedConfig("news", (tmp_path / "in").as_uri(), "{prefix}/dt={date}/hour={hour}/", None)
+    out = (tmp_path / "out" / "alice").as_uri()
+    targets = {"1": Target(1, "titles", "alice", out), "2": Target(2, "bodies", "alice", out)}
+    artifact = encode(CompiledPlan(feed, 7, router, targets))
+    inputs = FileStore(tmp_path / "in" / "dt=2026-11-22" / "hour=16")
+    inputs.put("a.xml", b"<nitf><title>1</title><body>" + b"x" * 100 + b"</body></nitf>")
+    spec = JobSpec(
+        feed="news",
+        hour=HOUR,
+        input_uri=inputs.uri,
+        quarantine_uri=(tmp_path / "quarantine").as_uri(),
+        plan=PlanRef(3, artifact.digest, 7),
+        stores=StoreOpener(),
+        max_part_bytes=1 << 20,
+        max_message_bytes=1 << 20,
+    )
+    records = list(tasks.route_partition(spec, Shipped(artifact.data), [(0, "a.xml")]))
+    assert [key for key, _ in records] == [("1", 0, 0), ("", 0, 0)]
+    [stats] = [value for key, value in records if key[0] == tasks.STATS]
+    assert (stats.documents, stats.matches, stats.quarantined, stats.refused) == (1, 1, 0, 1)
+    quarantine = FileStore(tmp_path / "quarantine")
+    [report] = [json.loads(quarantine.get(key)) for key in stats.quarantine_keys]
+    assert report["code"] == "FR310"
