@@ -256,42 +256,47 @@ class Router:
             # and so does pickling): results come out in the same order every time
             candidates: list[PlanGroup] = self._index.candidates(ctx)  # type: ignore[assignment]
         outcome = RouteOutcome()
+        results = outcome.results
         budget = _ResultBudget(self.result_limits)
+        per_subscription = budget.limits.per_subscription
         for group in candidates:
+            plan = group.plan
             try:
-                bound = group.plan.bindings(ctx)
+                bound = plan.bindings(ctx)
                 if not bound:
                     continue
                 if budget.exhausted:
                     # past the document's limit nothing more is built: the rest get FR311
                     _fail(outcome, group, budget.refusal(source))
                     continue
-                limit = budget.allowance()
-                result = self._result(group.plan, ctx, bound, limit, profiler)
+                limit = min(per_subscription, budget.left)
+                if profiler is None:
+                    result = (
+                        assemble_within(plan.code, plan.wrapper, ctx, bound, limit)
+                        if plan.is_flwr
+                        else render_items_within(bound, ctx, limit)  # type: ignore[arg-type]
+                    )
+                else:
+                    with profiler.measure("message factory"):
+                        result = (
+                            assemble_within(plan.code, plan.wrapper, ctx, bound, limit)
+                            if plan.is_flwr
+                            else render_items_within(bound, ctx, limit)  # type: ignore[arg-type]
+                        )
             except DocumentError:
                 raise  # the document itself cannot be routed (e.g. past its work budget)
             except Exception as exc:  # a bug in one plan must not cost the other subscriptions
                 _log.warning("plan of %s failed on %s", sorted(group.members), source, exc_info=True)
                 _fail(outcome, group, _internal_failure(exc, source))
                 continue
-            if result is None:
+            if result is None:  # given up past its limit, never built whole
                 _fail(outcome, group, budget.refuse(limit, source))
                 continue
-            budget.spend(len(result))
+            budget.left -= len(result)
             # one result object for every member: identical plans build their bytes once
             for sid in group.members:
-                outcome.results[sid] = result
+                results[sid] = result
         return outcome
-
-    @staticmethod
-    def _result(
-        plan: SubscriptionPlan, ctx: DocumentContext, bound: list[int], limit: int, profiler: Profiler | None
-    ) -> bytes | None:
-        """The plan's result bytes, or None once they pass ``limit`` (given up, never built whole)."""
-        with _measure(profiler, "message factory"):
-            if plan.is_flwr:
-                return assemble_within(plan.code, plan.wrapper, ctx, bound, limit)
-            return render_items_within(bound, ctx, limit)  # type: ignore[arg-type]
 
     # -- documents the DTD-driven plans cannot serve ----------------------------------------------
 
@@ -440,24 +445,19 @@ class _ResultBudget:
     The document's total counts each distinct result once (identical plans share one bytes object)
     and, for a result given up past a limit, the allowance it was built within: what a refused
     result built stays in the document's caches until the document is done, so it counts too.
+    ``left`` is what the document may still build.
     """
 
-    __slots__ = ("exhausted", "limits", "spent")
+    __slots__ = ("exhausted", "left", "limits")
 
     def __init__(self, limits: ResultLimits) -> None:
         self.limits = limits
-        self.spent = 0
+        self.left = limits.per_document
         self.exhausted = False
-
-    def allowance(self) -> int:
-        return min(self.limits.per_subscription, self.limits.per_document - self.spent)
-
-    def spend(self, size: int) -> None:
-        self.spent += size
 
     def refuse(self, limit: int, source: str | None) -> RoutingError:
         """Why a result that passed ``limit`` is refused (and the rest too, past the document's)."""
-        self.spent += limit
+        self.left -= limit
         if limit == self.limits.per_subscription:
             return error(  # type: ignore[return-value]
                 "FR310",

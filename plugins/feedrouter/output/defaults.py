@@ -48,7 +48,7 @@ def complete_attribute_defaults(
         document: the document's bytes.
         entity_text: the feed's general entity declarations, as the routed parse had them.
     """
-    data = document if isinstance(document, bytes | bytearray) else bytes(document)
+    data = document if document.__class__ is bytes or isinstance(document, bytearray) else bytes(document)
     if _ATTLIST not in data:
         return 0
     defaulted = _parse_with_defaults(data, entity_text)
