@@ -24,6 +24,10 @@ PathTuple = tuple[int, ...]
 
 # A memo larger than this is dropped and rebuilt: hostile documents may use endless distinct names.
 _MAX_MEMO = 200_000
+# Chains of open elements are memoized per element while they hold at most this many elements per
+# element of the document (plus the slack): a deep document would need depth x elements.
+_CHAIN_MEMO_PER_NODE = 16
+_CHAIN_MEMO_SLACK = 4096
 
 
 class _PathShape:
@@ -143,6 +147,8 @@ class Matches:
     """
 
     __slots__ = (
+        "_chained",
+        "_chains",
         "_dfa",
         "_ends",
         "_last",
@@ -164,6 +170,8 @@ class Matches:
         self._last: dict[int, list[int]] = {}
         self._tuples: dict[int, list[PathTuple]] = {}
         self._ends: list[int] | None = None
+        self._chains: dict[int, tuple[list[int], list[str]]] = {}
+        self._chained = 0  # elements held by the chains in the memo
 
     def subtree_ends(self) -> list[int]:
         """Per element, the id of the last element in its subtree: ids are in document order, so
@@ -219,18 +227,39 @@ class Matches:
         if tuples is None:
             shape = self._dfa.shape(pid)
             tuples = []
-            chain = _Chain(self)
+            walker: _Chain | None = None
+            memo_limit = _CHAIN_MEMO_PER_NODE * len(self.nodes) + _CHAIN_MEMO_SLACK
             for nid in self.last_nodes(pid):
-                chain.reach(nid)
+                if walker is None and self._chained <= memo_limit:
+                    ids, tags = self._chain(nid)
+                else:  # a deep document: no chain per node in memory, one walked along instead
+                    walker = walker or _Chain(self)
+                    walker.reach(nid)
+                    ids, tags = walker.ids, walker.tags
+                found = enumerate_tuples(shape, ids, tags)
                 if limit is None:
-                    tuples.extend(enumerate_tuples(shape, chain.ids, chain.tags))
+                    tuples.extend(found)
                     continue
-                found = enumerate_tuples(shape, chain.ids, chain.tags)
                 tuples.extend(islice(found, limit - len(tuples) + 1))
                 if len(tuples) > limit:
                     return None
             self._tuples[pid] = tuples
         return tuples
+
+    def _chain(self, nid: int) -> tuple[list[int], list[str]]:
+        """The open elements from the root element down to ``nid``: their ids and names, memoized
+        (streams of many paths end on the same elements)."""
+        chain = self._chains.get(nid)
+        if chain is None:
+            ids = []
+            node = nid
+            while node >= 0:
+                ids.append(node)
+                node = self.parents[node]
+            ids.reverse()
+            chain = self._chains[nid] = (ids, [self.tags[i] for i in ids])
+            self._chained += len(ids)
+        return chain
 
     def steps(self, pid: int) -> tuple[tuple[bool, str], ...]:
         """A path's steps as ``(child, tag)`` pairs (``child`` False for ``//``)."""
@@ -240,8 +269,8 @@ class Matches:
 
 class _Chain:
     """The open elements from the root element down to a node, moved from node to node in document
-    order: the ancestors shared with the previous node stay, so a whole stream costs its tuples plus
-    each element once, not the depth of every node it ends on."""
+    order: the ancestors shared with the previous node stay, so a stream costs its tuples plus each
+    element once, not the depth of every node it ends on (and no memory per node)."""
 
     __slots__ = ("_at", "_names", "_parents", "ids", "tags")
 
