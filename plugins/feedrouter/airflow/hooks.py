@@ -9,7 +9,7 @@ to the library as objects (an engine, a boto3 client, a URL), never written to l
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -23,13 +23,33 @@ if TYPE_CHECKING:
     from feedrouter.storage import ObjectStore
     from feedrouter.storage.s3 import S3Settings
 
-#: Retries and timeouts of S3 calls when the aws connection does not set ``config_kwargs``; the same
-#: as the library's own S3 defaults (botocore "standard" retry mode).
-S3_CLIENT_DEFAULTS: dict[str, Any] = {
-    "retries": {"mode": "standard", "total_max_attempts": 5},
-    "connect_timeout": 10,
-    "read_timeout": 60,
-}
+
+def s3_client_limits() -> dict[str, Any]:
+    """Retries and timeouts of S3 calls when the aws connection does not set ``config_kwargs``: the
+    library's own (``FEEDROUTER_S3_MAX_ATTEMPTS``, ``FEEDROUTER_S3_CONNECT_TIMEOUT``,
+    ``FEEDROUTER_S3_READ_TIMEOUT``), so a hung endpoint costs the same bounded time in every
+    component."""
+    from feedrouter.storage.s3 import S3Settings
+
+    env = S3Settings.from_env()
+    return {
+        "retries": {"mode": "standard", "total_max_attempts": env.max_attempts},
+        "connect_timeout": env.connect_timeout,
+        "read_timeout": env.read_timeout,
+    }
+
+
+def with_env_limits(settings: S3Settings) -> S3Settings:
+    """A connection's endpoint and region with this environment's S3 timeouts and attempts."""
+    from feedrouter.storage.s3 import S3Settings
+
+    env = S3Settings.from_env()
+    return replace(
+        settings,
+        connect_timeout=env.connect_timeout,
+        read_timeout=env.read_timeout,
+        max_attempts=env.max_attempts,
+    )
 
 
 class FeedrouterHook(BaseHook):
@@ -156,7 +176,7 @@ def s3_client(conn_id: str) -> Any:
         return probe.get_conn()
     endpoint = probe.conn_config.get_service_endpoint_url("s3")
     style = "path" if endpoint else "auto"
-    config = Config(**S3_CLIENT_DEFAULTS, s3={"addressing_style": style})
+    config = Config(**s3_client_limits(), s3={"addressing_style": style})
     return AwsBaseHook(aws_conn_id=conn_id, client_type="s3", config=config).get_conn()
 
 
@@ -185,10 +205,12 @@ def s3_access(conn_id: str) -> S3Access:
 
     hook = AwsBaseHook(aws_conn_id=conn_id, client_type="s3")
     endpoint = hook.conn_config.get_service_endpoint_url("s3")
-    settings = S3Settings(
-        endpoint_url=endpoint,
-        region=hook.conn_config.region_name or "us-east-1",
-        addressing_style="path" if endpoint else "auto",
+    settings = with_env_limits(
+        S3Settings(
+            endpoint_url=endpoint,
+            region=hook.conn_config.region_name or "us-east-1",
+            addressing_style="path" if endpoint else "auto",
+        )
     )
     frozen = hook.get_session().get_credentials()
     if frozen is None:  # no key in the connection and none in the chain: an instance role later

@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from feedrouter.airflow import status
@@ -26,8 +25,6 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from sqlalchemy import Engine
 
-    from feedrouter.storage.s3 import S3Settings
-
 
 def route(hook: FeedrouterHook, batch: HourBatch) -> dict[str, Any]:
     """Route one feed's hour with its latest plan build and record the ledger; a JSON summary."""
@@ -35,7 +32,7 @@ def route(hook: FeedrouterHook, batch: HourBatch) -> dict[str, Any]:
 
     access = hook.s3_access
     credentials = access.credentials if access else {}
-    stores = StoreOpener(with_env_limits(access.settings)) if access else None
+    stores = StoreOpener(access.settings) if access else None
     engine = hook.catalog_engine()
     try:
         require_plan_build(engine, batch.feed)
@@ -52,21 +49,6 @@ def route(hook: FeedrouterHook, batch: HourBatch) -> dict[str, Any]:
     finally:
         engine.dispose()
     return report.summary()
-
-
-def with_env_limits(settings: S3Settings) -> S3Settings:
-    """The connection's endpoint and region with the timeouts and attempts of this environment
-    (``FEEDROUTER_S3_CONNECT_TIMEOUT``, ``FEEDROUTER_S3_READ_TIMEOUT``, ``FEEDROUTER_S3_MAX_ATTEMPTS``),
-    so that a hung endpoint costs the configured timeout inside Airflow too."""
-    from feedrouter.storage.s3 import S3Settings
-
-    env = S3Settings.from_env()
-    return replace(
-        settings,
-        connect_timeout=env.connect_timeout,
-        read_timeout=env.read_timeout,
-        max_attempts=env.max_attempts,
-    )
 
 
 def require_plan_build(engine: Engine, feed: str) -> None:

@@ -234,7 +234,9 @@ def load_plan_build(engine: Engine, feed: str, plans_store: ObjectStore) -> Load
             f"feed {feed!r} has no plan build: run `feedrouter build-plan --feed {feed}` first"
         )
     artifact = plans_store.get(plans_store.key_of(build.artifact_uri))
-    return LoadedPlan(record.id, build, artifact, decode(artifact, build.digest, source=build.artifact_uri))
+    # the artifact must be this feed's: a plan_builds row pointed at another feed's file is refused
+    plan = decode(artifact, build.digest, source=build.artifact_uri, feed=feed, feed_id=record.id)
+    return LoadedPlan(record.id, build, artifact, plan)
 
 
 def check_targets(plan: CompiledPlan) -> None:
@@ -397,7 +399,8 @@ def _plans_of(
                 uri, digest = conn.execute(
                     select(PlanBuild.artifact_uri, PlanBuild.digest).where(PlanBuild.id == build_id)
                 ).one()
-            plans.append(decode(plans_store.get(plans_store.key_of(uri)), digest, source=uri))
+            data = plans_store.get(plans_store.key_of(uri))
+            plans.append(decode(data, digest, source=uri, feed=spec.feed))
         except Exception as exc:  # a deleted build: the recorded rows and today's targets remain
             log.warning(
                 "cannot read plan build %d to reconcile %s %s: %s", build_id, spec.feed, spec.hour_text, exc

@@ -107,6 +107,8 @@ def route_batch_command(
         finally:
             engine.dispose()
     echo(report.describe())
+    for failure in report.failures:  # each subscriber whose store refused its delivery (FR607)
+        echo(f"  not delivered: {failure}", err=True)
 
 
 def register(group: click.Group) -> None:

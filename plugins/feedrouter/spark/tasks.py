@@ -78,7 +78,7 @@ def plan_for(spec: JobSpec, artifact: Any) -> CompiledPlan:
     if plan is None:
         from feedrouter.catalog.artifact import decode
 
-        plan = decode(artifact.value, spec.plan.digest, source=f"plan build {spec.plan.id}")
+        plan = decode(artifact.value, spec.plan.digest, source=f"plan build {spec.plan.id}", feed=spec.feed)
         if _PLANS:
             heap.release()  # the old plan goes: let the collector reach it again
         _PLANS.clear()  # a new build replaces the old one: keep one plan in memory

@@ -25,9 +25,10 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from feedrouter.errors import StorageError, TransientStorageError
+from feedrouter.errors import StorageError, TransientStorageError, error
 from feedrouter.storage.base import ObjectNotFoundError, ObjectStore
 from feedrouter.storage.keys import validate_key
+from feedrouter.storage.uris import canonical_prefix
 
 #: Error codes S3 answers with that a later attempt may not get.
 TRANSIENT_CODES = frozenset(
@@ -125,9 +126,9 @@ class S3Store(ObjectStore):
     @classmethod
     def from_uri(cls, uri: str, *, client: Any = None, settings: S3Settings | None = None) -> S3Store:
         """A store for ``s3://bucket[/prefix]``; the client defaults to one from the environment."""
-        parts = urlsplit(uri)
-        if parts.scheme != "s3" or not parts.netloc or parts.query or parts.fragment:
-            raise StorageError(f"not an s3://bucket/prefix URI: {uri!r}", code="FR500")
+        parts = urlsplit(canonical_prefix(uri, "S3 store URI"))
+        if parts.scheme != "s3" or not parts.netloc:
+            raise error("FR503", f"not an s3://bucket/prefix URI: {uri!r}")
         prefix = parts.path.strip("/")
         if prefix:
             validate_key(prefix)

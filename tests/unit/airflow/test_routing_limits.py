@@ -7,7 +7,7 @@ import pytest
 
 pytest.importorskip("airflow")
 
-from feedrouter.airflow.routing import with_env_limits
+from feedrouter.airflow.hooks import with_env_limits
 from feedrouter.storage.s3 import S3Settings
 
 

@@ -36,3 +36,23 @@ def test_the_command_is_registered_and_documents_its_options() -> None:
 def test_a_malformed_hour_is_a_clear_error() -> None:
     result = CliRunner().invoke(route_batch_command, ["--feed", "news", "--hour", "yesterday"])
     assert result.exit_code == 1 and "is not an hour: write it as YYYY-MM-DDTHH" in result.output
+
+
+def test_each_subscriber_whose_delivery_failed_is_named(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import feedrouter.catalog.database as database
+    import feedrouter.spark as spark
+    from feedrouter.spark.batch import BatchReport
+
+    class _Engine:
+        def dispose(self) -> None:
+            pass
+
+    report = BatchReport(
+        1, "news", "2026-11-22T16", "succeeded", 1, 1, 1, 10, 2, 1, 0, 0, 0.1, failed=1,
+        failures=("acme/eu: [FR607] bucket 'gone' does not exist",),
+    )  # fmt: skip
+    monkeypatch.setattr(database, "open_catalog", lambda: _Engine())
+    monkeypatch.setattr(spark, "route_batch", lambda *args, **kwargs: report)
+    result = CliRunner().invoke(route_batch_command, ["--feed", "news", "--hour", "2026-11-22T16"])
+    assert result.exit_code == 0, result.output
+    assert "not delivered: acme/eu: [FR607] bucket 'gone' does not exist" in result.output

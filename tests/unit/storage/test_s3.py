@@ -101,3 +101,19 @@ def test_an_unreachable_endpoint_is_a_transient_error(no_ambient_credentials: py
     store = S3Store.from_uri("s3://bucket/x", settings=settings)
     with pytest.raises(TransientStorageError, match="cannot reach S3"):
         store.get("k")
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "s3://bucket/out/./alias",
+        "s3://bucket/q?x=1",
+        "s3://bucket/a#frag",
+        "s3://bucket/%2e%2e/x",
+        "s3://bucket//x",
+    ],
+)
+def test_an_s3_store_refuses_a_non_canonical_uri(uri: str) -> None:
+    with pytest.raises(StorageError) as caught:
+        open_store(uri, client=object())
+    assert caught.value.code == "FR503"
