@@ -10,8 +10,8 @@ import pytest
 from sqlalchemy import Engine, func, select, text
 
 from feedrouter.catalog import PlanBuild, build_plan, load_latest_plan, load_plan
-from feedrouter.catalog.builder import advisory_key
-from feedrouter.errors import CatalogError
+from feedrouter.catalog.locks import advisory_key
+from feedrouter.errors import CatalogError, NoPlanBuildError
 from feedrouter.storage import FileStore
 from tests.integration.rows import (
     NEWS_DOCUMENT,
@@ -152,7 +152,10 @@ def test_a_build_waits_while_another_holds_the_feed_lock(news: Engine, store: Fi
 
 
 def test_unknown_feed_and_missing_build_are_clear_errors(news: Engine, store: FileStore) -> None:
-    with pytest.raises(CatalogError, match="no feed named 'nope'"):
+    with pytest.raises(CatalogError, match="no feed named 'nope'") as unknown:
         build_plan(news, "nope", store)
-    with pytest.raises(CatalogError, match="has no plan build: run `feedrouter build-plan --feed sports`"):
+    with pytest.raises(
+        NoPlanBuildError, match="has no plan build: run `feedrouter build-plan --feed sports`"
+    ) as none:
         load_latest_plan(news, "sports", store)
+    assert (unknown.value.code, none.value.code) == ("FR405", "FR601")  # one code each, wherever asked

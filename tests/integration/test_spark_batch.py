@@ -301,10 +301,10 @@ def test_the_embedded_default_needs_no_service(
 def test_two_runs_of_one_hour_never_interleave(
     spark: Any, catalog: Engine, news: News, plans: FileStore
 ) -> None:
-    from feedrouter.spark import ledger
     from feedrouter.spark.errors import BatchBusyError
+    from feedrouter.spark.lease import hour_lock
 
-    with ledger.hour_lock(catalog, "news", HOUR), pytest.raises(BatchBusyError) as caught:
+    with hour_lock(catalog, "news", HOUR), pytest.raises(BatchBusyError) as caught:
         route(catalog, plans, spark)
     assert caught.value.transient and caught.value.code == "FR605"
     assert batches(catalog) == []  # the refused run recorded nothing

@@ -25,6 +25,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+from feedrouter.hours import format_hour
+
 #: The checkout's root: dags/ and plugins/ are found there.
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -46,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     _insert_catalog(home, input_prefix, args.subscriptions)
     plans = _run_dag("feedrouter_plans")
     route = _run_dag(
-        "feedrouter_route", logical_date=hour, run_conf={"feed": "news", "hour": f"{hour:%Y-%m-%dT%H}"}
+        "feedrouter_route", logical_date=hour, run_conf={"feed": "news", "hour": format_hour(hour)}
     )
     _summarize(home, hour)
     return 0 if plans.state == route.state == "success" else 1
@@ -112,11 +114,12 @@ def _write_env_file(path: Path) -> None:
 
 def _generate_input(home: Path, hour: datetime, count: int) -> str:
     """One hour of the sample news feed under the feed's layout; returns the feed's input prefix."""
+    from feedrouter.hours import hour_path
     from feedrouter.storage.uris import file_uri
     from feedrouter.workload import dtds, generate_documents
 
     prefix = home / "input" / "news"
-    folder = prefix / f"dt={hour:%Y-%m-%d}" / f"hour={hour:%H}"
+    folder = prefix / hour_path(hour)  # the feed's default layout
     folder.mkdir(parents=True)
     for i, document in enumerate(generate_documents(dtds.load("news"), count, seed=11)):
         (folder / f"msg-{i:05d}.xml").write_bytes(document)
@@ -188,7 +191,7 @@ def _summarize(home: Path, hour: datetime) -> None:
         print(f"  {row['status']}: {row['subscriber']}/{row['subscription']}: {first_line}")
     if batch is not None:
         print(
-            f"  batch {batch['id']} of news {hour:%Y-%m-%dT%H}: {batch['status']}, {batch['documents']} "
+            f"  batch {batch['id']} of news {format_hour(hour)}: {batch['status']}, {batch['documents']} "
             f"documents, {batch['quarantined']} quarantined, {batch['results']} results"
         )
     _print_deliveries(deliveries)
@@ -200,8 +203,8 @@ def _ledger(conn: Any, hour: datetime) -> tuple[dict[str, Any] | None, list[Any]
     """The hour's batch row and its deliveries."""
     from sqlalchemy import select
 
-    from feedrouter.airflow.status import batch_ledger
     from feedrouter.catalog import Delivery
+    from feedrouter.catalog.status import batch_ledger
 
     batches = batch_ledger(conn, "news", hour)
     if not batches:

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException
 
-from feedrouter.airflow import status
 from feedrouter.airflow.errors import task_outcome
 from feedrouter.airflow.hooks import FeedrouterHook
 from feedrouter.airflow.hours import HourBatch, parse_hour, to_hour
+from feedrouter.catalog import status
 
 if TYPE_CHECKING:
     from airflow.sdk import Context

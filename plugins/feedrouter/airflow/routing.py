@@ -16,9 +16,9 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from feedrouter.airflow import status
 from feedrouter.airflow.hooks import FeedrouterHook
 from feedrouter.airflow.hours import HourBatch
+from feedrouter.catalog import status
 from feedrouter.errors import CatalogError
 
 if TYPE_CHECKING:

@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import BaseSensorOperator, PokeReturnValue
 from airflow.sdk.exceptions import AirflowFailException
 
-from feedrouter.airflow import status
 from feedrouter.airflow.errors import task_outcome
 from feedrouter.airflow.hooks import FeedrouterHook
 from feedrouter.airflow.hours import HourBatch
 from feedrouter.airflow.operators import BATCH_LABEL, catalog
 from feedrouter.airflow.settings import InputPolicy
+from feedrouter.catalog import status
 from feedrouter.delivery import is_input_key
 
 if TYPE_CHECKING:

@@ -92,7 +92,7 @@ class CatalogChangeTrigger(BaseEventTrigger):
 
 def stale_feeds(engine: Engine) -> dict[str, int]:
     """Feeds whose plan build is behind their catalog version, with that version."""
-    from feedrouter.airflow.status import stale_feeds as query
+    from feedrouter.catalog.status import stale_feeds as query
 
     with engine.connect() as conn:
         return query(conn)

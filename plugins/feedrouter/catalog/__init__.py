@@ -4,6 +4,11 @@ change tracking, and plan builds.
 Users manage the catalog with plain SQL (see the README's catalog section); this package reads it, builds
 plans (:func:`build_plan`) and loads them back (:func:`load_plan`, :func:`load_latest_plan`).
 SQLAlchemy is imported here, never by the core.
+
+Every statement on the catalog's tables lives in this package: :mod:`.repository` (feeds,
+subscriptions, plan builds; ``require_feed``, ``latest_build``, ``require_plan_build``),
+:mod:`.status` (the read-only questions of the DAGs and the UI), :mod:`.ledger` (batches and
+deliveries), :mod:`.lease` (the hour lease) and :mod:`.locks` (advisory-lock keys).
 """
 
 from feedrouter.catalog.artifact import FORMAT_VERSION, load_plan
@@ -26,7 +31,14 @@ from feedrouter.catalog.models import (
     Subscriber,
     Subscription,
 )
-from feedrouter.catalog.repository import PlanBuildResult, latest_build, subscription_problems
+from feedrouter.catalog.repository import (
+    PlanBuildResult,
+    latest_build,
+    latest_builds,
+    require_feed,
+    require_plan_build,
+    subscription_problems,
+)
 from feedrouter.catalog.version import catalog_version, catalog_versions
 from feedrouter.errors import TransientCatalogError
 
@@ -53,8 +65,11 @@ __all__ = [
     "create_embedded_schema",
     "is_postgres",
     "latest_build",
+    "latest_builds",
     "load_latest_plan",
     "load_plan",
     "open_catalog",
+    "require_feed",
+    "require_plan_build",
     "subscription_problems",
 ]

@@ -5,12 +5,13 @@ with the feed's DTD, write each subscription's status back, store the artifact, 
 ``plan_builds`` row. A build for a version that already has one is a no-op.
 
 Concurrency on Postgres: builds of one feed serialize on ``pg_advisory_xact_lock`` (keyed by the
-feed), inside a REPEATABLE READ transaction. A repeatable-read snapshot is taken by the first
-statement, i.e. *before* a blocking lock call returns, so a builder that had to wait would work on a
-snapshot that misses the build it waited for. Hence: try the lock; if it is busy, wait for it, roll
-back and start over with a fresh snapshot. The lock lives and dies with the transaction (safe with
-connection pools and PgBouncer's transaction mode). The rare race left — the holder commits between
-our snapshot and our lock — ends in a unique-key or serialization failure, which is retried.
+feed, :mod:`feedrouter.catalog.locks`) inside a REPEATABLE READ transaction. A repeatable-read
+snapshot is taken by the first statement, i.e. *before* a blocking lock call returns, so a builder
+that had to wait would work on a snapshot that misses the build it waited for. Hence: try the lock;
+if it is busy, wait for it, roll back and start over with a fresh snapshot. The lock lives and dies
+with the transaction (safe with connection pools and PgBouncer's transaction mode). The rare race
+left — the holder commits between our snapshot and our lock — ends in a unique-key or serialization
+failure, which is retried.
 
 On SQLite the transaction starts with ``BEGIN IMMEDIATE``: the database's write lock serializes
 builds and gives a consistent read.
@@ -24,7 +25,6 @@ FR404) and left out of the plan; the feed's other subscriptions build as usual.
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -33,12 +33,12 @@ from datetime import datetime, timezone
 from types import SimpleNamespace
 from typing import Any
 
-from sqlalchemy import Connection, Engine, func, select
+from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 import feedrouter
-from feedrouter.catalog import repository
+from feedrouter.catalog import locks, repository
 from feedrouter.catalog.artifact import FORMAT_VERSION, SUFFIX, encode, gc_paused, load_plan
 from feedrouter.catalog.compiled import CompiledPlan
 from feedrouter.catalog.database import SQLITE_BEGIN, is_postgres
@@ -94,7 +94,7 @@ def build_plan(
         attempts: how many times to retry after a serialization failure or a racing build.
 
     Raises:
-        CatalogError: [FR400] unknown feed, or the catalog kept changing under every attempt.
+        CatalogError: [FR405] unknown feed; [FR400] the catalog kept changing under every attempt.
         CompileError: [FR303] the feed's DTD is invalid, [FR302] unknown strategy.
         StorageError: the artifact could not be written (TransientStorageError: retry later).
     """
@@ -120,14 +120,13 @@ def build_plan(
 def load_latest_plan(
     bind: Engine | Session, feed_name: str, store: ObjectStore
 ) -> tuple[PlanBuildResult, CompiledPlan]:
-    """The latest plan build of a feed and its verified plan; CatalogError when it has none."""
+    """The latest plan build of a feed and its verified plan.
+
+    Raises:
+        NoPlanBuildError: [FR601] the feed has no plan build.
+    """
     with _engine_of(bind).connect() as conn:
-        build = repository.latest_build(conn, feed_name)
-    if build is None:
-        raise CatalogError(
-            f"feed {feed_name!r} has no plan build: run `feedrouter build-plan --feed {feed_name}`",
-            code="FR400",
-        )
+        build = repository.require_plan_build(conn, feed_name)
     plan = load_plan(store, build.artifact_uri, build.digest, feed=feed_name, feed_id=build.feed_id)
     return build, plan
 
@@ -179,12 +178,6 @@ def _compile(pairs: list[tuple[str, str]], feed: FeedRecord, options: BuildOptio
     )
 
 
-def advisory_key(feed_name: str) -> int:
-    """The signed 64-bit advisory-lock key of a feed's plan builds (stable across processes)."""
-    digest = hashlib.sha256(f"feedrouter.build_plan:{feed_name}".encode()).digest()
-    return int.from_bytes(digest[:8], "big", signed=True)
-
-
 def _attempt(engine: Engine, feed_name: str, store: ObjectStore, options: BuildOptions) -> PlanBuildResult:
     # The whole build with the cyclic collector paused: once the router exists, every full
     # collection walks its millions of objects (writing 100,000 statuses took 11 s instead of 3).
@@ -198,20 +191,19 @@ def _build_transaction(engine: Engine, feed_name: str) -> Iterator[Connection]:
         with engine.connect().execution_options(**{SQLITE_BEGIN: "IMMEDIATE"}) as conn, conn.begin():
             yield conn
         return
-    key = advisory_key(feed_name)
     with engine.connect().execution_options(isolation_level="REPEATABLE READ") as conn, conn.begin():
-        if not conn.scalar(select(func.pg_try_advisory_xact_lock(key))):
-            conn.scalar(select(func.pg_advisory_xact_lock(key)))  # wait for the other build to end
+        if not locks.try_build_lock(conn, feed_name):
+            locks.wait_for_build_lock(conn, feed_name)  # wait for the other build to end
             raise _LockWasBusy
         yield conn
 
 
 def _build(conn: Connection, feed_name: str, store: ObjectStore, options: BuildOptions) -> PlanBuildResult:
-    feed = repository.get_feed(conn, feed_name)
+    feed = repository.require_feed(conn, feed_name)
     version = catalog_version(conn, feed_name)
-    latest = repository.latest_build_row(conn, feed.id)
+    latest = repository.latest_build(conn, feed_name)
     if latest is not None and _is_current(latest, version) and _artifact_present(store, latest.artifact_uri):
-        return repository.build_result(latest, feed_name, reused=True)
+        return latest
     # Built before but no longer the latest (SQLite fingerprints can return to an earlier value,
     # A -> B -> A), or its artifact is gone: build again and overwrite that row.
     existing = repository.find_build(conn, feed.id, version, FORMAT_VERSION, feedrouter.__version__)
@@ -238,13 +230,9 @@ def _build(conn: Connection, feed_name: str, store: ObjectStore, options: BuildO
     return repository.build_result(SimpleNamespace(**row), feed_name, reused=False)
 
 
-def _is_current(build: Any, version: int) -> bool:
+def _is_current(build: PlanBuildResult, version: int) -> bool:
     """True when ``build`` is of this catalog version, artifact format and feedrouter release."""
-    return (build.catalog_version, build.format_version, build.feedrouter_version) == (
-        version,
-        FORMAT_VERSION,
-        feedrouter.__version__,
-    )
+    return build.catalog_version == version and build.release == (FORMAT_VERSION, feedrouter.__version__)
 
 
 def _counts(outcomes: dict[str, Outcome]) -> dict[str, int]:

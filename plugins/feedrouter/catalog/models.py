@@ -34,6 +34,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
+from feedrouter.hours import DEFAULT_LAYOUT
 from feedrouter.limits import (
     DEFAULT_MAX_DOCUMENT_RESULT_BYTES,
     DEFAULT_MAX_RESULT_BYTES,
@@ -58,7 +59,6 @@ SUBSCRIPTION_STATUSES = ("pending", "valid", "invalid", "never-matches")
 #: quarantine it (see ``Feed.invalid_documents``).
 INVALID_DOCUMENT_POLICIES = ("fallback", "quarantine")
 BATCH_STATUSES = ("pending", "running", "succeeded", "empty", "failed")
-DEFAULT_LAYOUT = "{prefix}/dt={date}/hour={hour}/"
 
 #: SQLite only turns ``INTEGER PRIMARY KEY`` into an auto-incrementing row id.
 Id = BigInteger().with_variant(Integer(), "sqlite")
@@ -154,8 +154,8 @@ class Feed(Base):
     """A stream of XML messages arriving in hourly batches under ``input_prefix``.
 
     ``layout`` places one hour's batch below the prefix: ``{prefix}``, ``{date}`` (YYYY-MM-DD) and
-    ``{hour}`` (HH) are substituted. ``record_element`` names the element that splits container
-    files into messages (None: one message per object).
+    ``{hour}`` (HH) are substituted (:func:`feedrouter.hours.batch_prefix`). ``record_element``
+    names the element that splits container files into messages (None: one message per object).
 
     ``max_result_bytes`` caps what one subscription receives for one document (FR310 past it),
     ``max_document_result_bytes`` what one document delivers to all subscriptions together (FR311);
@@ -197,20 +197,6 @@ class Feed(Base):
     updated_at: Mapped[datetime] = _updated()
 
     dtd: Mapped[Dtd | None] = relationship()
-
-    def batch_prefix(self, hour: datetime) -> str:
-        """The URI prefix of one hour's batch, e.g. ``s3://in/news/dt=2026-11-22/hour=16/``."""
-        # Plain replacement, not str.format: a layout typed into the catalog must not reach
-        # attributes of the values through format fields like "{prefix.__class__}".
-        values = {
-            "{prefix}": self.input_prefix.rstrip("/"),
-            "{date}": f"{hour:%Y-%m-%d}",
-            "{hour}": f"{hour:%H}",
-        }
-        layout = self.layout
-        for field, value in values.items():
-            layout = layout.replace(field, value)
-        return layout
 
 
 class Subscriber(Base):

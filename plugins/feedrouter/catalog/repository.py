@@ -11,13 +11,13 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, insert, select, text, update
+from sqlalchemy import Connection, bindparam, func, insert, select, text, true, update
 
 from feedrouter.catalog.compiled import FeedConfig, Target
 from feedrouter.catalog.database import is_postgres
 from feedrouter.catalog.models import Dtd, Feed, PlanBuild, Subscriber, Subscription
 from feedrouter.catalog.outcomes import Outcome
-from feedrouter.errors import CatalogError
+from feedrouter.errors import NoPlanBuildError, error
 
 _OUTCOME_COLUMNS = ("status", "error_code", "error_message", "error_line", "error_column", "plan_text")
 
@@ -64,10 +64,21 @@ class PlanBuildResult:
     strategy: str
     reused: bool = False
     feed_id: int | None = None
+    format_version: int | None = None
+    feedrouter_version: str | None = None
+
+    @property
+    def release(self) -> tuple[int | None, str | None]:
+        """(artifact format, feedrouter version) of the build: a release loads only its own."""
+        return (self.format_version, self.feedrouter_version)
 
 
-def get_feed(conn: Connection, name: str) -> FeedRecord:
-    """The feed called ``name``; CatalogError (FR400) when there is none."""
+def require_feed(conn: Connection, name: str) -> FeedRecord:
+    """The feed called ``name``, with its settings and DTD.
+
+    Raises:
+        CatalogError: [FR405] no feed of that name (terminal).
+    """
     row = conn.execute(
         select(
             Feed.id,
@@ -87,7 +98,7 @@ def get_feed(conn: Connection, name: str) -> FeedRecord:
         .where(Feed.name == name)
     ).first()
     if row is None:
-        raise CatalogError(f"no feed named {name!r} in the catalog", code="FR400")
+        raise error("FR405", f"no feed named {name!r} in the catalog")
     config = FeedConfig(
         row.name,
         row.input_prefix,
@@ -157,19 +168,49 @@ def find_build(conn: Connection, feed_id: int, version: int, format_version: int
     ).first()
 
 
-def latest_build(conn: Connection, feed_name: str) -> PlanBuildResult | None:
-    """The most recent plan build of a feed (the one routing uses), or None when it has none."""
-    row = conn.execute(
-        _latest(select(PlanBuild.__table__).join(Feed, Feed.id == PlanBuild.feed_id)).where(
-            Feed.name == feed_name
+def latest_builds(conn: Connection, feed_name: str | None = None) -> dict[str, PlanBuildResult]:
+    """The latest plan build (the one routing uses) of every feed that has one, by feed name; with
+    ``feed_name``, of that feed only. "Latest" is the newest ``built_at``, then the highest id."""
+    ranked = (
+        select(
+            PlanBuild.__table__,
+            Feed.name.label("feed_name"),
+            func.row_number()
+            .over(partition_by=PlanBuild.feed_id, order_by=(PlanBuild.built_at.desc(), PlanBuild.id.desc()))
+            .label("rank"),
         )
-    ).first()
-    return None if row is None else build_result(row, feed_name, reused=True)
+        .join(Feed, Feed.id == PlanBuild.feed_id)
+        .where(true() if feed_name is None else Feed.name == feed_name)
+        .subquery()
+    )
+    rows = conn.execute(select(ranked).where(ranked.c.rank == 1))
+    return {row.feed_name: build_result(row, row.feed_name, reused=True) for row in rows}
 
 
-def latest_build_row(conn: Connection, feed_id: int) -> Any:
-    """The most recent ``plan_builds`` row of a feed, or None."""
-    return conn.execute(_latest(select(PlanBuild.__table__)).where(PlanBuild.feed_id == feed_id)).first()
+def latest_build(conn: Connection, feed_name: str) -> PlanBuildResult | None:
+    """The latest plan build of a feed (the one routing uses), or None when it has none."""
+    return latest_builds(conn, feed_name).get(feed_name)
+
+
+def require_plan_build(conn: Connection, feed_name: str) -> PlanBuildResult:
+    """The latest plan build of a feed.
+
+    Raises:
+        NoPlanBuildError: [FR601] the feed has none (terminal until a build runs).
+    """
+    build = latest_build(conn, feed_name)
+    if build is None:
+        raise NoPlanBuildError(
+            f"feed {feed_name!r} has no plan build: run `feedrouter build-plan --feed {feed_name}` "
+            "(or the feedrouter_plans DAG) first"
+        )
+    return build
+
+
+def build_artifact(conn: Connection, build_id: int) -> tuple[str, str]:
+    """(artifact URI, digest) of plan build ``build_id``; NoResultFound when it was deleted."""
+    row = conn.execute(select(PlanBuild.artifact_uri, PlanBuild.digest).where(PlanBuild.id == build_id)).one()
+    return row.artifact_uri, row.digest
 
 
 def save_build(conn: Connection, values: dict[str, Any], replace_id: int | None = None) -> dict[str, Any]:
@@ -185,10 +226,6 @@ def save_build(conn: Connection, values: dict[str, Any], replace_id: int | None 
         conn.execute(update(PlanBuild).where(PlanBuild.id == replace_id).values(**values))
         values["id"] = replace_id
     return values
-
-
-def _latest(query: Any) -> Any:
-    return query.order_by(PlanBuild.built_at.desc(), PlanBuild.id.desc()).limit(1)
 
 
 def build_result(row: Any, feed_name: str, *, reused: bool) -> PlanBuildResult:
@@ -209,6 +246,8 @@ def build_result(row: Any, feed_name: str, *, reused: bool) -> PlanBuildResult:
         strategy=row.strategy,
         reused=reused,
         feed_id=row.feed_id,
+        format_version=row.format_version,
+        feedrouter_version=row.feedrouter_version,
     )
 
 

@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import hashlib
 import re
-from datetime import datetime, timezone
+from datetime import datetime
 
 from feedrouter.errors import StorageError
+from feedrouter.hours import format_hour, hour_path
+from feedrouter.hours import to_hour as utc_hour  # the old name, kept for importers
 from feedrouter.storage.keys import component, join_key
 
 MANIFEST = "_manifest.json"
@@ -27,21 +29,21 @@ SUCCESS = "_SUCCESS"
 INPUT_SUFFIXES = (".xml", ".xml.gz")
 _PART = re.compile(r"part-\d{5,}\.xml")
 
-
-def utc_hour(hour: datetime) -> datetime:
-    """``hour`` as an aware UTC datetime (naive values are taken as UTC)."""
-    return hour.replace(tzinfo=timezone.utc) if hour.tzinfo is None else hour.astimezone(timezone.utc)
-
-
-def format_hour(hour: datetime) -> str:
-    """The hour as ``2026-11-22T16`` (UTC), the form parts, manifests and the CLI use."""
-    return f"{utc_hour(hour):%Y-%m-%dT%H}"
-
-
-def hour_path(hour: datetime) -> str:
-    """``dt=YYYY-MM-DD/hour=HH``: the Hive-style partition of one hour (UTC)."""
-    hour = utc_hour(hour)
-    return f"dt={hour:%Y-%m-%d}/hour={hour:%H}"
+__all__ = [
+    "INPUT_SUFFIXES",
+    "MANIFEST",
+    "SUCCESS",
+    "delivery_dir",
+    "format_hour",
+    "hour_path",
+    "is_input_key",
+    "is_part_key",
+    "part_name",
+    "quarantine_dir",
+    "quarantine_key",
+    "source_component",
+    "utc_hour",
+]
 
 
 def delivery_dir(subscription: str, feed: str, hour: datetime) -> str:

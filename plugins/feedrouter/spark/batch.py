@@ -1,8 +1,8 @@
 """Route one hour of one feed on Spark and record it: the driver's side of ``route-batch``.
 
 1. load the feed's latest plan build (digest-checked), take the hour's lease
-   (:mod:`feedrouter.spark.lease`), list the hour's input objects and commit the batch as
-   ``running``;
+   (:mod:`feedrouter.spark.lease`), list the hour's input objects (once: the listing is passed on)
+   and commit the batch as ``running``;
 2. run the Spark job (:mod:`feedrouter.spark.job`): tasks route the objects, quarantine refused
    messages and write every matching subscription's folder (parts, manifest, ``_SUCCESS``); a
    subscriber whose store refuses the writes gets a ``failed`` delivery row, the others go on;
@@ -10,7 +10,7 @@
    subscriptions that no longer receive anything are withdrawn, whether a finished run recorded
    them or a killed or failed run left them unrecorded; quarantine entries of messages that now
    route are pruned;
-4. record the ``batches`` and ``deliveries`` rows in one transaction (:mod:`feedrouter.spark.ledger`)
+4. record the ``batches`` and ``deliveries`` rows in one transaction (:mod:`feedrouter.catalog.ledger`)
    that also checks the lease is still this run's.
 
 An hour without input objects is an ``empty`` batch (no Spark job). A failure after the plan is
@@ -23,18 +23,18 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine
 
-from feedrouter.catalog import CompiledPlan, PlanBuildResult, repository
+from feedrouter.catalog import CompiledPlan, PlanBuildResult, ledger, repository
+from feedrouter.catalog import lease as leases
 from feedrouter.catalog.artifact import decode
-from feedrouter.catalog.models import Feed, PlanBuild
-from feedrouter.delivery import PlanRef, delivery_dir, format_hour, is_input_key
-from feedrouter.delivery.layout import utc_hour
+from feedrouter.delivery import PlanRef, delivery_dir, is_input_key
 from feedrouter.delivery.parts import DEFAULT_MAX_PART_BYTES
 from feedrouter.engine.document import DEFAULT_MAX_BYTES
 from feedrouter.errors import (
@@ -44,10 +44,10 @@ from feedrouter.errors import (
     TransientStorageError,
     error,
 )
-from feedrouter.spark import lease as leases
-from feedrouter.spark import ledger
-from feedrouter.spark.errors import DeliveryConflictError, NoPlanBuildError
+from feedrouter.hours import batch_prefix, format_hour, to_hour
+from feedrouter.spark.errors import DeliveryConflictError
 from feedrouter.spark.job import JobOutput, Slicing, run_inline, run_job
+from feedrouter.spark.lease import hour_lock
 from feedrouter.spark.progress import ProgressCallback
 from feedrouter.spark.publish import Delivered, withdraw
 from feedrouter.spark.quarantine import prune
@@ -61,6 +61,9 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 log = logging.getLogger("feedrouter.spark")
+
+#: Opens the Spark session of a batch that has input (a caller's own, e.g. with worker settings).
+SessionFactory = Callable[[], AbstractContextManager["SparkSession"]]
 
 
 @dataclass(frozen=True)
@@ -169,22 +172,26 @@ def route_batch(
     options: BatchOptions | None = None,
     stores: StoreOpener | None = None,
     progress: ProgressCallback | None = None,
+    session: SessionFactory | None = None,
 ) -> BatchReport:
     """Route ``feed``'s ``hour`` with its latest plan build, deliver, and record the ledger.
 
     Args:
         engine: the catalog.
         feed: the feed's name.
-        hour: the hour (UTC; naive values are taken as UTC).
+        hour: a whole hour (naive values are taken as UTC).
         plans_store: where plan artifacts live.
         spark: a running session; None: the running one, else a new one on ``options.master``.
         options: tasks, part size, message limit.
         stores: how the driver and the tasks open stores (default: S3 settings from the environment).
         progress: called with (finished tasks, all tasks) while the job runs.
+        session: opens the session when the hour has input (instead of ``spark``/``options.master``);
+            an empty hour starts no Spark at all.
 
     Raises:
+        HourError: [FR608] ``hour`` is not a whole hour.
         NoPlanBuildError: [FR601] the feed has no plan build.
-        CatalogError: [FR400] no such feed. CompileError: [FR305] the artifact was refused.
+        CatalogError: [FR405] no such feed. CompileError: [FR305] the artifact was refused.
         DeliveryConflictError: [FR602] two subscriptions share a folder.
         BatchBusyError: [FR605] another run of the hour is in progress (transient).
         LockLostError: [FR606] the run lost the hour's lease; it recorded nothing (transient).
@@ -193,18 +200,20 @@ def route_batch(
             store refusing its delivery is not raised: the report and the ledger list it (FR607).
     """
     started, clock = datetime.now(timezone.utc), time.perf_counter()
+    hour = to_hour(hour, strict=True)  # before anything is opened: a wrong hour costs nothing
     options, stores = options or BatchOptions(), stores or StoreOpener.from_env()
     loaded = load_plan_build(engine, feed, plans_store)
     check_targets(loaded.plan)
-    spec = job_spec(loaded, utc_hour(hour), stores, options)
+    spec = job_spec(loaded, hour, stores, options)
     ttl = timedelta(seconds=options.lease_seconds)
-    with ledger.hour_lock(engine, feed, spec.hour, ttl) as lease:
+    with hour_lock(engine, feed, spec.hour, ttl) as lease:
         try:
-            keys = list_inputs(stores.open(spec.input_uri))
+            keys = list_inputs(stores.open(spec.input_uri))  # the one listing of the hour's input
             earlier = earlier_runs(engine, loaded.feed_id, spec.hour)
             ledger.mark_running(engine, _running(spec, loaded, started), lease)
-            output = _run(spec, loaded, keys, spark, options, progress) if keys else JobOutput()
-            _confirm(engine, lease)  # before withdrawing anything: a new holder's folders are its own
+            sessions = session or (lambda: batch_session(spark, options.master))
+            output = _run(spec, loaded, keys, sessions, options, progress) if keys else JobOutput()
+            leases.confirm(engine, lease)  # before withdrawing anything: a new holder's folders are its own
             cleanup = _clean_up(engine, spec, loaded, output, earlier, plans_store)
             entry = _entry(spec, loaded, keys, output, cleanup.rows, started)
             batch_id = ledger.record(engine, entry, lease)
@@ -225,14 +234,14 @@ def earlier_runs(engine: Engine, feed_id: int, hour: datetime) -> EarlierRuns:
 
 
 def load_plan_build(engine: Engine, feed: str, plans_store: ObjectStore) -> LoadedPlan:
-    """The feed's latest plan build, its artifact checked against the digest the catalog recorded."""
+    """The feed's latest plan build, its artifact checked against the digest the catalog recorded.
+
+    Raises:
+        CatalogError: [FR405] no such feed. NoPlanBuildError: [FR601] the feed has no plan build.
+    """
     with engine.connect() as conn:
-        record = repository.get_feed(conn, feed)
-        build = repository.latest_build(conn, feed)
-    if build is None:
-        raise NoPlanBuildError(
-            f"feed {feed!r} has no plan build: run `feedrouter build-plan --feed {feed}` first"
-        )
+        record = repository.require_feed(conn, feed)
+        build = repository.require_plan_build(conn, feed)
     artifact = plans_store.get(plans_store.key_of(build.artifact_uri))
     # the artifact must be this feed's: a plan_builds row pointed at another feed's file is refused
     plan = decode(artifact, build.digest, source=build.artifact_uri, feed=feed, feed_id=record.id)
@@ -255,12 +264,11 @@ def check_targets(plan: CompiledPlan) -> None:
 def job_spec(loaded: LoadedPlan, hour: datetime, stores: StoreOpener, options: BatchOptions) -> JobSpec:
     """The tasks' view of the batch; prefixes come from the feed as the plan build saw it."""
     feed = loaded.plan.feed
-    layout = Feed(input_prefix=feed.input_prefix, layout=feed.layout)
     quarantine = feed.quarantine_prefix or f"{feed.input_prefix.rstrip('/')}/_quarantine"
     return JobSpec(
         feed=feed.name,
         hour=hour,
-        input_uri=layout.batch_prefix(hour),
+        input_uri=batch_prefix(feed.layout, feed.input_prefix, hour),
         quarantine_uri=quarantine,
         plan=loaded.ref,
         stores=stores,
@@ -279,14 +287,14 @@ def _run(
     spec: JobSpec,
     loaded: LoadedPlan,
     keys: list[str],
-    spark: SparkSession | None,
+    sessions: SessionFactory,
     options: BatchOptions,
     progress: ProgressCallback | None,
 ) -> JobOutput:
     if options.inline:
         log.info("routing %d objects of %s %s in this process", len(keys), spec.feed, spec.hour_text)
         return run_inline(spec, loaded.artifact, keys)
-    with batch_session(spark, options.master) as session:
+    with sessions() as session:
         check_no_speculation(session)
         slicing = Slicing.default(session.sparkContext, len(keys), options.input_tasks, options.output_tasks)
         log.info("routing %d objects of %s %s in %s", len(keys), spec.feed, spec.hour_text, slicing)
@@ -316,11 +324,6 @@ def task_error(exc: BaseException) -> FeedrouterError | None:
         return error(code, f"a Spark task failed: {message}")
     except ValueError:  # a code this driver does not know: leave the error as it is
         return None
-
-
-def _confirm(engine: Engine, lease: leases.Lease) -> None:
-    with engine.begin() as conn:
-        leases.check(conn, lease)
 
 
 def _clean_up(
@@ -396,9 +399,7 @@ def _plans_of(
     for build_id in sorted(builds):
         try:
             with engine.connect() as conn:
-                uri, digest = conn.execute(
-                    select(PlanBuild.artifact_uri, PlanBuild.digest).where(PlanBuild.id == build_id)
-                ).one()
+                uri, digest = repository.build_artifact(conn, build_id)
             data = plans_store.get(plans_store.key_of(uri))
             plans.append(decode(data, digest, source=uri, feed=spec.feed))
         except Exception as exc:  # a deleted build: the recorded rows and today's targets remain

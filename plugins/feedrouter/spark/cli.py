@@ -81,9 +81,9 @@ def route_batch_command(
     progress: bool | None,
 ) -> None:
     """Route one hour of a feed on Spark: deliver to every subscriber and record the ledger."""
-    from feedrouter.airflow.hours import parse_hour  # plain datetime code, no Airflow import
     from feedrouter.catalog.database import open_catalog
     from feedrouter.catalog.settings import plans_uri as default_plans_uri
+    from feedrouter.hours import parse_hour
     from feedrouter.spark import BatchOptions, route_batch
     from feedrouter.spark.session import is_local
     from feedrouter.storage import open_store

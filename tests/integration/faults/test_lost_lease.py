@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, text
 
+from feedrouter.catalog import lease as leases
 from feedrouter.catalog.database import create_catalog_engine
 from feedrouter.errors import BatchBusyError, LockLostError
 from feedrouter.spark import batch as batch_module
-from feedrouter.spark import lease as leases
 from feedrouter.storage import FileStore
 from tests.integration.faults.support import News, assert_ledger_matches_store, route_inline
 from tests.integration.spark_support import HOUR, batches, snapshot

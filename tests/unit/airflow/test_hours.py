@@ -1,4 +1,5 @@
-"""Hours and batches as the route DAG passes them (no Airflow import: these are plain values)."""
+"""Batches as the route DAG passes them (no Airflow import: these are plain values). Reading and
+writing the hour itself is tested in tests/unit/test_hours.py."""
 
 from __future__ import annotations
 
@@ -6,25 +7,17 @@ from datetime import datetime, timezone
 
 import pytest
 
+from feedrouter import hours
 from feedrouter.airflow.hours import HourBatch, HourError, format_hour, parse_hour, to_hour
 
 
-@pytest.mark.parametrize(
-    "text", ["2026-11-22T16", "2026-11-22T16:00", "2026-11-22T16:00:00", "2026-11-22T17:00:00+01:00"]
-)
-def test_an_hour_is_read_in_utc(text: str) -> None:
-    assert parse_hour(text) == datetime(2026, 11, 22, 16, tzinfo=timezone.utc)
-
-
-@pytest.mark.parametrize("text", ["2026-11-22T16:30", "yesterday", "2026-11-22 16h", ""])
-def test_anything_but_a_whole_hour_is_refused_with_the_expected_form(text: str) -> None:
-    with pytest.raises(HourError, match="hour"):
-        parse_hour(text)
-
-
-def test_a_run_date_is_truncated_to_its_hour() -> None:
-    assert to_hour(datetime(2026, 11, 22, 16, 59, 59)) == datetime(2026, 11, 22, 16, tzinfo=timezone.utc)
-    assert format_hour(datetime(2026, 11, 22, 16, 5, tzinfo=timezone.utc)) == "2026-11-22T16"
+def test_the_dag_files_see_the_one_hour_module() -> None:
+    assert (parse_hour, to_hour, format_hour, HourError) == (
+        hours.parse_hour,
+        hours.to_hour,
+        hours.format_hour,
+        hours.HourError,
+    )
 
 
 def test_a_batch_round_trips_through_xcom_form() -> None:
@@ -32,3 +25,8 @@ def test_a_batch_round_trips_through_xcom_form() -> None:
     assert HourBatch.from_dict(batch.to_dict()) == batch
     assert batch.label == "news 2026-11-22T16"
     assert batch.end == datetime(2026, 11, 22, 17, tzinfo=timezone.utc)
+
+
+def test_a_batch_with_a_date_for_an_hour_is_refused() -> None:
+    with pytest.raises(HourError, match="'2026-11-23' is not an hour"):
+        HourBatch.from_dict({"feed": "news", "hour": "2026-11-23"})

@@ -45,4 +45,4 @@ def test_errors_are_one_clean_message(tmp_path: Path, monkeypatch: pytest.Monkey
     group = click.Group("feedrouter")
     register(group)
     result = CliRunner().invoke(group, ["build-plan", "--feed", "nope"])
-    assert result.exit_code == 1 and "Error: [FR400] no feed named 'nope'" in result.output
+    assert result.exit_code == 1 and "Error: [FR405] no feed named 'nope'" in result.output

@@ -1,13 +1,11 @@
-"""Configuration from the environment, and the feed layout."""
+"""Configuration from the environment (the feed layout: tests/unit/test_hours.py)."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from pathlib import Path
 
 import pytest
 
-from feedrouter.catalog.models import Feed
 from feedrouter.catalog.settings import database_url, home, normalize_url, plans_uri
 from feedrouter.errors import CatalogError
 
@@ -52,16 +50,6 @@ def test_configured_urls_win_and_use_psycopg_3() -> None:
     assert plans_uri(env) == "s3://b/plans"
     assert normalize_url("postgres://u@db/cat") == "postgresql+psycopg://u@db/cat"
     assert normalize_url("postgresql+psycopg://u@db/cat") == "postgresql+psycopg://u@db/cat"
-
-
-def test_the_layout_places_an_hour_below_the_prefix() -> None:
-    feed = Feed(name="news", input_prefix="s3://in/news/", layout="{prefix}/dt={date}/hour={hour}/")
-    assert feed.batch_prefix(datetime(2026, 11, 22, 16)) == "s3://in/news/dt=2026-11-22/hour=16/"
-
-
-def test_the_layout_is_not_a_format_string() -> None:
-    feed = Feed(name="news", input_prefix="s3://in/news", layout="{prefix}/{prefix.__class__}/{hour}")
-    assert feed.batch_prefix(datetime(2026, 1, 1, 5)) == "s3://in/news/{prefix.__class__}/05"
 
 
 def test_urls_in_messages_never_show_the_password() -> None:

@@ -73,7 +73,7 @@ def feeds(
     """Per feed: catalog version, recent plan builds, invalid subscriptions, recent batches."""
     from sqlalchemy.exc import SQLAlchemyError
 
-    from feedrouter.airflow.status import feed_overview
+    from feedrouter.catalog.status import feed_overview
     from feedrouter.errors import CatalogError
 
     try:

@@ -1,4 +1,4 @@
-"""Read-only questions the DAGs and the UI page ask the catalog (SQLAlchemy Core, both backends).
+"""Read-only questions the DAGs, the CLI and the UI page ask the catalog (Core, both backends).
 
 Nothing here writes: the plan DAG asks which feeds are out of date, the route DAG which feeds to
 route, the UI page what each feed's builds, problems and batches are. Results are plain
@@ -14,16 +14,11 @@ from typing import Any
 from sqlalchemy import Connection, Select, case, func, select
 
 import feedrouter
-from feedrouter.catalog import (
-    FORMAT_VERSION,
-    Batch,
-    Delivery,
-    Feed,
-    PlanBuild,
-    catalog_versions,
-    subscription_problems,
-)
-from feedrouter.errors import CatalogError
+from feedrouter.catalog.artifact import FORMAT_VERSION
+from feedrouter.catalog.models import Batch, Delivery, Feed, PlanBuild
+from feedrouter.catalog.repository import latest_builds, require_feed, subscription_problems
+from feedrouter.catalog.version import catalog_versions
+from feedrouter.hours import batch_prefix as layout_prefix
 
 #: Larger integers lose precision as JavaScript numbers, so the JSON carries them as strings.
 JS_SAFE_INTEGER = 2**53 - 1
@@ -34,46 +29,28 @@ def active_feeds(conn: Connection) -> list[str]:
     return list(conn.scalars(select(Feed.name).where(Feed.active).order_by(Feed.name)))
 
 
-def require_feed(conn: Connection, name: str) -> str:
-    """``name`` when such a feed exists; CatalogError (terminal) otherwise."""
-    if conn.scalar(select(Feed.id).where(Feed.name == name)) is None:
-        raise CatalogError(f"no feed named {name!r} in the catalog", code="FR400")
-    return name
-
-
 def batch_prefix(conn: Connection, feed: str, hour: datetime) -> str:
-    """The URI prefix one hour of a feed arrives under (the feed's prefix and layout)."""
-    row = conn.execute(select(Feed.input_prefix, Feed.layout).where(Feed.name == feed)).first()
-    if row is None:
-        raise CatalogError(f"no feed named {feed!r} in the catalog", code="FR400")
-    return Feed(input_prefix=row.input_prefix, layout=row.layout).batch_prefix(hour)
+    """The URI prefix one hour of a feed arrives under (the feed's prefix and layout).
+
+    Raises:
+        CatalogError: [FR405] no feed of that name.
+    """
+    config = require_feed(conn, feed).config
+    return layout_prefix(config.layout, config.input_prefix, hour)
 
 
 def built_versions(conn: Connection) -> dict[str, int]:
     """The catalog version of each feed's latest plan build (feeds without a build are absent)."""
-    return {name: version for name, (version, _current) in latest_builds(conn).items()}
+    return {name: version for name, (version, _current) in build_states(conn).items()}
 
 
-def latest_builds(conn: Connection) -> dict[str, tuple[int, bool]]:
+def build_states(conn: Connection) -> dict[str, tuple[int, bool]]:
     """Per feed with a plan build: its latest build's catalog version, and whether that build is
     loadable by this release (same artifact format and feedrouter version)."""
-    latest = (
-        select(
-            Feed.name,
-            PlanBuild.catalog_version,
-            PlanBuild.format_version,
-            PlanBuild.feedrouter_version,
-            func.row_number()
-            .over(partition_by=PlanBuild.feed_id, order_by=(PlanBuild.built_at.desc(), PlanBuild.id.desc()))
-            .label("rank"),
-        )
-        .join(Feed, Feed.id == PlanBuild.feed_id)
-        .subquery()
-    )
-    columns = (latest.c.name, latest.c.catalog_version, latest.c.format_version, latest.c.feedrouter_version)
-    rows = conn.execute(select(*columns).where(latest.c.rank == 1))
     release = (FORMAT_VERSION, feedrouter.__version__)
-    return {name: (int(version), (fmt, release_of) == release) for name, version, fmt, release_of in rows}
+    return {
+        name: (build.catalog_version, build.release == release) for name, build in latest_builds(conn).items()
+    }
 
 
 def stale_feeds(conn: Connection) -> dict[str, int]:
@@ -81,7 +58,7 @@ def stale_feeds(conn: Connection) -> dict[str, int]:
     or whose build an upgraded feedrouter cannot load), with their current version: exactly the
     feeds a plan build would change."""
     current = catalog_versions(conn)
-    built = latest_builds(conn)
+    built = build_states(conn)
     active = set(active_feeds(conn))
     return {
         name: version
@@ -140,8 +117,8 @@ def recent_batches(conn: Connection, feed_id: int, limit: int) -> list[dict[str,
 
 def batch_ledger(conn: Connection, feed: str, hour: datetime) -> list[dict[str, Any]]:
     """The ledger rows of one feed and hour (one per plan build it was routed with), newest first."""
-    feed_id = conn.scalar(select(Feed.id).where(Feed.name == require_feed(conn, feed)))
-    query = _batches(int(feed_id or 0)).where(Batch.hour >= hour, Batch.hour < hour + timedelta(hours=1))
+    feed_id = require_feed(conn, feed).id
+    query = _batches(feed_id).where(Batch.hour >= hour, Batch.hour < hour + timedelta(hours=1))
     return [_jsonable(row._mapping) for row in conn.execute(query.order_by(Batch.id.desc()))]
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine, select, text
 
-from feedrouter.catalog import Batch, Delivery, open_catalog
-from feedrouter.spark import ledger
+from feedrouter.catalog import Batch, Delivery, ledger, open_catalog
 from feedrouter.spark.errors import BatchBusyError
+from feedrouter.spark.lease import hour_lock
 
 HOUR = datetime(2026, 11, 22, 16, tzinfo=timezone.utc)
 NOW = datetime(2026, 11, 22, 17, 5, tzinfo=timezone.utc)
@@ -95,13 +95,13 @@ def test_a_failure_marks_the_batch_and_a_deleted_subscription_keeps_its_names(en
 
 def test_the_embedded_catalog_locks_the_hour_too(engine: Engine) -> None:
     with (
-        ledger.hour_lock(engine, "news", HOUR),
+        hour_lock(engine, "news", HOUR),
         pytest.raises(BatchBusyError) as caught,
-        ledger.hour_lock(engine, "news", HOUR),
+        hour_lock(engine, "news", HOUR),
     ):
         pass
     assert caught.value.code == "FR605" and caught.value.transient
-    with ledger.hour_lock(engine, "news", HOUR) as lease:  # released: free again, with a new token
+    with hour_lock(engine, "news", HOUR) as lease:  # released: free again, with a new token
         assert lease.token == 2
 
 

@@ -9,7 +9,7 @@
 * A delivery the store refused (one subscriber's unwritable prefix) is a row with status ``failed``,
   its code and reason; the next run of the hour delivers it again as a new version.
 * Every write of a run holding an hour lease checks the lease in its own transaction
-  (:func:`feedrouter.spark.lease.check`): a run that lost it commits nothing.
+  (:func:`feedrouter.catalog.lease.check`): a run that lost it commits nothing.
 * Versions: per (feed, hour, subscriber, subscription), each new delivery gets the next
   ``delivery_version``. Re-running a batch that delivers the same content adds nothing; a re-run
   after a plan change (a new batch) or with changed input records the next version.
@@ -19,17 +19,15 @@ Core SQLAlchemy on both backends (Postgres, the embedded SQLite catalog).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, Engine, insert, select, update
 
+from feedrouter.catalog import lease as leases
+from feedrouter.catalog.lease import Lease
 from feedrouter.catalog.models import Batch, Delivery, Subscription
-from feedrouter.spark import lease as leases
-from feedrouter.spark.lease import Lease
 
 #: Batch statuses of a run that did not finish (killed, failed): it may have left folders behind.
 UNFINISHED = ("pending", "running", "failed")
@@ -96,22 +94,6 @@ class PriorDelivery:
             row.status,
             row.error_code,
         )
-
-
-@contextmanager
-def hour_lock(engine: Engine, feed: str, hour: datetime, ttl: timedelta | None = None) -> Iterator[Lease]:
-    """Hold the (feed, hour) lease for a whole run, renewed in the background, so two runs of one
-    hour never interleave and a run that lost it cannot commit (:mod:`feedrouter.spark.lease`).
-
-    Raises:
-        BatchBusyError: [FR605] another run holds the lease (transient).
-    """
-    held = leases.acquire(engine, feed, hour, ttl)
-    try:
-        with leases.Heartbeat(engine, held):
-            yield held
-    finally:
-        leases.release(engine, held)
 
 
 def prior_deliveries(conn: Connection, feed_id: int, hour: datetime) -> dict[NameKey, PriorDelivery]:
