@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gzip
+
 import pytest
 
 from feedrouter.errors import StorageError
@@ -31,3 +33,16 @@ def test_missing_objects_and_buckets(s3_bucket: str) -> None:
     with pytest.raises(StorageError, match="NoSuchBucket") as caught:
         open_store("s3://no-such-bucket-here/x").get("k")
     assert not caught.value.transient
+
+
+def test_open_streams_an_object_and_names_a_missing_one(s3_bucket: str) -> None:
+    store = open_store(f"s3://{s3_bucket}/root")
+    data = gzip.compress(b"<m>x</m>" * 50_000)
+    store.put("in/a.xml.gz", data)
+    with store.open("in/a.xml.gz") as stream:
+        assert stream.read(10) == data[:10]  # a stream: read in pieces
+        assert stream.read() == data[10:]
+    with pytest.raises(ObjectNotFoundError):
+        store.open("in/missing.xml")
+    with pytest.raises(StorageError, match="FR503"):
+        store.open("in/../x.xml")

@@ -9,8 +9,10 @@ can never read or write outside the root. Failures raise :class:`~feedrouter.err
 
 from __future__ import annotations
 
+import io
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
+from typing import BinaryIO
 
 from feedrouter.errors import ObjectNotFoundError, StorageError, error
 from feedrouter.storage.keys import validate_key, validate_prefix
@@ -35,6 +37,18 @@ class ObjectStore(ABC):
     def get(self, key: str) -> bytes:
         """The bytes under ``key``; :class:`ObjectNotFoundError` when there is no such object."""
         return self._get(validate_key(key))
+
+    def open(self, key: str) -> BinaryIO:
+        """The object under ``key`` as a readable binary stream, for objects too large to hold whole.
+
+        Use it as a context manager (``with store.open(key) as stream:``) so that the file or the
+        connection is released. Reading fails with storage errors only: a body cut short or stalled
+        while it streams is a :class:`~feedrouter.errors.TransientStorageError` (FR502).
+
+        Raises:
+            ObjectNotFoundError: [FR501] no such object. StorageError: the store refused the read.
+        """
+        return self._open(validate_key(key))
 
     def exists(self, key: str) -> bool:
         return self._exists(validate_key(key))
@@ -70,6 +84,10 @@ class ObjectStore(ABC):
 
     @abstractmethod
     def _get(self, key: str) -> bytes: ...
+
+    def _open(self, key: str) -> BinaryIO:
+        # stores that cannot stream read the whole object; FileStore and S3Store stream
+        return io.BytesIO(self._get(key))
 
     @abstractmethod
     def _exists(self, key: str) -> bool: ...

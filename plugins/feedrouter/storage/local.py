@@ -13,6 +13,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, BinaryIO
 
 from feedrouter.errors import StorageError, TransientStorageError, error
 from feedrouter.storage.base import ObjectNotFoundError, ObjectStore
@@ -55,6 +56,13 @@ class FileStore(ObjectStore):
         with _errors(key):
             return self._path(key).read_bytes()
 
+    def _open(self, key: str) -> BinaryIO:
+        path = self._path(key)
+        with _errors(key):
+            if path.is_dir():  # open() would succeed on some systems and fail on the first read
+                raise IsADirectoryError(errno.EISDIR, "is a folder", str(path))
+            return _FileBody(path.open("rb"), key)  # type: ignore[return-value]
+
     def _exists(self, key: str) -> bool:
         return self._path(key).is_file()
 
@@ -73,6 +81,38 @@ class FileStore(ObjectStore):
             if path.is_file() and not path.name.startswith(".tmp-")
         )
         return iter(sorted(key for key in keys if key.startswith(prefix)))
+
+
+class _FileBody:
+    """An open object file whose read failures are storage errors, like an S3 body's."""
+
+    def __init__(self, file: BinaryIO, key: str) -> None:
+        self._file = file
+        self._key = key
+
+    def read(self, size: int | None = -1) -> bytes:
+        with _errors(self._key):
+            return self._file.read(-1 if size is None else size)
+
+    def readinto(self, buffer: Any) -> int:
+        with _errors(self._key):
+            return self._file.readinto(buffer)  # type: ignore[attr-defined, no-any-return]
+
+    def readable(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        self._file.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._file.closed
+
+    def __enter__(self) -> _FileBody:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 @contextmanager

@@ -10,8 +10,9 @@ pass the client of an Airflow connection instead (the seam)::
 botocore retries throttling and dropped connections itself ("standard" retry mode); what is still
 failing after those attempts is raised as :class:`~feedrouter.errors.TransientStorageError`, so the
 scheduler can retry the task later, and everything else as a terminal ``StorageError``. A body cut
-short or stalled while it streams (:class:`S3Body`) is transient too. Every call is bounded by the
-connect and read timeouts of :class:`S3Settings`, so a hung endpoint costs seconds, not minutes.
+short or stalled while it streams (:meth:`~feedrouter.storage.base.ObjectStore.open`,
+:class:`S3Body`) is transient too. Every call is bounded by the connect and read timeouts of
+:class:`S3Settings`, so a hung endpoint costs seconds, not minutes.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, BinaryIO
 from urllib.parse import urlsplit
 
 from feedrouter.errors import StorageError, TransientStorageError, error
@@ -153,15 +154,11 @@ class S3Store(ObjectStore):
             response = self.client.get_object(Bucket=self.bucket, Key=self._object_key(key))
             return bytes(response["Body"].read())
 
-    def open_body(self, key: str) -> S3Body:
-        """The object under ``key`` as a stream whose failures are storage errors.
-
-        Raises:
-            ObjectNotFoundError: [FR501] no such object. StorageError: S3 refused the request.
-        """
+    def _open(self, key: str) -> BinaryIO:
+        # the body streams: a cut or stalled read is FR502 (S3Body), bounded by the read timeout
         with _errors(self.bucket, key):
             response = self.client.get_object(Bucket=self.bucket, Key=self._object_key(key))
-        return S3Body(response["Body"], f"{self.uri}/{key}")
+        return S3Body(response["Body"], f"{self.uri}/{key}")  # type: ignore[return-value]
 
     def _exists(self, key: str) -> bool:
         try:

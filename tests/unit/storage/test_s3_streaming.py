@@ -48,7 +48,7 @@ class _Client:
 
 def test_reading_a_truncated_body_raises_fr502_not_a_botocore_error() -> None:
     store = S3Store("b", "in", client=_Client(StreamingBody(_truncated(), 100)))
-    body = store.open_body("m.xml")
+    body = store.open("m.xml")
     assert isinstance(body, S3Body)
     with pytest.raises(TransientStorageError, match=r"s3://b/in/m.xml was cut short") as caught:
         while body.read(4):
