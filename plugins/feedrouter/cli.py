@@ -1,11 +1,13 @@
 """The ``feedrouter`` command line: route local files, explain plans, generate sample data.
 
-``feedrouter route`` reads its inputs the way an hourly batch does (:class:`~feedrouter.delivery.
-messages.Splitter`: gunzipped within the message limit, containers cut into records), so a corrupt
-``.gz``, a gzip bomb or a malformed document is reported and the run goes on. Results are named
-after the input's path relative to the ``--input`` it was found under (see :class:`OutputNames`), so
-two inputs never write the same file. Every command ends in one message with a code, never a
-traceback (:func:`feedrouter.console.reported`), and names are printed escaped.
+``feedrouter route`` runs the routing loop of the hourly batches (:func:`~feedrouter.delivery.
+routing.route_objects`: gunzipped within the message limit, containers cut into records), so a
+corrupt ``.gz``, a gzip bomb or a malformed document is reported and the run goes on, and a result
+refused to one subscription (a result limit, an internal error of its plan) is reported beside the
+results as it is in the batch's quarantine. Results are named after the input's path relative to
+the ``--input`` it was found under (see :class:`OutputNames`), so two inputs never write the same
+file. Every command ends in one message with a code, never a traceback
+(:func:`feedrouter.console.reported`), and names are printed escaped.
 """
 
 from __future__ import annotations
@@ -25,7 +27,11 @@ import click
 from feedrouter import heap
 from feedrouter.console import echo, escape_name, escape_text, reported
 from feedrouter.errors import FeedrouterError
-from feedrouter.limits import DEFAULT_MAX_DOCUMENT_BYTES
+from feedrouter.limits import (
+    DEFAULT_MAX_DOCUMENT_BYTES,
+    DEFAULT_MAX_DOCUMENT_RESULT_BYTES,
+    DEFAULT_MAX_RESULT_BYTES,
+)
 
 _DOCUMENT_SUFFIXES = (".xml", ".xml.gz")
 #: The folder of rejection reports below ``--output``; a subscription of that id gets another folder.
@@ -211,6 +217,7 @@ class RouteStats:
     rejected: int = 0
     results: int = 0
     bytes: int = 0
+    refused: int = 0  # results refused to one subscription (a result limit, an error of its plan)
 
 
 @click.group()
@@ -260,6 +267,20 @@ def main() -> None:
     show_default=True,
     help="Larger documents (after gunzip) are rejected without being read further.",
 )
+@click.option(
+    "--max-result-bytes",
+    type=click.IntRange(min=1),
+    default=DEFAULT_MAX_RESULT_BYTES,
+    show_default=True,
+    help="A larger result of one subscription for one document is refused (FR310) and reported.",
+)
+@click.option(
+    "--max-document-result-bytes",
+    type=click.IntRange(min=1),
+    default=DEFAULT_MAX_DOCUMENT_RESULT_BYTES,
+    show_default=True,
+    help="Results of one document past this total are refused (FR311) and reported.",
+)
 def route(
     subscriptions_path: Path,
     inputs: tuple[Path, ...],
@@ -268,17 +289,28 @@ def route(
     strategy: str,
     record_element: str | None,
     max_document_bytes: int,
+    max_result_bytes: int,
+    max_document_result_bytes: int,
 ) -> None:
     """Route documents through subscriptions and write each match to the output folder."""
     from feedrouter import Router
     from feedrouter.delivery.messages import Splitter
     from feedrouter.engine.document import DocumentLimits
+    from feedrouter.limits import ResultLimits
 
     with reported():
         subscriptions = load_subscriptions(subscriptions_path)
         dtd = _read_text(dtd_path) if dtd_path else None
         limits = DocumentLimits(max_bytes=max_document_bytes)
-        router = Router.compile(subscriptions, dtd=dtd, strategy=strategy, on_error="collect", limits=limits)
+        result_limits = ResultLimits(max_result_bytes, max_document_result_bytes)
+        router = Router.compile(
+            subscriptions,
+            dtd=dtd,
+            strategy=strategy,
+            on_error="collect",
+            limits=limits,
+            result_limits=result_limits,
+        )
         for sid, error in router.errors.items():
             echo(f"skipped subscription {escape_name(sid)}: {error}", err=True)
         splitter = Splitter(record_element, dtd, max_document_bytes)
@@ -290,16 +322,23 @@ def route(
                 run.route_file(document)
         elapsed = time.perf_counter() - started
     stats = run.stats
+    refused = f", {stats.refused} results refused (.error.json beside them)" if stats.refused else ""
     click.echo(
         f"routed {stats.documents} documents through {len(router)} subscriptions in {elapsed:.2f}s: "
-        f"{stats.results} results ({stats.bytes} bytes), {stats.rejected} documents rejected, "
+        f"{stats.results} results ({stats.bytes} bytes){refused}, {stats.rejected} documents rejected, "
         f"{len(router.errors)} subscriptions skipped; results under {escape_name(output)}"
     )
 
 
 @dataclass
 class _RouteRun:
-    """One ``feedrouter route`` run: reads each input as messages, routes them, writes the results."""
+    """One ``feedrouter route`` run: the routing loop's outcomes for each input, written as files.
+
+    Results go to ``OUTPUT/<subscription>/<name>.xml``; a result refused to one subscription
+    (FR310/FR311 result limits, FR312 an internal error of its plan) gets a report in its place,
+    ``OUTPUT/<subscription>/<name>.error.json``; a document that cannot be routed at all gets
+    ``OUTPUT/_rejected/<name>.error.json``.
+    """
 
     router: Any
     splitter: Any
@@ -310,39 +349,51 @@ class _RouteRun:
 
     def route_file(self, document: InputDocument) -> None:
         """Route every message of one input; a failure is reported against it and the run goes on."""
+        from feedrouter.delivery.routing import route_objects
+
         parts = self.names.assign(document)
         if parts is None:
             return
         try:
             with document.path.open("rb") as stream:
-                for message in self.splitter.messages(str(document.path), stream):
-                    self._route_message(message, parts)
+                objects = [(str(document.path), stream)]
+                for routed in route_objects(self.router, self.splitter, objects, internal_errors="reject"):
+                    self._take(routed, parts)
         except OSError as exc:
             if exc.filename not in (None, str(document.path)):
                 raise  # the output cannot be written: that ends the run (with one clean message)
             self.stats.documents += 1  # the input is unreadable, or gone since it was listed
             self._reject(parts, str(document.path), exc)
 
-    def _route_message(self, message: Any, parts: tuple[str, ...]) -> None:
+    def _take(self, routed: Any, parts: tuple[str, ...]) -> None:
+        """Write one message's outcome: its results, its refused results, or its rejection."""
+        message = routed.message
         self.stats.documents += 1
         name = (*parts[:-1], f"{parts[-1]}~r{message.index}") if self.containers else parts
         source = message.label if self.containers else message.source
-        if message.error is not None:
-            self._reject(name, source, message.error)
+        if routed.error is not None:
+            self._reject(name, source, routed.error)
             return
-        try:
-            results = self.router.route(message.data, source=source)
-        except Exception as exc:  # one document must never stop the others; the report says what broke
-            self._reject(name, source, exc)
-            return
-        for sid, data in results.items():
-            self._write(Path(self.output, subscription_folder(sid), *name[:-1], f"{name[-1]}.xml"), data)
+        for sid, data in routed.results.items():
+            self._write(self._path(sid, name, ".xml"), data)
+        for sid, failure in routed.failures.items():
+            self._refuse(self._path(sid, name, ".error.json"), source, sid, failure)
+
+    def _path(self, sid: str, name: tuple[str, ...], suffix: str) -> Path:
+        return Path(self.output, subscription_folder(sid), *name[:-1], f"{name[-1]}{suffix}")
 
     def _write(self, target: Path, data: bytes) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
         self.stats.results += 1
         self.stats.bytes += len(data)
+
+    def _refuse(self, target: Path, source: str, sid: str, failure: FeedrouterError) -> None:
+        self.stats.refused += 1
+        report = {"source": source, "subscription": sid, "error": str(failure), "code": failure.code}
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(report, indent=2), encoding="utf-8")
+        click.echo(f"refused {escape_name(sid)} a result of {escape_name(source)}: {failure.code}", err=True)
 
     def _reject(self, name: tuple[str, ...], source: str, exc: BaseException) -> None:
         self.stats.rejected += 1

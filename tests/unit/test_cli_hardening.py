@@ -270,15 +270,16 @@ def test_an_internal_error_on_one_document_is_reported_and_the_run_goes_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from feedrouter import Router
+    from feedrouter.router import RouteOutcome
 
-    real_route = Router.route
+    real_route = Router.route_outcome
 
-    def flaky(self: Router, document: bytes, source: str | None = None) -> dict[str, bytes]:
+    def flaky(self: Router, document: bytes, source: str | None = None) -> RouteOutcome:
         if b"boom" in document:
             raise RuntimeError("a bug")
         return real_route(self, document, source)
 
-    monkeypatch.setattr(Router, "route", flaky)
+    monkeypatch.setattr(Router, "route_outcome", flaky)
     docs = docs_folder(tmp_path, {"a.xml": b"<a><b>boom</b></a>", "b.xml": b"<a><b>ok</b></a>"})
     result = route(tmp_path, {"q": "//b"}, docs)
     assert result.exit_code == 0 and "1 documents rejected" in result.output

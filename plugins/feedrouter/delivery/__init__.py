@@ -1,9 +1,10 @@
 """Delivery: how an hour of routed messages becomes the objects a subscriber receives.
 
-The Spark job (:mod:`feedrouter.spark`) and the single-process loop (:mod:`feedrouter.delivery.local`)
-both cut input objects into messages with :class:`Splitter`, route each message with
-:func:`route_message` and render results with :func:`write_parts`, so their part files are
-byte-equal by construction. The layout below a subscriber's output prefix::
+The Spark job (:mod:`feedrouter.spark`), the single-process hour run (:mod:`feedrouter.delivery.local`)
+and the ``feedrouter route`` command run one routing loop, :func:`route_objects` (input objects cut
+into messages by :class:`Splitter`, each routed, refused ones set aside); the first two render
+results with :func:`write_parts`, so their part files are byte-equal by construction.
+The layout below a subscriber's output prefix::
 
     {subscription}/{feed}/dt=YYYY-MM-DD/hour=HH/part-00000.xml   results in input order
                                               /_manifest.json    plan build, counts, part digests
@@ -26,7 +27,7 @@ from feedrouter.delivery.local import HourRun, route_locally
 from feedrouter.delivery.manifest import Manifest, PartInfo, PlanRef
 from feedrouter.delivery.messages import CountingReader, Message, Splitter, dtd_text_of
 from feedrouter.delivery.parts import Part, PartHeader, PartWriter, Result, read_part, write_parts
-from feedrouter.delivery.routing import Routed, error_report, route_message
+from feedrouter.delivery.routing import Routed, error_report, route_message, route_objects
 
 __all__ = [
     "MANIFEST",
@@ -54,5 +55,6 @@ __all__ = [
     "read_part",
     "route_locally",
     "route_message",
+    "route_objects",
     "write_parts",
 ]

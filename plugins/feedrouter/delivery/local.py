@@ -1,7 +1,8 @@
-"""The single-process loop: route an hour's objects in one process, in input order.
+"""The single-process hour run: route an hour's objects in one process, in input order.
 
-It does what one Spark task does for its objects, for all of them, and keeps the results in
-memory by subscription. Tests build the expected deliveries of a Spark batch with it (same
+It runs the routing loop of the Spark tasks (:func:`~feedrouter.delivery.routing.route_objects`)
+over all the objects and keeps the outcomes in memory: results by subscription, refused messages,
+refused results. Tests build the expected deliveries of a Spark batch with it (same
 splitter, same routing, same part writer: byte-equal by construction) and the benchmark uses it
 as the plain-loop baseline.
 
@@ -20,10 +21,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
-from feedrouter import heap
-from feedrouter.delivery.messages import CountingReader, Splitter
+from feedrouter.delivery.messages import Splitter
 from feedrouter.delivery.parts import DEFAULT_MAX_PART_BYTES, Part, PartHeader, Result, write_parts
-from feedrouter.delivery.routing import Routed, Routes, route_message
+from feedrouter.delivery.routing import Routed, Routes, route_objects
 from feedrouter.errors import RoutingError
 
 
@@ -63,7 +63,12 @@ class HourRun:
             counts[refused.error.code] = counts.get(refused.error.code, 0) + 1
         return counts
 
+    def read(self, source: str, size: int) -> None:
+        """Count an object's stored bytes once it has been read."""
+        self.bytes += size
+
     def add(self, routed: Routed) -> None:
+        """Keep one message's outcome: its results, or it as rejected, and its refused results."""
         self.documents += 1
         if routed.error is not None:
             self.rejected.append(routed)
@@ -88,10 +93,6 @@ class HourRun:
 def route_locally(router: Routes, splitter: Splitter, objects: Iterable[tuple[str, BinaryIO]]) -> HourRun:
     """Route the messages of ``objects`` (``(key, stream)`` pairs, in key order) in this process."""
     run = HourRun()
-    with heap.settled():
-        for source, stream in objects:
-            counted = CountingReader(stream)
-            for message in splitter.messages(source, counted):  # type: ignore[arg-type]
-                run.add(route_message(router, message))
-            run.bytes += counted.count
+    for routed in route_objects(router, splitter, objects, on_read=run.read):
+        run.add(routed)
     return run

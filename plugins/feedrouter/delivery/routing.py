@@ -1,9 +1,17 @@
-"""Route one message, and describe a message that could not be routed.
+"""The routing loop: route documents and set refused ones aside, for every caller.
+
+:func:`route_objects` is the one loop that reads input objects as messages (:class:`~feedrouter.
+delivery.messages.Splitter`: bounded gunzip, FR206 for a damaged ``.gz``, containers cut into
+records), routes each message and yields its :class:`Routed` outcome. Its three callers differ only
+in where outcomes go: a Spark task (:mod:`feedrouter.spark.tasks`: records for the shuffle, the
+quarantine), the single-process hour run (:mod:`feedrouter.delivery.local`: in memory) and the
+``feedrouter route`` command (:mod:`feedrouter.cli`: files).
 
 A message either routes (``{subscription id: result bytes}``, possibly empty) or fails with a
 :class:`~feedrouter.errors.DocumentError`: malformed, too large, too deep, an entity bomb, not
 UTF-8, empty. Failures never stop a batch: they are counted and quarantined with
-:func:`error_report`. Any other exception is a bug or an outage and propagates.
+:func:`error_report`. Any other exception is a bug or an outage and propagates (the command line
+asks for such a document to be set aside as well: ``internal_errors="reject"``).
 
 A routed message may also leave some subscriptions without their result
 (:class:`~feedrouter.errors.RoutingError` in :attr:`Routed.failures`: a result past a limit, an
@@ -12,10 +20,13 @@ internal error of one plan); each is recorded with :func:`failure_report`, never
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import nullcontext
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, BinaryIO, Literal, Protocol
 
-from feedrouter.delivery.messages import Message
+from feedrouter import heap
+from feedrouter.delivery.messages import CountingReader, Message, Splitter
 from feedrouter.errors import DocumentError, RoutingError
 from feedrouter.router import RouteOutcome
 
@@ -36,17 +47,59 @@ class Routes(Protocol):
 class Routed:
     """The outcome of one message: its results by subscription id, or its error.
 
-    ``failures`` names the subscriptions the message matched but that get no result for it, with
-    why (FR310/FR311 result limits, FR312 an internal error of their plan).
+    ``error`` is a :class:`~feedrouter.errors.DocumentError`, or any other exception the router
+    raised when the caller asked for internal errors to be set aside too
+    (``internal_errors="reject"``). ``failures`` names the subscriptions the message matched but
+    that get no result for it, with why (FR310/FR311 result limits, FR312 an internal error of
+    their plan).
     """
 
     message: Message
     results: dict[str, bytes] = field(default_factory=dict)
-    error: DocumentError | None = None
+    error: Exception | None = None
     failures: dict[str, RoutingError] = field(default_factory=dict)
 
 
-def route_message(router: Routes, message: Message) -> Routed:
+#: What the loop does with an exception of the router that is not a DocumentError.
+InternalErrors = Literal["raise", "reject"]
+
+
+def route_objects(
+    router: Routes,
+    splitter: Splitter,
+    objects: Iterable[tuple[str, BinaryIO]],
+    *,
+    settle: bool = True,
+    internal_errors: InternalErrors = "raise",
+    on_read: Callable[[str, int], None] | None = None,
+) -> Iterator[Routed]:
+    """Route every message of ``objects`` in order: the one loop of every caller.
+
+    Args:
+        router: anything with ``route_outcome`` (a :class:`~feedrouter.Router`, a catalog
+            ``CompiledPlan``); ``route`` alone is accepted and reports no failures.
+        splitter: how objects are cut into messages (and gunzipped within the message limit).
+        objects: ``(source key, readable stream)`` pairs; the caller opens and closes the streams.
+        settle: keep the router out of the collector's full passes while the loop runs
+            (:mod:`feedrouter.heap`); False where the process settled its heap for the router
+            already (a Spark worker, once per decoded plan).
+        internal_errors: "raise" (a bug or an outage: the batch fails, for a retry) or "reject"
+            (the command line: the message is set aside with the exception, the run goes on).
+        on_read: called with ``(source, bytes read)`` when an object is finished (its stored size).
+
+    Yields:
+        One :class:`Routed` per message, in input order.
+    """
+    with heap.settled() if settle else nullcontext():
+        for source, stream in objects:
+            counted = CountingReader(stream)
+            for message in splitter.messages(source, counted):  # type: ignore[arg-type]
+                yield route_message(router, message, internal_errors)
+            if on_read is not None:
+                on_read(source, counted.count)
+
+
+def route_message(router: Routes, message: Message, internal_errors: InternalErrors = "raise") -> Routed:
     """Route ``message``; a refused document becomes an error outcome instead of an exception."""
     if message.error is not None:
         return Routed(message, error=message.error)
@@ -54,6 +107,10 @@ def route_message(router: Routes, message: Message) -> Routed:
         outcome = _outcome(router, message)
     except DocumentError as exc:
         return Routed(message, error=exc)
+    except Exception as exc:
+        if internal_errors == "raise":
+            raise
+        return Routed(message, error=exc)  # one document must never stop the others
     return Routed(message, outcome.results, failures=outcome.failures)
 
 

@@ -7,8 +7,10 @@
                    ──mapPartitions(deliver_partition)──► Delivered per subscription, ObjectStats
                    ──collect──► driver
 
-The plan's artifact bytes and the list of input keys are broadcast (shipped once per executor);
-everything a task returns to the driver is small (manifests and counts, never results).
+The plan's artifact bytes and the list of input keys are broadcast (shipped once per executor) and
+the routing tasks decode the plan; the delivery tasks find the subscriptions' targets in the job
+spec and never unpickle the router. Everything a task returns to the driver is small (manifests and
+counts, never results).
 
 :func:`run_inline` runs the same two stages in the driver process without Spark (one partition
 each, the shuffle done by sorting in memory): for tests and hours small enough for one process.
@@ -105,7 +107,7 @@ def _pipeline(
     sc: SparkContext, spec: JobSpec, plan: object, sources: object, keys: list[str], slicing: Slicing
 ) -> RDD:
     items = sc.parallelize(list(enumerate(keys)), slicing.inputs)
-    routed = items.mapPartitions(partial(route_partition, spec, plan))
+    routed = items.mapPartitions(partial(route_partition, spec.without_targets(), plan))
     ordered = routed.repartitionAndSortWithinPartitions(slicing.outputs, partitionFunc=subscription_partition)
     return ordered.mapPartitions(partial(deliver_partition, spec, plan, sources))
 

@@ -29,7 +29,6 @@ from feedrouter.delivery import Routed, error_report, quarantine_dir, quarantine
 from feedrouter.delivery.messages import read_up_to
 from feedrouter.delivery.routing import failure_report
 from feedrouter.spark.spec import JobSpec
-from feedrouter.spark.stores import open_stream
 from feedrouter.storage import ObjectStore
 
 
@@ -93,7 +92,7 @@ class Quarantine:
         out; nothing for a message refused unread (too large)."""
         message = routed.message
         if message.whole_object:
-            with open_stream(self.inputs, message.source) as stream:
+            with self.inputs.open(message.source) as stream:
                 data = read_up_to(stream, self.spec.max_message_bytes + 1)
             return data if len(data) <= self.spec.max_message_bytes else None
         return message.data if message.error is None else None

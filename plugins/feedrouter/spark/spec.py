@@ -1,19 +1,24 @@
 """What every task of a batch needs to know, shipped with the tasks (small, plain, picklable).
 
-The plan itself is not in here: its artifact bytes are broadcast once, and each Python worker
-process decodes them once (:func:`feedrouter.spark.tasks.plan_for`).
+The router is not in here: its artifact bytes are broadcast once, and each Python worker process of
+the routing stage decodes them once (:func:`feedrouter.spark.tasks.plan_for`). What the driver and
+the delivery stage need of the plan build (the feed's settings, each subscription's delivery
+target) is, so neither has to unpickle the router for it.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from feedrouter.delivery import PlanRef, format_hour
 from feedrouter.spark.errors import InjectedFailure
 from feedrouter.spark.stores import StoreOpener
+
+if TYPE_CHECKING:
+    from feedrouter.catalog.compiled import Target
 
 
 @dataclass(frozen=True)
@@ -54,6 +59,9 @@ class JobSpec:
         max_part_bytes: the size a part file may reach.
         max_message_bytes: larger messages are quarantined unread.
         fault: a test hook, None in production.
+        targets: each subscription's delivery target by router id, as the plan build saw it
+            (:attr:`CompiledPlan.targets <feedrouter.catalog.CompiledPlan.targets>`); None: the
+            delivery tasks decode the plan to find them.
     """
 
     feed: str
@@ -65,6 +73,11 @@ class JobSpec:
     max_part_bytes: int
     max_message_bytes: int
     fault: Fault | None = None
+    targets: dict[str, Target] | None = None
+
+    def without_targets(self) -> JobSpec:
+        """This spec for the routing tasks, which have no use for the targets (smaller tasks)."""
+        return replace(self, targets=None) if self.targets is not None else self
 
     @property
     def hour_text(self) -> str:

@@ -5,19 +5,16 @@ stores they need; boto3 finds credentials in the executor's environment through 
 (environment, shared files, instance roles). Stores and the S3 client are cached per Python worker
 process, so a task does not pay for a new client per object or per subscriber.
 
-:func:`open_stream` reads an object as a stream, so container files are never held whole.
+Objects are read as streams through the stores themselves (:meth:`~feedrouter.storage.base.
+ObjectStore.open`), so container files are never held whole.
 """
 
 from __future__ import annotations
 
-import io
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import Any
 
-from feedrouter.errors import StorageError
-from feedrouter.storage import FileStore, ObjectStore, open_store, validate_key
+from feedrouter.storage import ObjectStore, open_store
 from feedrouter.storage.s3 import S3Settings
 
 _STORES: dict[tuple[object, str], ObjectStore] = {}
@@ -61,32 +58,3 @@ class StoreOpener:
         if client is None:
             client = _CLIENTS[settings] = settings.client()  # boto3 clients are thread-safe
         return client
-
-
-@contextmanager
-def open_stream(store: ObjectStore, key: str) -> Iterator[BinaryIO]:
-    """The object under ``key`` as a readable stream, closed on exit."""
-    validate_key(key)
-    stream = _s3_stream(store, key) if hasattr(store, "bucket") else _file_stream(store, key)
-    try:
-        yield stream
-    finally:
-        stream.close()
-
-
-def _s3_stream(store: Any, key: str) -> BinaryIO:
-    # A body cut short or stalled while the splitter reads it is a TransientStorageError (FR502):
-    # the task fails and is retried, the hour is not lost to an unclassified botocore error.
-    return store.open_body(key)  # type: ignore[no-any-return]
-
-
-def _file_stream(store: ObjectStore, key: str) -> BinaryIO:
-    if not isinstance(store, FileStore):
-        return io.BytesIO(store.get(key))
-    path = store.root.joinpath(*key.split("/"))
-    if not path.resolve().is_relative_to(store.root):
-        raise StorageError(f"key {key!r} resolves outside {store.uri}", code="FR500")
-    try:
-        return path.open("rb")
-    except OSError:
-        return io.BytesIO(store.get(key))  # the store's own call raises the right storage error

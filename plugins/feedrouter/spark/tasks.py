@@ -1,9 +1,11 @@
 """The code Spark runs in its tasks: route objects (stage 1), write deliveries (stage 2).
 
-Stage 1 (:func:`route_partition`) fetches its input objects with boto3, cuts them into messages,
-routes each one with the feed's plan and emits one record per result, keyed by
-``(subscription id, object ordinal, message index)``, plus one statistics record per object (key
-``STATS``). Refused messages are quarantined on the spot.
+Stage 1 (:func:`route_partition`) opens its input objects as streams (:meth:`ObjectStore.open
+<feedrouter.storage.base.ObjectStore.open>`), runs the routing loop on them
+(:func:`~feedrouter.delivery.routing.route_objects`, shared with local runs and the command line)
+and emits one record per result, keyed by ``(subscription id, object ordinal, message index)``,
+plus one statistics record per object (key ``STATS``). Refused messages, and results refused to
+one subscription, are quarantined on the spot.
 
 The shuffle partitions by subscription and sorts by the whole key, so stage 2
 (:func:`deliver_partition`) sees each subscription's results together, in input order, and writes
@@ -16,7 +18,9 @@ as a whole unavailable after the client's retries) still fails the task, and so 
 retry.
 
 The plan arrives as broadcast artifact bytes and is decoded (digest-checked) once per Python worker
-process, then served from :data:`_PLANS` to every later task of that process.
+process, then served from :data:`_PLANS` to every later task of that process. Only stage 1 decodes
+it: stage 2 finds each subscription's delivery target in the job spec (:attr:`JobSpec.targets
+<feedrouter.spark.spec.JobSpec.targets>`).
 """
 
 from __future__ import annotations
@@ -28,12 +32,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from feedrouter import heap
-from feedrouter.delivery import CountingReader, Result, Splitter, dtd_text_of, route_message
+from feedrouter.delivery import Result, Splitter, dtd_text_of
+from feedrouter.delivery.routing import route_objects
 from feedrouter.errors import StorageError, TransientStorageError
 from feedrouter.spark.publish import Delivered, publish
 from feedrouter.spark.quarantine import Quarantine
 from feedrouter.spark.spec import JobSpec, maybe_fail
-from feedrouter.spark.stores import open_stream
 from feedrouter.storage import ObjectStore
 
 if TYPE_CHECKING:
@@ -58,6 +62,10 @@ class ObjectStats:
     quarantined: int = 0
     refused: int = 0  # (message, subscription) pairs refused a result (FR310/FR311/FR312)
     quarantine_keys: list[str] = field(default_factory=list)
+
+    def read(self, source: str, size: int) -> None:
+        """The object's stored size, once it has been read."""
+        self.bytes = size
 
 
 @dataclass(frozen=True)
@@ -119,37 +127,37 @@ def _route_object(
     key: str,
 ) -> Iterator[tuple[Key, Any]]:
     stats = ObjectStats(ordinal)
-    with open_stream(inputs, key) as raw:
-        counted = CountingReader(raw)
-        for message in splitter.messages(key, counted):  # type: ignore[arg-type]
-            routed = route_message(plan, message)
+    with inputs.open(key) as stream:
+        # the worker settled its heap when it decoded the plan (plan_for): not again per object
+        routed_messages = route_objects(plan, splitter, [(key, stream)], settle=False, on_read=stats.read)
+        for routed in routed_messages:
             stats.documents += 1
-            if routed.error is not None:
-                stats.quarantined += 1
-                stats.quarantine_keys.extend(quarantine.put(routed))
-                continue
-            if routed.failures:  # the others got their results; these get a report each
-                stats.refused += len(routed.failures)
+            stats.quarantined += routed.error is not None
+            stats.refused += len(routed.failures)  # the message's other subscriptions are served
+            if routed.error is not None or routed.failures:
                 stats.quarantine_keys.extend(quarantine.put(routed))
             stats.matches += len(routed.results)
             for sid, body in routed.results.items():
-                yield (sid, ordinal, message.index), (message.digest, body)
-        stats.bytes = counted.count
+                yield (sid, ordinal, routed.message.index), (routed.message.digest, body)
     yield (STATS, ordinal, 0), stats
 
 
 def deliver_partition(
     spec: JobSpec, artifact: Any, sources: Any, records: Iterable[tuple[Key, Any]]
 ) -> Iterator[tuple[str, ObjectStats | Delivered | Undelivered]]:
-    """Stage 2: write the folders of this partition's subscriptions; pass statistics through."""
-    plan = plan_for(spec, artifact)
+    """Stage 2: write the folders of this partition's subscriptions; pass statistics through.
+
+    The targets come from the spec; only a spec made without them (``targets=None``) has the
+    plan decoded here for them.
+    """
+    targets = spec.targets if spec.targets is not None else plan_for(spec, artifact).targets
     for sid, group in itertools.groupby(records, key=lambda record: record[0][0]):
         if sid == STATS:
             yield from (("stats", stats) for _, stats in group)
             continue
         keys = sources.value
         results = (Result(keys[o], i, digest, body) for (_, o, i), (digest, body) in group)
-        yield deliver_one(spec, plan.targets[sid], sid, results)
+        yield deliver_one(spec, targets[sid], sid, results)
 
 
 def deliver_one(

@@ -183,3 +183,20 @@ def test_a_result_refused_by_its_limit_is_reported_and_the_others_delivered(tmp_
     quarantine = FileStore(tmp_path / "quarantine")
     [report] = [json.loads(quarantine.get(key)) for key in stats.quarantine_keys]
     assert report["code"] == "FR310"
+
+
+def test_delivery_tasks_take_the_targets_from_the_spec_and_never_decode_the_plan(
+    batch: tuple[JobSpec, Shipped], tmp_path: Path
+) -> None:
+    """Issue 13, step 6: the delivery stage needs the targets only; the router stays unpickled."""
+    spec, artifact = batch
+    records = sorted(routed(spec, artifact), key=lambda record: record[0])
+    out = (tmp_path / "out" / "bob").as_uri()
+    carried = JobSpec(**{**spec.__dict__, "targets": {"1": Target(1, "titles", "bob", out)}})
+    tasks._PLANS.clear()
+    delivered = list(
+        tasks.deliver_partition(carried, Shipped(b"not a plan"), Shipped(["a.xml", "b.xml.gz"]), records)
+    )
+    assert [kind for kind, _ in delivered] == ["stats", "stats", "delivery"] and tasks._PLANS == {}
+    assert delivered[-1][1].prefix_uri == out  # the spec's target, not the plan's (alice)
+    assert carried.without_targets().targets is None and spec.without_targets() is spec
