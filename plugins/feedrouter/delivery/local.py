@@ -34,7 +34,7 @@ class Refused:
     source: str
     index: int
     digest: str
-    subscription: str
+    subscription_id: str
     error: RoutingError
 
 

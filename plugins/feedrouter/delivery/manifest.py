@@ -42,13 +42,17 @@ class PartInfo:
 
 @dataclass(frozen=True)
 class Manifest:
-    """What one subscription received for one hour of one feed."""
+    """What one subscription received for one hour of one feed.
+
+    ``subscription`` is the subscription's name, ``catalog_id`` its catalog id (written as
+    ``subscription_id`` in the JSON, the published format).
+    """
 
     feed: str
     hour: str
     subscriber: str
     subscription: str
-    subscription_id: int
+    catalog_id: int
     plan: PlanRef
     parts: tuple[PartInfo, ...]
 
@@ -72,7 +76,7 @@ class Manifest:
             "hour": self.hour,
             "subscriber": self.subscriber,
             "subscription": self.subscription,
-            "subscription_id": self.subscription_id,
+            "subscription_id": self.catalog_id,
             "plan_build": asdict(self.plan),
             "results": self.results,
             "bytes": self.bytes,

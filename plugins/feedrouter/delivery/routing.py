@@ -152,16 +152,17 @@ def error_report(
 
 
 def failure_report(
-    routed: Routed, subscription: str, *, feed: str, hour: str, source_uri: str
+    routed: Routed, subscription_id: str, *, feed: str, hour: str, source_uri: str
 ) -> dict[str, Any]:
     """The JSON report of one subscription refused a result for a routed message.
 
     Args:
-        routed: the message's outcome; ``subscription`` one of its :attr:`Routed.failures`.
+        routed: the message's outcome; ``subscription_id`` one of its :attr:`Routed.failures`
+            (the report's ``subscription`` field).
         feed, hour: the batch.
         source_uri: the input object's full URI.
     """
-    failure = routed.failures[subscription]
+    failure = routed.failures[subscription_id]
     message = routed.message
     return {
         "feed": feed,
@@ -170,7 +171,7 @@ def failure_report(
         "source_uri": source_uri,
         "index": message.index,
         "scope": "subscription",
-        "subscription": subscription,
+        "subscription": subscription_id,
         "code": failure.code,
         "message": failure.message,
         "bytes": len(message.data),

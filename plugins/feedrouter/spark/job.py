@@ -121,7 +121,7 @@ def _output(rows: list[tuple[str, object]]) -> JobOutput:
             output.failures.append(value)  # type: ignore[arg-type]
         else:
             output.stats.append(value)  # type: ignore[arg-type]
-    output.deliveries.sort(key=lambda delivered: delivered.router_id)
-    output.failures.sort(key=lambda failed: failed.router_id)
+    output.deliveries.sort(key=lambda delivered: delivered.subscription_id)
+    output.failures.sort(key=lambda failed: failed.subscription_id)
     output.stats.sort(key=lambda stats: stats.ordinal)
     return output

@@ -40,14 +40,19 @@ if TYPE_CHECKING:
 class Delivered:
     """What a task delivered to one subscription: its manifest and where the objects are."""
 
-    router_id: str
+    subscription_id: str  # the router's key of the subscription (its catalog id as text)
     manifest: Manifest
     prefix_uri: str  # the subscriber's output prefix (the store's root)
     folder: str  # the folder's key below it
     object_uris: tuple[str, ...]  # parts, manifest, _SUCCESS, in the order written
 
+    @property
+    def router_id(self) -> str:
+        """The old name of :attr:`subscription_id` (until the driver's last use of it goes)."""
+        return self.subscription_id
 
-def publish(spec: JobSpec, target: Target, router_id: str, results: Iterable[Result]) -> Delivered:
+
+def publish(spec: JobSpec, target: Target, subscription_id: str, results: Iterable[Result]) -> Delivered:
     """Write the folder of ``target`` with ``results`` (in input order); returns what it holds."""
     store = spec.stores.open(target.output_prefix)
     folder = delivery_dir(target.subscription, spec.feed, spec.hour)
@@ -60,7 +65,7 @@ def publish(spec: JobSpec, target: Target, router_id: str, results: Iterable[Res
         hour=spec.hour_text,
         subscriber=target.subscriber,
         subscription=target.subscription,
-        subscription_id=target.subscription_id,
+        catalog_id=target.subscription_id,
         plan=spec.plan,
         parts=tuple(parts),
     )
@@ -68,7 +73,7 @@ def publish(spec: JobSpec, target: Target, router_id: str, results: Iterable[Res
     store.put(f"{folder}/{SUCCESS}", b"")
     names = [*(part.name for part in parts), MANIFEST, SUCCESS]
     uris = tuple(store.uri_for(f"{folder}/{name}") for name in names)
-    return Delivered(router_id, manifest, store.uri, folder, uris)
+    return Delivered(subscription_id, manifest, store.uri, folder, uris)
 
 
 def _write_parts(

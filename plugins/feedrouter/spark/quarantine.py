@@ -6,7 +6,7 @@ Layout below the quarantine prefix, one folder per input object::
                                                          /000003.error.json   why (code, line, column)
                                                          /000004.sub-17.error.json
 
-The last kind is a result refused to one subscription (here router id ``17``) for a message that
+The last kind is a result refused to one subscription (here subscription id ``17``) for a message that
 was routed (a result past a limit, FR310/FR311; an internal error of its plan, FR312): the report
 names the code, the reason, the subscription and the source, and the message is not copied (its
 other subscribers were served). Subscription ids that are not short plain tokens are named by a
@@ -68,15 +68,15 @@ class Quarantine:
         self._put_report(report_key, report)
         return [key for key in (copy, report_key) if key is not None]
 
-    def _put_failure(self, routed: Routed, subscription: str) -> str:
+    def _put_failure(self, routed: Routed, subscription_id: str) -> str:
         report = failure_report(
             routed,
-            subscription,
+            subscription_id,
             feed=self.spec.feed,
             hour=self.spec.hour_text,
             source_uri=self.inputs.uri_for(routed.message.source),
         )
-        key = self._key(routed, f".{subscription_tag(subscription)}.error.json")
+        key = self._key(routed, f".{subscription_tag(subscription_id)}.error.json")
         self._put_report(key, report)
         return key
 
@@ -101,12 +101,12 @@ class Quarantine:
 _PLAIN_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
-def subscription_tag(subscription: str) -> str:
+def subscription_tag(subscription_id: str) -> str:
     """The part of a refused result's report key that names its subscription: the id when it is a
-    short plain token (router ids are catalog ids: digits), else a digest of it."""
-    if _PLAIN_ID.fullmatch(subscription):
-        return f"sub-{subscription}"
-    return "sub-sha256-" + hashlib.sha256(subscription.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    short plain token (the catalog's ids as text: digits), else a digest of it."""
+    if _PLAIN_ID.fullmatch(subscription_id):
+        return f"sub-{subscription_id}"
+    return "sub-sha256-" + hashlib.sha256(subscription_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def prune(store: ObjectStore, feed: str, hour: datetime, keep: Iterable[str]) -> int:

@@ -72,12 +72,17 @@ class ObjectStats:
 class Undelivered:
     """A subscription whose delivery the store refused (small: travels to the driver)."""
 
-    router_id: str
+    subscription_id: str  # the router's key of the subscription
     subscriber: str
-    subscription: str
+    subscription: str  # its name
     output_prefix: str
     code: str
     reason: str
+
+    @property
+    def router_id(self) -> str:
+        """The old name of :attr:`subscription_id` (until the driver's last use of it goes)."""
+        return self.subscription_id
 
 
 def plan_for(spec: JobSpec, artifact: Any) -> CompiledPlan:

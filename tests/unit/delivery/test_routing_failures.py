@@ -51,7 +51,7 @@ def test_the_local_loop_counts_and_keeps_refused_results_in_input_order() -> Non
     ]
     run = route_locally(small_router(), Splitter("m"), objects)
     assert run.documents == 3 and run.rejected == []
-    assert [(r.source, r.index, r.subscription, r.error.code) for r in run.refused] == [
+    assert [(r.source, r.index, r.subscription_id, r.error.code) for r in run.refused] == [
         ("x.xml", 0, "as", "FR310"),
         ("x.xml", 2, "as", "FR310"),
     ]

@@ -55,7 +55,7 @@ def through_the_loop() -> Outcomes:
 def through_a_local_run() -> Outcomes:
     run = route_locally(router(), Splitter(), [(k, io.BytesIO(v)) for k, v in INPUTS.items()])
     refused = {(r.message.source, None, r.error.code) for r in run.rejected}  # type: ignore[union-attr]
-    refused |= {(r.source, r.subscription, r.error.code) for r in run.refused}
+    refused |= {(r.source, r.subscription_id, r.error.code) for r in run.refused}
     results = {(r.source, sid, r.body) for sid, rs in run.results.items() for r in rs}
     return refused, results
 

@@ -146,7 +146,7 @@ def test_a_refused_subscriber_store_costs_that_subscription_alone(
     out = list(tasks.deliver_partition(spec, artifact, Shipped(["a.xml", "b.xml.gz"]), records))
     [(kind, failed)] = [(kind, value) for kind, value in out if kind != "stats"]
     assert kind == "failure" and isinstance(failed, tasks.Undelivered)
-    assert (failed.router_id, failed.subscription, failed.code) == ("1", "titles", "FR500")
+    assert (failed.subscription_id, failed.subscription, failed.code) == ("1", "titles", "FR500")
     assert "NoSuchBucket" in failed.reason
 
     refusing.error = TransientStorageError("S3 unavailable")
