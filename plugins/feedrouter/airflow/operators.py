@@ -2,6 +2,10 @@
 :class:`~feedrouter.airflow.hooks.FeedrouterHook`, with terminal errors failing at once
 (:func:`~feedrouter.airflow.errors.task_outcome`).
 
+As in the amazon provider, every operator (and the sensor) gets its hook from
+:class:`FeedrouterHookMixin`: one hook per task instance, made on first use, and the catalog opened
+through it for one step at a time.
+
 What they return goes to XCom as plain JSON: feed names, batch dicts, build and routing summaries.
 """
 
@@ -10,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator
@@ -19,6 +24,7 @@ from feedrouter.airflow.errors import task_outcome
 from feedrouter.airflow.hooks import FeedrouterHook
 from feedrouter.airflow.hours import HourBatch, parse_hour, to_hour
 from feedrouter.catalog import status
+from feedrouter.catalog.repository import require_feed
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -29,18 +35,37 @@ FEED_LABEL = "{{ task.feed }}"
 BATCH_LABEL = "{{ task.batch['feed'] }} {{ task.batch['hour'] }}"
 
 
-@contextmanager
-def catalog(hook: FeedrouterHook, what: str) -> Iterator[Connection]:
-    """A read connection on the catalog for one step; the engine is disposed of afterwards."""
-    engine: Engine = hook.catalog_engine()
-    try:
-        with task_outcome(what), engine.connect() as conn:
+class FeedrouterHookMixin:
+    """The hook of one task instance and the catalog steps made through it (operators and sensors)."""
+
+    @cached_property
+    def hook(self) -> FeedrouterHook:
+        """The task's hook (connections read once per task instance, on first use)."""
+        return FeedrouterHook()
+
+    @contextmanager
+    def catalog_engine(self, what: str) -> Iterator[Engine]:
+        """An engine on the catalog for one step, disposed of afterwards; terminal errors fail the
+        task at once, naming ``what`` the step does."""
+        engine = self.hook.catalog_engine()
+        try:
+            with task_outcome(what):
+                yield engine
+        finally:
+            engine.dispose()
+
+    @contextmanager
+    def catalog(self, what: str) -> Iterator[Connection]:
+        """A read connection on the catalog for one step (see :meth:`catalog_engine`)."""
+        with self.catalog_engine(what) as engine, engine.connect() as conn:
             yield conn
-    finally:
-        engine.dispose()
 
 
-class StaleFeedsOperator(BaseOperator):
+class FeedrouterOperator(BaseOperator, FeedrouterHookMixin):
+    """Base of the feedrouter operators: a cached :attr:`hook` and :meth:`catalog` steps."""
+
+
+class StaleFeedsOperator(FeedrouterOperator):
     """Name the active feeds whose catalog version moved since their latest plan build.
 
     Returns the sorted feed names (an empty list when every plan is current), which the build task
@@ -51,9 +76,8 @@ class StaleFeedsOperator(BaseOperator):
 
     def execute(self, context: Context) -> list[str]:
         self._log_triggering_events(context)
-        hook = FeedrouterHook()
-        self.log.info("Reading catalog versions: %s", hook.describe())
-        with catalog(hook, "reading the catalog versions") as conn:
+        self.log.info("Reading catalog versions: %s", self.hook.describe())
+        with self.catalog("reading the catalog versions") as conn:
             stale = status.stale_feeds(conn)
         for feed, version in sorted(stale.items()):
             self.log.info("feed %s: catalog version %s has no plan build yet", feed, version)
@@ -68,7 +92,7 @@ class StaleFeedsOperator(BaseOperator):
                 self.log.info("Triggered by %s: %s", asset, event.extra)
 
 
-class BuildPlanOperator(BaseOperator):
+class BuildPlanOperator(FeedrouterOperator):
     """Build (or reuse) one feed's plan at its current catalog version.
 
     Returns a summary of the build (id, version, counts, artifact URI); invalid subscriptions are
@@ -91,15 +115,10 @@ class BuildPlanOperator(BaseOperator):
     def execute(self, context: Context) -> dict[str, Any]:
         from feedrouter.catalog import build_plan, subscription_problems
 
-        hook = FeedrouterHook()
-        engine = hook.catalog_engine()
-        try:
-            with task_outcome(f"plan build of feed {self.feed}"):
-                result = build_plan(engine, self.feed, hook.plans_store(), strategy=self.strategy)
-                with engine.connect() as conn:
-                    problems = subscription_problems(conn, self.feed)
-        finally:
-            engine.dispose()
+        with self.catalog_engine(f"plan build of feed {self.feed}") as engine:
+            result = build_plan(engine, self.feed, self.hook.plans_store(), strategy=self.strategy)
+            with engine.connect() as conn:
+                problems = subscription_problems(conn, self.feed)
         self._log_build(result, problems)
         summary = build_summary(result)
         for outlet in self.outlets:  # the asset event says which feed got which build
@@ -126,7 +145,7 @@ class BuildPlanOperator(BaseOperator):
             )
 
 
-class HourBatchesOperator(BaseOperator):
+class HourBatchesOperator(FeedrouterOperator):
     """List the batches (feed, hour) this run routes.
 
     The hour is the ``hour`` param when given (a manual run), else the run's data interval start;
@@ -147,8 +166,8 @@ class HourBatchesOperator(BaseOperator):
     def execute(self, context: Context) -> list[dict[str, str]]:
         with task_outcome("choosing the hour to route"):
             hour = parse_hour(self.hour) if self.hour else run_hour(context)
-        with catalog(FeedrouterHook(), "listing the feeds to route") as conn:
-            feeds = [status.require_feed(conn, self.feed)] if self.feed else status.active_feeds(conn)
+        with self.catalog("listing the feeds to route") as conn:
+            feeds = [require_feed(conn, self.feed).config.name] if self.feed else status.active_feeds(conn)
         batches = [HourBatch(feed, hour).to_dict() for feed in feeds]
         self.log.info("Routing %s", ", ".join(f"{b['feed']} {b['hour']}" for b in batches) or "nothing")
         return batches
@@ -162,7 +181,7 @@ def run_hour(context: Context) -> datetime:
     return to_hour(start)
 
 
-class RouteBatchOperator(BaseOperator):
+class RouteBatchOperator(FeedrouterOperator):
     """Route one feed's hour on Spark with the feed's latest plan build, and record the ledger.
 
     Returns the routing summary (batch id, status, counts); an hour without input is routed as an
@@ -180,21 +199,25 @@ class RouteBatchOperator(BaseOperator):
         super().__init__(**kwargs)
         self.batch = batch
 
+    @cached_property
+    def spark_master(self) -> str | None:
+        """The Spark master of the task (the spark connection read once)."""
+        return self.hook.spark_master()
+
     def execute(self, context: Context) -> dict[str, Any]:
         from feedrouter.airflow import routing
 
         batch = HourBatch.from_dict(self.batch)
-        hook = FeedrouterHook()
         self.log.info(
-            "Routing %s: %s; Spark %s", batch.label, hook.describe(), hook.spark_master() or "local"
+            "Routing %s: %s; Spark %s", batch.label, self.hook.describe(), self.spark_master or "local"
         )
         with task_outcome(f"routing {batch.label}"):
-            summary = routing.route(hook, batch)
+            summary = routing.route(self.hook, batch, self.spark_master)
         self.log.info("Routed %s: %s", batch.label, summary)
         return summary
 
 
-class LedgerReportOperator(BaseOperator):
+class LedgerReportOperator(FeedrouterOperator):
     """Check that every batch of the run reached the ledger and log what each one delivered.
 
     Runs after all route tasks; reads the ledger itself rather than the route tasks' XComs, so the
@@ -211,7 +234,7 @@ class LedgerReportOperator(BaseOperator):
         self.batches = batches
 
     def execute(self, context: Context) -> list[dict[str, Any]]:
-        with catalog(FeedrouterHook(), "reading the run ledger") as conn:
+        with self.catalog("reading the run ledger") as conn:
             return [self._ledger_row(conn, HourBatch.from_dict(batch)) for batch in self.batches or ()]
 
     def _ledger_row(self, conn: Connection, batch: HourBatch) -> dict[str, Any]:

@@ -18,16 +18,18 @@ from typing import TYPE_CHECKING, Any
 
 from feedrouter.airflow.hooks import FeedrouterHook
 from feedrouter.airflow.hours import HourBatch
-from feedrouter.catalog import status
-from feedrouter.errors import CatalogError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
-    from sqlalchemy import Engine
 
 
-def route(hook: FeedrouterHook, batch: HourBatch) -> dict[str, Any]:
-    """Route one feed's hour with its latest plan build and record the ledger; a JSON summary."""
+def route(hook: FeedrouterHook, batch: HourBatch, master: str | None) -> dict[str, Any]:
+    """Route one feed's hour with its latest plan build and record the ledger; a JSON summary.
+
+    ``route_batch`` checks the plan build and lists the hour's input before any Spark starts, and
+    opens the session (:func:`worker_session`) only for an hour with input: the task lists the
+    hour's prefix once. ``master``: the task's Spark master (None: a local session).
+    """
     from feedrouter.spark import BatchOptions, StoreOpener, route_batch
 
     access = hook.s3_access
@@ -35,57 +37,29 @@ def route(hook: FeedrouterHook, batch: HourBatch) -> dict[str, Any]:
     stores = StoreOpener(access.settings) if access else None
     engine = hook.catalog_engine()
     try:
-        require_plan_build(engine, batch.feed)
-        with exported(credentials), session_for(hook, engine, batch, credentials) as spark:
+        with exported(credentials):
             report = route_batch(
                 engine,
                 batch.feed,
                 batch.hour,
                 plans_store=hook.plans_store(),
-                spark=spark,
-                options=BatchOptions(master=hook.spark_master()),
+                options=BatchOptions(master=master),
                 stores=stores,
+                session=lambda: worker_session(master, credentials),
             )
     finally:
         engine.dispose()
     return report.summary()
 
 
-def require_plan_build(engine: Engine, feed: str) -> None:
-    """Fail before starting Spark when the feed has no plan build (CatalogError: terminal)."""
-    from feedrouter.catalog import latest_build
-
-    with engine.connect() as conn:
-        if latest_build(conn, feed) is None:
-            raise CatalogError(
-                f"feed {feed!r} has no plan build: run the feedrouter_plans DAG "
-                f"(or `feedrouter build-plan --feed {feed}`), then clear this task",
-                code="FR400",
-            )
-
-
 @contextmanager
-def session_for(
-    hook: FeedrouterHook, engine: Engine, batch: HourBatch, credentials: Mapping[str, str]
-) -> Iterator[SparkSession | None]:
-    """The Spark session of the batch, its workers given ``credentials``; None for an hour without
-    input (route_batch records it as empty without starting Spark)."""
-    if not has_input(hook, engine, batch):
-        yield None
-        return
+def worker_session(master: str | None, credentials: Mapping[str, str]) -> Iterator[SparkSession]:
+    """The Spark session of a batch (the running one, or one on ``master``), its Python workers
+    given ``credentials``."""
     from feedrouter.spark.session import batch_session
 
-    with batch_session(None, hook.spark_master()) as spark, worker_environment(spark, credentials):
+    with batch_session(None, master) as spark, worker_environment(spark, credentials):
         yield spark
-
-
-def has_input(hook: FeedrouterHook, engine: Engine, batch: HourBatch) -> bool:
-    """True when the hour's prefix holds at least one input object."""
-    from feedrouter.delivery import is_input_key
-
-    with engine.connect() as conn:
-        prefix = status.batch_prefix(conn, batch.feed, batch.hour)
-    return any(is_input_key(key) for key in hook.store(prefix).list(""))
 
 
 @contextmanager

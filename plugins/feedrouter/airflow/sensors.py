@@ -21,9 +21,8 @@ from airflow.sdk import BaseSensorOperator, PokeReturnValue
 from airflow.sdk.exceptions import AirflowFailException
 
 from feedrouter.airflow.errors import task_outcome
-from feedrouter.airflow.hooks import FeedrouterHook
 from feedrouter.airflow.hours import HourBatch
-from feedrouter.airflow.operators import BATCH_LABEL, catalog
+from feedrouter.airflow.operators import BATCH_LABEL, FeedrouterHookMixin
 from feedrouter.airflow.settings import InputPolicy
 from feedrouter.catalog import status
 from feedrouter.delivery import is_input_key
@@ -32,7 +31,7 @@ if TYPE_CHECKING:
     from airflow.sdk import Context
 
 
-class HourInputSensor(BaseSensorOperator):
+class HourInputSensor(BaseSensorOperator, FeedrouterHookMixin):
     """Succeed once one feed's hour of input is complete; XCom: the prefix and its object count.
 
     Args:
@@ -59,11 +58,10 @@ class HourInputSensor(BaseSensorOperator):
                 "%s: the hour is not over yet (waiting until %s)", batch.label, batch.end + policy.grace
             )
             return False
-        hook = FeedrouterHook()
-        with catalog(hook, f"looking up the input prefix of {batch.label}") as conn:
+        with self.catalog(f"looking up the input prefix of {batch.label}") as conn:
             prefix = status.batch_prefix(conn, batch.feed, batch.hour)
         with task_outcome(f"listing the input of {batch.label}"):
-            store = hook.store(prefix)
+            store = self.hook.store(prefix)
             keys = [key for key in store.list("") if is_input_key(key)]  # markers and temp files aside
             marked = policy.marker is None or store.exists(policy.marker)
         if marked:
