@@ -1,0 +1,98 @@
+"""One answer per catalog question: which build is a feed's latest, which feed a name is, and the
+one error code of each refusal (FR405 no such feed, FR601 no plan build), wherever it is asked."""
+
+from __future__ import annotations
+
+import ast
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, text
+
+from feedrouter.catalog import (
+    latest_build,
+    latest_builds,
+    open_catalog,
+    require_feed,
+    require_plan_build,
+    status,
+)
+from feedrouter.catalog import lease as leases
+from feedrouter.errors import CatalogError, NoPlanBuildError
+from tests.conftest import ROOT
+
+HOUR = datetime(2026, 11, 22, 16, tzinfo=timezone.utc)
+FEED = "INSERT INTO feeds (name, input_prefix, layout) VALUES (:n, :p, '{prefix}/{date}/{hour}/')"
+BUILD = (
+    "INSERT INTO plan_builds (id, feed_id, catalog_version, format_version, feedrouter_version, strategy,"
+    " artifact_uri, digest, artifact_bytes, subscriptions, valid_count, invalid_count, never_matches_count,"
+    " duration_seconds, built_at) VALUES (:id, :feed, :version, 3, 'x', 'FWR', 'file:///p', :digest, 1, 0, 0,"
+    " 0, 0, 0.1, :at)"
+)
+
+
+@pytest.fixture
+def engine(tmp_path: Path) -> Engine:
+    """Feeds news (builds 1, 2 at the same time and 3 earlier) and wire (build 4), sports (none)."""
+    engine = open_catalog(f"sqlite:///{tmp_path / 'catalog.db'}")
+    with engine.begin() as conn:
+        for name in ("news", "wire", "sports"):
+            conn.execute(text(FEED), {"n": name, "p": f"s3://in/{name}/"})
+        builds = [(1, 1, 5, HOUR), (2, 1, 6, HOUR), (3, 1, 7, HOUR - timedelta(days=1)), (4, 2, 1, HOUR)]
+        for build, feed, version, at in builds:
+            conn.execute(
+                text(BUILD), {"id": build, "feed": feed, "version": version, "digest": "a" * 64, "at": at}
+            )
+    return engine
+
+
+def test_the_latest_build_is_the_newest_then_the_highest_id(engine: Engine) -> None:
+    with engine.connect() as conn:
+        assert latest_build(conn, "news").id == 2  # same built_at as build 1; build 3 is older
+        assert {name: build.id for name, build in latest_builds(conn).items()} == {"news": 2, "wire": 4}
+        assert latest_build(conn, "sports") is None
+
+
+def test_the_status_questions_answer_from_the_same_latest_build(engine: Engine) -> None:
+    with engine.connect() as conn:
+        assert status.built_versions(conn) == {"news": 6, "wire": 1}
+        assert require_plan_build(conn, "news") == latest_build(conn, "news")
+
+
+def test_no_plan_build_is_fr601_with_what_to_run(engine: Engine) -> None:
+    with engine.connect() as conn, pytest.raises(NoPlanBuildError) as caught:
+        require_plan_build(conn, "sports")
+    assert caught.value.code == "FR601"
+    assert "run `feedrouter build-plan --feed sports`" in str(caught.value)
+
+
+def test_an_unknown_feed_is_fr405_wherever_it_is_asked(engine: Engine) -> None:
+    asks = [
+        lambda conn: require_feed(conn, "nope"),
+        lambda conn: status.batch_prefix(conn, "nope", HOUR),
+        lambda conn: status.batch_ledger(conn, "nope", HOUR),
+    ]
+    for ask in asks:
+        with engine.connect() as conn, pytest.raises(CatalogError, match="no feed named 'nope'") as caught:
+            ask(conn)
+        assert caught.value.code == "FR405"
+    with pytest.raises(CatalogError) as caught:
+        leases.acquire(engine, "nope", HOUR)
+    assert caught.value.code == "FR405"
+
+
+def test_the_input_prefix_comes_from_the_feeds_layout(engine: Engine) -> None:
+    with engine.connect() as conn:
+        assert status.batch_prefix(conn, "news", HOUR) == "s3://in/news/2026-11-22/16/"
+
+
+@pytest.mark.parametrize("name", ["latest_build", "require_feed", "require_plan_build", "advisory_key"])
+def test_each_catalog_question_is_defined_once(name: str) -> None:
+    places = [
+        str(path.relative_to(ROOT))
+        for path in sorted((ROOT / "plugins" / "feedrouter").rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.FunctionDef) and node.name == name
+    ]
+    assert len(places) == 1, f"{name} is defined in {places}"
