@@ -34,7 +34,7 @@ from datetime import datetime, timedelta, timezone
 
 from airflow.sdk import DAG, CronDataIntervalTimetable, Param, task_group
 
-from feedrouter.airflow.hours import HOUR_PATTERN
+from feedrouter.hours import HOUR_PATTERN
 from feedrouter.airflow.operators import HourBatchesOperator, LedgerReportOperator, RouteBatchOperator
 from feedrouter.airflow.sensors import HourInputSensor
 

@@ -14,7 +14,6 @@ from feedrouter.catalog import lease as leases
 from feedrouter.catalog import ledger, open_catalog
 from feedrouter.catalog.models import Batch, HourLease
 from feedrouter.errors import BatchBusyError, CatalogError, LockLostError
-from feedrouter.spark.lease import Heartbeat
 
 HOUR = datetime(2026, 11, 22, 16, tzinfo=timezone.utc)
 NOW = datetime(2026, 11, 22, 17, 5, tzinfo=timezone.utc)
@@ -83,15 +82,6 @@ def test_release_frees_the_hour_and_never_raises(engine: Engine) -> None:
     with engine.begin() as conn:
         conn.execute(text("DROP TABLE hour_leases"))
     leases.release(engine, again)  # the table is gone: logged, not raised
-
-
-def test_the_heartbeat_keeps_a_short_lease_and_notices_a_takeover(engine: Engine) -> None:
-    held = leases.acquire(engine, "news", HOUR, timedelta(seconds=0.3))
-    with Heartbeat(engine, held) as beat:
-        expire(engine)
-        with engine.begin() as conn:  # another run takes the expired lease over
-            conn.execute(update(HourLease).values(token=held.token + 1))
-        assert beat.lost.wait(30)
 
 
 def test_an_unknown_feed_is_named(engine: Engine) -> None:

@@ -9,8 +9,6 @@ import pytest
 from sqlalchemy import Engine, select, text
 
 from feedrouter.catalog import Batch, Delivery, ledger, open_catalog
-from feedrouter.spark.errors import BatchBusyError
-from feedrouter.spark.lease import hour_lock
 
 HOUR = datetime(2026, 11, 22, 16, tzinfo=timezone.utc)
 NOW = datetime(2026, 11, 22, 17, 5, tzinfo=timezone.utc)
@@ -91,18 +89,6 @@ def test_a_failure_marks_the_batch_and_a_deleted_subscription_keeps_its_names(en
         ids = dict(conn.execute(select(Delivery.subscription_name, Delivery.subscription_id)).all())
     assert (status, error) == ("succeeded", None)
     assert ids == {"titles": 1, "quiet": None}
-
-
-def test_the_embedded_catalog_locks_the_hour_too(engine: Engine) -> None:
-    with (
-        hour_lock(engine, "news", HOUR),
-        pytest.raises(BatchBusyError) as caught,
-        hour_lock(engine, "news", HOUR),
-    ):
-        pass
-    assert caught.value.code == "FR605" and caught.value.transient
-    with hour_lock(engine, "news", HOUR) as lease:  # released: free again, with a new token
-        assert lease.token == 2
 
 
 def test_a_run_marked_running_is_unfinished_until_it_records(engine: Engine) -> None:
