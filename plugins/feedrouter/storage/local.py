@@ -15,8 +15,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from feedrouter.errors import StorageError, TransientStorageError, error
-from feedrouter.storage.base import ObjectNotFoundError, ObjectStore
+from feedrouter.errors import error
+from feedrouter.storage.base import ObjectStore
 from feedrouter.storage.uris import file_path, file_uri
 
 
@@ -121,11 +121,11 @@ def _errors(key: str) -> Iterator[None]:
     try:
         yield
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError) as exc:
-        raise ObjectNotFoundError(f"no object {key!r}: {exc.strerror}", code="FR500") from exc
+        raise error("FR501", f"no object {key!r}: {exc.strerror}") from exc
     except OSError as exc:
         # A busy file, an interrupted call or a full disk may pass; permissions and the rest will not.
-        cls = TransientStorageError if exc.errno in _TRANSIENT_ERRNOS else StorageError
-        raise cls(f"cannot access {key!r}: {exc.strerror or exc}", code="FR500") from exc
+        code = "FR502" if exc.errno in _TRANSIENT_ERRNOS else "FR500"
+        raise error(code, f"cannot access {key!r}: {exc.strerror or exc}") from exc
 
 
 _TRANSIENT_ERRNOS = frozenset({errno.EAGAIN, errno.EINTR, errno.EBUSY, errno.ENOSPC, errno.EIO})

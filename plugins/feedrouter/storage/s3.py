@@ -247,7 +247,7 @@ def classify(exc: BaseException, where: str) -> StorageError | None:
     if isinstance(exc, bce.ClientError):
         code = str(exc.response.get("Error", {}).get("Code", ""))
         if code in NOT_FOUND_CODES:
-            return ObjectNotFoundError(f"no object {where}", code="FR500")
+            return ObjectNotFoundError(f"no object {where}")
         cls = TransientStorageError if code in TRANSIENT_CODES else StorageError
         return cls(f"S3 refused {where}: {code} {exc.response.get('Error', {}).get('Message', '')}")
     if isinstance(exc, (bce.ConnectionError, bce.HTTPClientError)):

@@ -82,3 +82,14 @@ class _WholeObjects(ObjectStore):
 def test_a_store_without_streaming_opens_the_whole_object() -> None:
     with _WholeObjects().open("a.xml") as stream:
         assert stream.read() == b"<a/>"
+
+
+def test_a_missing_object_is_fr501_and_a_transient_failure_fr502(tmp_path: Path) -> None:
+    """The code matches the class (the error table): no borrowed FR500 for either."""
+    store = FileStore(tmp_path / "store")
+    with pytest.raises(ObjectNotFoundError) as missing:
+        store.get("nothing.xml")
+    assert missing.value.code == "FR501"
+    with pytest.raises(TransientStorageError) as transient:
+        _FileBody(_FailingFile(), "in/a.xml").read(1)  # type: ignore[arg-type]
+    assert transient.value.code == "FR502"

@@ -71,3 +71,9 @@ def test_timeouts_are_bounded_and_configurable() -> None:
 def test_a_bad_timeout_setting_is_named(value: str) -> None:
     with pytest.raises(StorageError, match=f"FEEDROUTER_S3_READ_TIMEOUT='{value}' is not a positive"):
         S3Settings.from_env({"FEEDROUTER_S3_READ_TIMEOUT": value})
+
+
+def test_a_missing_s3_object_is_fr501() -> None:
+    error = bce.ClientError({"Error": {"Code": "NoSuchKey", "Message": "gone"}}, "GetObject")
+    translated = classify(error, "s3://b/in/m.xml")
+    assert type(translated).__name__ == "ObjectNotFoundError" and translated.code == "FR501"
