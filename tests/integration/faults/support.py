@@ -10,11 +10,11 @@ from typing import Any, TypeVar
 
 from sqlalchemy import Engine, select
 
-from feedrouter.catalog import CompiledPlan
+from feedrouter.catalog import CompiledPlan, ledger
 from feedrouter.catalog.models import Feed
 from feedrouter.delivery import PlanRef
 from feedrouter.errors import BatchBusyError
-from feedrouter.spark import BatchOptions, BatchReport, StoreOpener, ledger, route_batch
+from feedrouter.spark import BatchOptions, BatchReport, StoreOpener, route_batch
 from feedrouter.storage import ObjectStore, open_store
 from tests.integration.spark_support import HOUR, PART_BYTES, NewsFeed, expected_outputs, local_run, snapshot
 
