@@ -46,3 +46,28 @@ def test_open_streams_an_object_and_names_a_missing_one(s3_bucket: str) -> None:
         store.open("in/missing.xml")
     with pytest.raises(StorageError, match="FR503"):
         store.open("in/../x.xml")
+
+
+@pytest.mark.parametrize("action", ["truncate", "stall"])
+def test_open_reads_a_body_cut_short_or_stalled_as_fr502(
+    s3_bucket: str, s3_endpoint: str, monkeypatch: pytest.MonkeyPatch, action: str
+) -> None:
+    """Through the loopback fault proxy: the stream ObjectStore.open hands out raises a transient
+    storage error naming the object, within the (here 1 s) read timeout."""
+    from feedrouter.errors import TransientStorageError
+    from tests.integration.faults.proxy import FaultProxy, Rule
+
+    open_store(f"s3://{s3_bucket}/root").put("in/a.xml", b"<m>" + b"x" * 100_000 + b"</m>")
+    with FaultProxy(s3_endpoint) as proxy:
+        monkeypatch.setenv("FEEDROUTER_S3_ENDPOINT_URL", proxy.url)
+        monkeypatch.setenv("FEEDROUTER_S3_READ_TIMEOUT", "1")
+        monkeypatch.setenv("FEEDROUTER_S3_MAX_ATTEMPTS", "1")
+        rule = proxy.add(Rule("GET", r"/root/in/a\.xml$", action, times=1))  # type: ignore[arg-type]
+        store = open_store(f"s3://{s3_bucket}/root")
+        cut_short = pytest.raises(TransientStorageError, match=r"root/in/a\.xml was cut short")
+        with cut_short as caught, store.open("in/a.xml") as stream:
+            while stream.read(4096):
+                pass
+        assert rule.hits == 1 and caught.value.code == "FR502"
+        with store.open("in/a.xml") as stream:  # the next read is whole
+            assert stream.read().endswith(b"</m>")
