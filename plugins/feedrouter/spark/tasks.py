@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from feedrouter import heap
 from feedrouter.delivery import Result, Splitter, dtd_text_of
-from feedrouter.delivery.routing import route_objects
+from feedrouter.delivery.routing import Routed, route_objects
 from feedrouter.errors import StorageError, TransientStorageError
 from feedrouter.spark.publish import Delivered, publish
 from feedrouter.spark.quarantine import Quarantine
@@ -66,6 +66,14 @@ class ObjectStats:
     def read(self, source: str, size: int) -> None:
         """The object's stored size, once it has been read."""
         self.bytes = size
+
+    def count(self, routed: Routed) -> None:
+        """Count one message: its results, its refused results, or itself as quarantined."""
+        self.documents += 1
+        self.matches += len(routed.results)
+        self.refused += len(routed.failures)  # the message's other subscriptions were served
+        if routed.error is not None:
+            self.quarantined += 1
 
 
 @dataclass(frozen=True)
@@ -136,12 +144,9 @@ def _route_object(
         # the worker settled its heap when it decoded the plan (plan_for): not again per object
         routed_messages = route_objects(plan, splitter, [(key, stream)], settle=False, on_read=stats.read)
         for routed in routed_messages:
-            stats.documents += 1
-            stats.quarantined += routed.error is not None
-            stats.refused += len(routed.failures)  # the message's other subscriptions are served
-            if routed.error is not None or routed.failures:
+            stats.count(routed)
+            if routed.error is not None or routed.failures:  # set aside, with why, in the quarantine
                 stats.quarantine_keys.extend(quarantine.put(routed))
-            stats.matches += len(routed.results)
             for sid, body in routed.results.items():
                 yield (sid, ordinal, routed.message.index), (routed.message.digest, body)
     yield (STATS, ordinal, 0), stats
