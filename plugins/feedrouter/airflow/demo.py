@@ -23,6 +23,7 @@ import sys
 import warnings
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from feedrouter.hours import format_hour
@@ -201,22 +202,12 @@ def _summarize(home: Path, hour: datetime) -> None:
 
 def _ledger(conn: Any, hour: datetime) -> tuple[dict[str, Any] | None, list[Any]]:
     """The hour's batch row and its deliveries."""
-    from sqlalchemy import select
-
-    from feedrouter.catalog import Delivery
-    from feedrouter.catalog.status import batch_ledger
+    from feedrouter.catalog.status import batch_deliveries, batch_ledger
 
     batches = batch_ledger(conn, "news", hour)
     if not batches:
         return None, []
-    columns = (
-        Delivery.subscriber_name,
-        Delivery.subscription_name,
-        Delivery.result_count,
-        Delivery.object_keys,
-    )
-    rows = conn.execute(select(*columns).where(Delivery.batch_id == batches[0]["id"]))
-    return batches[0], list(rows)
+    return batches[0], [SimpleNamespace(**row) for row in batch_deliveries(conn, batches[0]["id"])]
 
 
 def _print_deliveries(deliveries: list[Any], shown: int = 5) -> None:

@@ -32,6 +32,16 @@ def create_catalog_engine(url: str | None = None, **kwargs: Any) -> Engine:
     return create_engine(url, pool_pre_ping=True, **kwargs)
 
 
+def create_read_only_engine(url: str | None = None) -> Engine:
+    """An engine that refuses writes: ``SET TRANSACTION READ ONLY`` on Postgres, ``PRAGMA
+    query_only`` on SQLite (and it never creates the embedded catalog's tables either)."""
+    engine = create_catalog_engine(url)
+    if is_postgres(engine):
+        return engine.execution_options(postgresql_readonly=True)
+    event.listen(engine, "connect", _sqlite_query_only)
+    return engine
+
+
 def open_catalog(url: str | None = None) -> Engine:
     """An engine for the configured catalog; the embedded SQLite file gets its tables on first use
     (Postgres is migrated explicitly with ``feedrouter db upgrade``)."""
@@ -78,6 +88,12 @@ def _sqlite_connect(dbapi_connection: Any, _record: object) -> None:
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA foreign_keys = ON")
     cursor.execute("PRAGMA journal_mode = WAL")
+    cursor.close()
+
+
+def _sqlite_query_only(dbapi_connection: Any, _record: object) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA query_only = ON")
     cursor.close()
 
 

@@ -122,6 +122,19 @@ def batch_ledger(conn: Connection, feed: str, hour: datetime) -> list[dict[str, 
     return [_jsonable(row._mapping) for row in conn.execute(query.order_by(Batch.id.desc()))]
 
 
+def batch_deliveries(conn: Connection, batch_id: int) -> list[dict[str, Any]]:
+    """What one batch delivered: per subscription, its names, result count and object URIs."""
+    rows = conn.execute(
+        select(
+            Delivery.subscriber_name,
+            Delivery.subscription_name,
+            Delivery.result_count,
+            Delivery.object_keys,
+        ).where(Delivery.batch_id == batch_id)
+    )
+    return [_jsonable(row._mapping) for row in rows]
+
+
 def _batches(feed_id: int) -> Select:  # type: ignore[type-arg]
     """Batches of a feed with the number of deliveries, results and bytes each one recorded."""
     delivered = (

@@ -117,3 +117,15 @@ def test_a_refused_delivery_is_a_failed_row_and_a_later_success_a_new_version(en
         )
         rows = [tuple(row) for row in conn.execute(query.where(Delivery.subscription_name == "titles"))]
     assert rows == [(1, "failed", "FR607", "no bucket"), (2, "delivered", None, None)]
+
+
+def test_the_status_questions_read_back_what_a_batch_recorded(engine: Engine) -> None:
+    from feedrouter.catalog import status
+
+    batch_id = ledger.record(engine, entry())
+    with engine.connect() as conn:
+        [row] = status.batch_ledger(conn, "news", HOUR)
+        delivered = status.batch_deliveries(conn, batch_id)
+    assert (row["id"], row["status"], row["deliveries"], row["results"]) == (batch_id, "succeeded", 2, 3)
+    assert [(d["subscription_name"], d["result_count"]) for d in delivered] == [("titles", 3), ("quiet", 0)]
+    assert delivered[0]["object_keys"] == list(entry().deliveries[0].object_keys)

@@ -99,18 +99,13 @@ def catalog_engine() -> Engine:
 
 
 def read_only_engine(url: str | None = None) -> Engine:
-    """An engine that refuses writes (never creates the embedded catalog's tables either)."""
-    from sqlalchemy import event
-
+    """A read-only engine on the UI's catalog connection (or ``url``); see
+    :func:`feedrouter.catalog.database.create_read_only_engine`."""
     from feedrouter.airflow.hooks import FeedrouterHook
-    from feedrouter.catalog import create_catalog_engine, is_postgres
+    from feedrouter.catalog.database import create_read_only_engine
 
     hook = FeedrouterHook()
-    engine = create_catalog_engine(url or hook.catalog_url(hook.connections.ui_catalog))
-    if is_postgres(engine):
-        return engine.execution_options(postgresql_readonly=True)
-    event.listen(engine, "connect", _sqlite_query_only)
-    return engine
+    return create_read_only_engine(url or hook.catalog_url(hook.connections.ui_catalog))
 
 
 def reset_engine() -> None:
@@ -120,9 +115,3 @@ def reset_engine() -> None:
         if _engine is not None:
             _engine.dispose()
         _engine = None
-
-
-def _sqlite_query_only(dbapi_connection: Any, _record: object) -> None:
-    cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA query_only = ON")
-    cursor.close()
