@@ -32,13 +32,7 @@ from feedrouter.router import RouteOutcome
 
 
 class Routes(Protocol):
-    """What routes a document: a :class:`~feedrouter.Router` or a catalog ``CompiledPlan``.
-
-    ``route_outcome`` is optional: without it the subscriptions a document matched but could not be
-    served are not known (:func:`route_message` then records none).
-    """
-
-    def route(self, document: bytes, source: str | None = None) -> dict[str, bytes]: ...
+    """What routes a document: a :class:`~feedrouter.Router` or a catalog ``CompiledPlan``."""
 
     def route_outcome(self, document: bytes, source: str | None = None) -> RouteOutcome: ...
 
@@ -77,7 +71,7 @@ def route_objects(
 
     Args:
         router: anything with ``route_outcome`` (a :class:`~feedrouter.Router`, a catalog
-            ``CompiledPlan``); ``route`` alone is accepted and reports no failures.
+            ``CompiledPlan``).
         splitter: how objects are cut into messages (and gunzipped within the message limit).
         objects: ``(source key, readable stream)`` pairs; the caller opens and closes the streams.
         settle: keep the router out of the collector's full passes while the loop runs
@@ -104,7 +98,7 @@ def route_message(router: Routes, message: Message, internal_errors: InternalErr
     if message.error is not None:
         return Routed(message, error=message.error)
     try:
-        outcome = _outcome(router, message)
+        outcome = router.route_outcome(message.data, source=message.label)
     except DocumentError as exc:
         return Routed(message, error=exc)
     except Exception as exc:
@@ -112,13 +106,6 @@ def route_message(router: Routes, message: Message, internal_errors: InternalErr
             raise
         return Routed(message, error=exc)  # one document must never stop the others
     return Routed(message, outcome.results, failures=outcome.failures)
-
-
-def _outcome(router: Routes, message: Message) -> RouteOutcome:
-    route_outcome = getattr(router, "route_outcome", None)
-    if route_outcome is None:  # a router that cannot say which subscriptions it refused
-        return RouteOutcome(router.route(message.data, source=message.label))
-    return route_outcome(message.data, source=message.label)
 
 
 def error_report(

@@ -24,18 +24,6 @@ def test_route_message_keeps_the_subscriptions_refused_a_result() -> None:
     assert routed.failures["as"].source == "in/x.xml#3"
 
 
-class RouteOnly:
-    """A router as adapters knew them before route_outcome: results only."""
-
-    def route(self, document: bytes, source: str | None = None) -> dict[str, bytes]:
-        return {"s": b"<x/>"}
-
-
-def test_a_router_without_route_outcome_still_routes_with_no_failures() -> None:
-    routed = route_message(RouteOnly(), Message("x.xml", 0, DOC))
-    assert routed.results == {"s": b"<x/>"} and routed.failures == {}
-
-
 def test_failure_report_names_code_reason_subscription_and_source() -> None:
     routed = route_message(small_router(), Message("in/x.xml", 3, DOC))
     report = failure_report(routed, "as", feed="news", hour="2026-11-22T16", source_uri="file:///in/x.xml")
