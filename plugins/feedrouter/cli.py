@@ -20,7 +20,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -32,6 +32,11 @@ from feedrouter.limits import (
     DEFAULT_MAX_DOCUMENT_RESULT_BYTES,
     DEFAULT_MAX_RESULT_BYTES,
 )
+
+if TYPE_CHECKING:
+    from feedrouter.delivery.messages import Splitter
+    from feedrouter.delivery.routing import Routed, Routes
+    from feedrouter.errors import RoutingError
 
 _DOCUMENT_SUFFIXES = (".xml", ".xml.gz")
 #: The folder of rejection reports below ``--output``; a subscription of that id gets another folder.
@@ -340,8 +345,8 @@ class _RouteRun:
     ``OUTPUT/_rejected/<name>.error.json``.
     """
 
-    router: Any
-    splitter: Any
+    router: Routes
+    splitter: Splitter
     output: Path
     containers: bool
     names: OutputNames = field(default_factory=OutputNames)
@@ -365,7 +370,7 @@ class _RouteRun:
             self.stats.documents += 1  # the input is unreadable, or gone since it was listed
             self._reject(parts, str(document.path), exc)
 
-    def _take(self, routed: Any, parts: tuple[str, ...]) -> None:
+    def _take(self, routed: Routed, parts: tuple[str, ...]) -> None:
         """Write one message's outcome: its results, its refused results, or its rejection."""
         message = routed.message
         self.stats.documents += 1
@@ -388,7 +393,7 @@ class _RouteRun:
         self.stats.results += 1
         self.stats.bytes += len(data)
 
-    def _refuse(self, target: Path, source: str, sid: str, failure: FeedrouterError) -> None:
+    def _refuse(self, target: Path, source: str, sid: str, failure: RoutingError) -> None:
         self.stats.refused += 1
         report = {"source": source, "subscription": sid, "error": str(failure), "code": failure.code}
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -293,3 +293,28 @@ def test_a_long_subscription_id_is_routed_into_a_bounded_folder(tmp_path: Path) 
     assert result.exit_code == 0 and "2 results" in result.output
     folders = [p.name for p in (tmp_path / "out").iterdir()]
     assert len(folders) == 2 and all(len(name) == MAX_NAME for name in folders)
+
+
+def test_a_result_refused_to_one_subscription_is_reported_in_its_place(tmp_path: Path) -> None:
+    """The routing loop's per-subscription failures reach the command line (issue 13, step 7): a
+    result past --max-result-bytes (FR310) or past --max-document-result-bytes for the document
+    (FR311) is a report where the result would be; the other subscriptions get theirs."""
+    container = b"<c><rec><a>1</a><b>22222222</b></rec><rec><a>3</a></rec></c>"
+    docs = docs_folder(tmp_path, {"batch.xml": container})
+    options = ("--record-element", "rec", "--max-result-bytes", "10")
+    result = route(tmp_path, {"a": "//a", "b": "//b"}, docs, options=options)
+    assert result.exit_code == 0 and ", 1 results refused" in result.output
+    assert "refused b a result of" in result.output
+    refused = json.loads((tmp_path / "out" / "b" / "batch~r0.error.json").read_text())
+    assert (refused["code"], refused["subscription"]) == ("FR310", "b")
+    assert (
+        refused["source"].endswith("batch.xml#0") and not (tmp_path / "out" / "b" / "batch~r0.xml").exists()
+    )
+    assert [p.name for p in sorted((tmp_path / "out" / "a").iterdir())] == ["batch~r0.xml", "batch~r1.xml"]
+
+    options = ("--max-document-result-bytes", "10")
+    result = route(
+        tmp_path, {"a": "//a", "b": "//b"}, docs_folder(tmp_path, {"one.xml": container}), options=options
+    )
+    codes = {json.loads(p.read_text())["code"] for p in (tmp_path / "out").rglob("one.error.json")}
+    assert result.exit_code == 0 and codes == {"FR311"}
