@@ -92,13 +92,14 @@ def catalog_group() -> None:
 @click.option("--feed", "feed_name", help="Only this feed.")
 def catalog_status(feed_name: str | None) -> None:
     """Per feed: catalog version, latest plan build, and the subscriptions that are not served."""
-    from feedrouter.catalog import catalog_versions, latest_build, subscription_problems
+    from feedrouter.catalog import catalog_versions, latest_builds, subscription_problems
     from feedrouter.catalog.database import open_catalog
 
     with reported(), open_catalog().connect() as conn:
         versions = catalog_versions(conn)
+        builds = latest_builds(conn, feed_name)
         for name in [feed_name] if feed_name else list(versions):
-            build = latest_build(conn, name)
+            build = builds.get(name)
             built = "no plan build" if build is None else _describe_build(build, versions.get(name, 0))
             click.echo(f"{escape_name(name)}: catalog version {versions.get(name, 0)}; {built}")
         for row in subscription_problems(conn, feed_name):

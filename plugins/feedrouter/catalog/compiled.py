@@ -35,6 +35,11 @@ class FeedConfig:
     id: int | None = None
 
     @property
+    def quarantine_uri(self) -> str:
+        """Where refused messages go: ``quarantine_prefix``, else ``_quarantine`` below the input."""
+        return self.quarantine_prefix or f"{self.input_prefix.rstrip('/')}/_quarantine"
+
+    @property
     def result_limits(self) -> ResultLimits:
         """The feed's caps on result bytes, per subscription and per document."""
         return ResultLimits(self.max_result_bytes, self.max_document_result_bytes)

@@ -19,17 +19,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 
 from feedrouter.catalog.compiled import FeedConfig, Target
 from feedrouter.catalog.outcomes import Outcome
 from feedrouter.errors import StorageError
+from feedrouter.hours import hour_path
 from feedrouter.paths import MAX_COMPONENT
 from feedrouter.storage.keys import component, join_key
 from feedrouter.storage.uris import overlaps, prefix_problem
 
 #: A delivery key as long as any the batches write below a subscription's folder (part files,
 #: manifests and markers are shorter): checked once per name, so the batch never meets a longer one.
-_SAMPLE_TAIL = ("dt=2026-01-01/hour=00", "part-00000.xml")
+_SAMPLE_TAIL = (hour_path(datetime(2026, 1, 1)), "part-00000.xml")
 INVALID_TARGET = "FR403"
 CONFLICT = "FR404"
 
@@ -48,8 +50,9 @@ def owned_locations(feeds: Iterable[FeedConfig], plans_uri: str | None) -> list[
     owned = [Location(plans_uri.rstrip("/"), "the plans store")] if plans_uri else []
     for feed in feeds:
         owned.append(Location(feed.input_prefix.rstrip("/"), f"the input prefix of feed {feed.name!r}"))
-        quarantine = feed.quarantine_prefix or f"{feed.input_prefix.rstrip('/')}/_quarantine"
-        owned.append(Location(quarantine.rstrip("/"), f"the quarantine prefix of feed {feed.name!r}"))
+        owned.append(
+            Location(feed.quarantine_uri.rstrip("/"), f"the quarantine prefix of feed {feed.name!r}")
+        )
     return owned
 
 

@@ -264,12 +264,11 @@ def check_targets(plan: CompiledPlan) -> None:
 def job_spec(loaded: LoadedPlan, hour: datetime, stores: StoreOpener, options: BatchOptions) -> JobSpec:
     """The tasks' view of the batch; prefixes come from the feed as the plan build saw it."""
     feed = loaded.plan.feed
-    quarantine = feed.quarantine_prefix or f"{feed.input_prefix.rstrip('/')}/_quarantine"
     return JobSpec(
         feed=feed.name,
         hour=hour,
         input_uri=batch_prefix(feed.layout, feed.input_prefix, hour),
-        quarantine_uri=quarantine,
+        quarantine_uri=feed.quarantine_uri,
         plan=loaded.ref,
         stores=stores,
         max_part_bytes=options.max_part_bytes,

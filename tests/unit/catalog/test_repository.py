@@ -96,3 +96,12 @@ def test_each_catalog_question_is_defined_once(name: str) -> None:
         if isinstance(node, ast.FunctionDef) and node.name == name
     ]
     assert len(places) == 1, f"{name} is defined in {places}"
+
+
+def test_a_feeds_quarantine_defaults_below_its_input_in_one_place() -> None:
+    from feedrouter.catalog import FeedConfig
+
+    assert FeedConfig("news", "s3://in/news/", "{prefix}/").quarantine_uri == "s3://in/news/_quarantine"
+    assert (
+        FeedConfig("news", "s3://in/news", "{prefix}/", quarantine_prefix="s3://q").quarantine_uri == "s3://q"
+    )
