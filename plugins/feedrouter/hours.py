@@ -27,6 +27,7 @@ __all__ = [
     "HOUR_PATH",
     "HOUR_PATTERN",
     "HourError",
+    "as_utc",
     "batch_prefix",
     "format_hour",
     "hour_path",
@@ -83,11 +84,17 @@ def to_hour(value: datetime, *, strict: bool = False, source: str | None = None)
     >>> to_hour(datetime(2026, 11, 22, 16, 59)).isoformat()
     '2026-11-22T16:00:00+00:00'
     """
-    value = value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+    value = as_utc(value)
     whole = value.replace(minute=0, second=0, microsecond=0)
     if strict and whole != value:
         raise HourError(f"{source or value.isoformat()!r} is not a whole hour")
     return whole
+
+
+def as_utc(value: datetime) -> datetime:
+    """``value`` as an aware UTC datetime; a naive value is taken as UTC (SQLite and Airflow hand
+    back naive UTC values)."""
+    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
 
 
 def format_hour(hour: datetime) -> str:

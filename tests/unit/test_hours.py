@@ -92,3 +92,12 @@ def test_the_delivery_layout_uses_the_same_hour_path() -> None:
 
     assert delivery_dir("titles", "news", HOUR).endswith("/" + hour_path(HOUR))
     assert quarantine_dir("news", HOUR) == "news/" + hour_path(HOUR)
+
+
+def test_as_utc_converts_without_truncating() -> None:
+    from feedrouter.hours import as_utc
+
+    assert as_utc(datetime(2026, 11, 22, 16, 30)) == HOUR + timedelta(minutes=30)
+    assert as_utc(datetime(2026, 11, 22, 17, 30, tzinfo=timezone(timedelta(hours=1)))) == HOUR + timedelta(
+        minutes=30
+    )

@@ -37,7 +37,7 @@ from feedrouter.catalog.database import SQLITE_BEGIN, is_postgres
 from feedrouter.catalog.models import HourLease
 from feedrouter.catalog.repository import require_feed
 from feedrouter.errors import BatchBusyError, LockLostError
-from feedrouter.hours import format_hour
+from feedrouter.hours import as_utc, format_hour
 
 log = logging.getLogger("feedrouter.catalog")
 
@@ -168,11 +168,6 @@ def database_now(conn: Connection) -> datetime:
     if is_postgres(conn):
         return as_utc(conn.scalar(select(func.clock_timestamp())))
     return datetime.now(timezone.utc)
-
-
-def as_utc(value: datetime) -> datetime:
-    """An aware UTC datetime (SQLite hands back naive values stored as UTC)."""
-    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
 
 
 def _take(conn: Connection, feed: str, feed_id: int, hour: datetime, holder: str, ttl: timedelta) -> int:

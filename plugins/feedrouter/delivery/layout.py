@@ -20,8 +20,8 @@ import re
 from datetime import datetime
 
 from feedrouter.errors import StorageError
+from feedrouter.hours import as_utc as utc_hour  # the old name, kept for importers
 from feedrouter.hours import format_hour, hour_path
-from feedrouter.hours import to_hour as utc_hour  # the old name, kept for importers
 from feedrouter.storage.keys import component, join_key
 
 MANIFEST = "_manifest.json"
