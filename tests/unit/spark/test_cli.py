@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import click
+import pytest
 from click.testing import CliRunner
 
 from feedrouter.spark.cli import register, route_batch_command
@@ -36,6 +37,19 @@ def test_the_command_is_registered_and_documents_its_options() -> None:
 def test_a_malformed_hour_is_a_clear_error() -> None:
     result = CliRunner().invoke(route_batch_command, ["--feed", "news", "--hour", "yesterday"])
     assert result.exit_code == 1 and "is not an hour: write it as YYYY-MM-DDTHH" in result.output
+
+
+def test_a_date_alone_is_refused_not_routed_as_its_midnight(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import feedrouter.catalog.database as database
+
+    monkeypatch.setattr(database, "open_catalog", lambda: pytest.fail("the catalog was opened"))
+    result = CliRunner().invoke(route_batch_command, ["--feed", "news", "--hour", "2026-11-23"])
+    assert result.exit_code == 1 and "[FR608] '2026-11-23' is not an hour" in result.output
+
+
+def test_the_command_reads_the_hour_without_airflow() -> None:
+    source = (ROOT / "plugins" / "feedrouter" / "spark" / "cli.py").read_text(encoding="utf-8")
+    assert "feedrouter.airflow" not in source and "from feedrouter.hours import parse_hour" in source
 
 
 def test_each_subscriber_whose_delivery_failed_is_named(monkeypatch) -> None:  # type: ignore[no-untyped-def]
