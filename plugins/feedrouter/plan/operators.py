@@ -340,10 +340,10 @@ class PatternPlan:
         anchor's subtree are looked at, so a document with many candidate anchors and few bound
         ones pays for the bound ones alone; otherwise the group comes from the shared GroupBy.
         """
-        if self.by_sets(ctx):
-            return self._group_by_sets(ctx, field, anchor)
         shape = self._suffix_shape(ctx, field)
         if shape is None:
+            if self.by_sets(ctx):
+                return self._group_by_sets(ctx, field, anchor)
             return self.groups(ctx, field, dedupe).get(anchor, [])
         key = (self, field, anchor)
         members = ctx.memo.get(key)
@@ -473,6 +473,7 @@ def _group_of_anchor(
         while node > anchor:
             between.append(node)
             node = parents[node]
+        ctx.charge(len(between) + 1)
         if node != anchor or len(between) < len(head):
             continue
         below = between[::-1]
