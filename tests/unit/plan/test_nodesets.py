@@ -205,3 +205,14 @@ def test_each_fields_node_set_is_the_projection_of_the_tuples(document: str) -> 
                 assert plan._group_by_sets(ctx, field, anchor) == groups.get(anchor, [])
         checked += 1
     assert checked >= 4
+
+
+def test_the_router_refuses_a_document_past_its_limits_max_work() -> None:
+    from feedrouter.limits import DocumentLimits
+
+    router = Router.compile([("s", ISSUE_CASE)], limits=DocumentLimits(max_work=200))
+    assert router.route(nested(10)) != {}
+    with pytest.raises(DocumentError) as raised:
+        router.route(nested(60), source="deep.xml")
+    assert raised.value.code == "FR205"
+    assert "deep.xml" in str(raised.value)
