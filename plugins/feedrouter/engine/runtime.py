@@ -27,6 +27,9 @@ _MAX_MEMO = 200_000
 # Chains of open elements are memoized per element while they hold at most this many elements per
 # element of the document (plus the slack): a deep document would need depth x elements.
 _CHAIN_MEMO_PER_NODE = 16
+# A node at most this deep binds at most 2^16 path-tuples however many '//' a path has: a bounded
+# stream takes them whole and checks its limit after the node.
+_SHALLOW = 16
 _CHAIN_MEMO_SLACK = 4096
 
 
@@ -237,11 +240,10 @@ class Matches:
                     walker.reach(nid)
                     ids, tags = walker.ids, walker.tags
                 found = enumerate_tuples(shape, ids, tags)
-                if limit is None:
-                    tuples.extend(found)
-                    continue
-                tuples.extend(islice(found, limit - len(tuples) + 1))
-                if len(tuples) > limit:
+                if limit is not None and len(ids) > _SHALLOW:  # a deep node may bind depth^k ways
+                    found = islice(found, limit - len(tuples) + 1)
+                tuples.extend(found)
+                if limit is not None and len(tuples) > limit:
                     return None
             self._tuples[pid] = tuples
         return tuples
