@@ -34,9 +34,9 @@ from datetime import datetime, timedelta, timezone
 
 from airflow.sdk import DAG, CronDataIntervalTimetable, Param, task_group
 
-from feedrouter.hours import HOUR_PATTERN
 from feedrouter.airflow.operators import HourBatchesOperator, LedgerReportOperator, RouteBatchOperator
 from feedrouter.airflow.sensors import HourInputSensor
+from feedrouter.hours import HOUR_PATTERN
 
 START = datetime.fromisoformat(os.environ.get("FEEDROUTER_ROUTE_START") or "2026-11-01").replace(
     tzinfo=timezone.utc
