@@ -43,7 +43,13 @@ sys.path.insert(0, str(ROOT / "plugins"))
 
 from sqlalchemy import Engine, text  # noqa: E402
 
-from feedrouter.catalog import CompiledPlan, build_plan, load_latest_plan, open_catalog  # noqa: E402
+from feedrouter.catalog import (  # noqa: E402
+    CompiledPlan,
+    build_plan,
+    ledger,
+    load_latest_plan,
+    open_catalog,
+)
 from feedrouter.catalog.sample import SampleSpec, insert_sample  # noqa: E402
 from feedrouter.delivery import (  # noqa: E402
     MANIFEST,
@@ -57,7 +63,7 @@ from feedrouter.delivery import (  # noqa: E402
     route_locally,
     write_parts,
 )
-from feedrouter.spark import BatchOptions, batch, ledger, route_batch, spark_session  # noqa: E402
+from feedrouter.spark import BatchOptions, batch, route_batch, spark_session  # noqa: E402
 from feedrouter.spark.tasks import splitter_for  # noqa: E402
 from feedrouter.storage import FileStore  # noqa: E402
 from feedrouter.workload import dtds, generate_documents, generate_selective_population  # noqa: E402

@@ -51,7 +51,7 @@ from feedrouter.catalog.validation import (
     owned_locations,
 )
 from feedrouter.catalog.version import catalog_version
-from feedrouter.errors import CatalogError, StorageError, TransientCatalogError
+from feedrouter.errors import StorageError, error
 from feedrouter.router import Router
 from feedrouter.schema import DtdGraph
 from feedrouter.storage import ObjectStore, component, join_key
@@ -107,14 +107,15 @@ def build_plan(
         except _LockWasBusy:
             waits += 1
             if waits > MAX_WAITS:
-                raise CatalogError(f"plan build of {feed_name!r}: lock kept busy", code="FR400") from None
+                # another build of the feed held its lock all along: a later retry will find it free
+                raise error("FR402", f"plan build of {feed_name!r}: another build held its lock") from None
         except DBAPIError as exc:
             failures += 1
             retryable = _sqlstate(exc) in RETRYABLE_SQLSTATES or _sqlite_busy(exc)
             if not retryable or failures >= attempts:
                 transient = retryable or _connection_problem(exc)
-                error = TransientCatalogError if transient else CatalogError
-                raise error(f"plan build of {feed_name!r} failed: {exc.orig}", code="FR400") from exc
+                code = "FR402" if transient else "FR400"
+                raise error(code, f"plan build of {feed_name!r} failed: {exc.orig}") from exc
 
 
 def load_latest_plan(

@@ -3,8 +3,10 @@
 ``feedrouter route-batch --feed NAME --hour 2026-11-22T16 [--master URL]`` (:mod:`.cli`) calls
 :func:`route_batch`. Modules by side:
 
-* driver: :mod:`.batch` (the whole batch), :mod:`.job` (the Spark job), :mod:`.ledger` (catalog rows),
-  :mod:`.lease` (the hour's lease), :mod:`.session` (local default, version check), :mod:`.progress`;
+* driver: :mod:`.batch` (the whole batch), :mod:`.job` (the Spark job), :mod:`.lease` (holding the
+  hour's lease: ``hour_lock`` and its heartbeat; the rows are :mod:`feedrouter.catalog.lease`, the
+  ledger :mod:`feedrouter.catalog.ledger`), :mod:`.session` (local default, version check),
+  :mod:`.progress`;
 * tasks: :mod:`.tasks` (route, deliver), :mod:`.publish` (a delivery folder), :mod:`.quarantine`;
 * both: :mod:`.spec` (what tasks are told), :mod:`.stores` (stores by URI, streaming reads).
 

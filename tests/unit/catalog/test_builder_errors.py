@@ -1,0 +1,34 @@
+"""A plan build that cannot get its lock, or loses its connection, fails as transient (FR402): a retry
+may succeed, so Airflow must retry it rather than fail the task for good."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import create_engine
+from sqlalchemy.exc import OperationalError
+
+from feedrouter.catalog import builder
+from feedrouter.errors import TransientCatalogError
+from feedrouter.storage import FileStore
+
+
+def test_a_lock_kept_busy_is_a_transient_catalog_error(monkeypatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    def busy(*_args: object) -> None:
+        raise builder._LockWasBusy()
+
+    monkeypatch.setattr(builder, "_attempt", busy)
+    monkeypatch.setattr(builder, "MAX_WAITS", 2)
+    with pytest.raises(TransientCatalogError) as caught:
+        builder.build_plan(create_engine("sqlite://"), "news", FileStore(tmp_path))
+    assert caught.value.code == "FR402" and caught.value.transient
+
+
+def test_a_lost_connection_is_a_transient_catalog_error(monkeypatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    def lost(*_args: object) -> None:
+        raise OperationalError("SELECT 1", {}, ConnectionError("server closed the connection unexpectedly"))
+
+    monkeypatch.setattr(builder, "_attempt", lost)
+    monkeypatch.setattr(builder, "_connection_problem", lambda exc: True)
+    with pytest.raises(TransientCatalogError) as caught:
+        builder.build_plan(create_engine("sqlite://"), "news", FileStore(tmp_path), attempts=1)
+    assert caught.value.code == "FR402"
