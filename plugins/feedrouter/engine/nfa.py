@@ -159,9 +159,6 @@ class Nfa:
     def path(self, pid: int) -> NavPath:
         return self._paths[pid]
 
-    def accepting_state(self, pid: int) -> int:
-        return self._path_state[pid]
-
     def states_of(self, path: NavPath) -> list[int]:
         """The states a path goes through, epsilon states included (for ``explain``)."""
         states, state = [0], 0

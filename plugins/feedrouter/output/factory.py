@@ -3,7 +3,8 @@
 The serialization is XQuery's for the result: UTF-8, no XML declaration, no indentation, copied
 nodes with their in-scope namespaces, constructed elements declaring the namespaces they use.
 Constructor templates are compiled once into byte fragments; per document only the selected nodes
-are serialized (each at most once, by the document context).
+are serialized (each at most once, by the document's view: :class:`~feedrouter.output.view.DocumentView`,
+all the factory reads of a routed document, so that this package needs nothing of ``plan``).
 
 A result is assembled within a byte limit (:func:`render_items_within`, :func:`assemble_within`):
 the size is checked after each piece, so a result past its limit is given up after building at most
@@ -17,10 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from feedrouter.lang import ast
-from feedrouter.plan.context import DocumentContext
-
-TextRef = tuple[int, int]  # (element id, index of the text node among the element's text children)
-Item = int | TextRef
+from feedrouter.output.view import DocumentView, Item, SlotRef, TextRef
 
 
 def escape_text(text: str) -> bytes:
@@ -165,7 +163,7 @@ def _flatten_into(template: Template, ops: list[Op]) -> None:
         ops.append(template.end)
 
 
-def render_items(items: list[Item], ctx: DocumentContext, default_ns: str = "") -> bytes:
+def render_items(items: list[Item], ctx: DocumentView, default_ns: str = "") -> bytes:
     """Copies of the selected nodes, concatenated (adjacent text nodes merge, as XQuery's do)."""
     if not default_ns:  # the common case, kept tight: it runs for every distinct slot of a document
         serialized = ctx.serialized
@@ -182,7 +180,7 @@ def render_items(items: list[Item], ctx: DocumentContext, default_ns: str = "") 
 
 
 def render_items_within(
-    items: list[Item], ctx: DocumentContext, limit: int, default_ns: str = ""
+    items: list[Item], ctx: DocumentView, limit: int, default_ns: str = ""
 ) -> bytes | None:
     """:func:`render_items`, or None as soon as the copies pass ``limit`` bytes."""
     out = []
@@ -203,18 +201,18 @@ def render_items_within(
 
 
 def assemble_within(
-    code: Sequence[Any], wrapper: ElementTemplate | None, ctx: DocumentContext, bound: list[int], limit: int
+    code: Sequence[Any], wrapper: ElementTemplate | None, ctx: DocumentView, bound: list[int], limit: int
 ) -> bytes | None:
     """A FLWR result (each binding through the flattened template, in the wrapper), or None as soon
     as it passes ``limit`` bytes.
 
     ``code`` is a plan's flattened template with its slots resolved: bytes, slot elements and slot
-    refs (objects with ``item`` and ``default_ns`` whose bytes per binding the document's memo keeps
-    under ``(ref, binding)``: built here when missing, within what is left of the limit, and filed
-    so that every plan returning the same slot reuses them).
+    refs (:class:`~feedrouter.output.view.SlotRef`, whose bytes per binding the document's
+    :attr:`~feedrouter.output.view.DocumentView.slot_bytes` keeps under ``(ref, binding)``: built
+    here when missing, within what is left of the limit, and filed so that every plan returning the
+    same slot reuses them).
     """
-    memo = ctx.memo
-    get = memo.get
+    get = ctx.slot_bytes.get
     parts: list[bytes] = []
     append = parts.append
     size = 0
@@ -252,8 +250,8 @@ def assemble_within(
     return result if len(result) <= limit else None
 
 
-def _build_slot(ref: Any, ctx: DocumentContext, bound: int, limit: int) -> bytes | None:
-    """A slot's bytes for one binding, filed in the memo; None (nothing filed) past ``limit``."""
+def _build_slot(ref: SlotRef, ctx: DocumentView, bound: int, limit: int) -> bytes | None:
+    """A slot's bytes for one binding, filed in the slot bytes; None (nothing filed) past ``limit``."""
     profiler = ctx.profiler
     if profiler is None:
         data = render_items_within(ref.item.select(ctx, bound), ctx, limit, ref.default_ns)
@@ -262,17 +260,17 @@ def _build_slot(ref: Any, ctx: DocumentContext, bound: int, limit: int) -> bytes
         with profiler.measure("message factory"):
             data = render_items_within(items, ctx, limit, ref.default_ns)
     if data is not None:
-        ctx.memo[ref, bound] = data
+        ctx.slot_bytes[ref, bound] = data
     return data
 
 
-def _text_node(ctx: DocumentContext, ref: TextRef) -> bytes:
+def _text_node(ctx: DocumentView, ref: TextRef) -> bytes:
     element = ctx.nodes[ref[0]]
     text = element.text if ref[1] == 0 else element[ref[1] - 1].tail
     return escape_text(text or "")
 
 
-def _copied_element(ctx: DocumentContext, nid: int, default_ns: str) -> bytes:
+def _copied_element(ctx: DocumentView, nid: int, default_ns: str) -> bytes:
     data = ctx.serialized(nid)
     if default_ns and ctx.nodes[nid].nsmap.get(None) is None:
         # The copy has no default namespace, but the constructed parent declares one: undeclare it,

@@ -1,9 +1,15 @@
-"""Per-document state shared by every subscription's plan: nodes, values, memos, serializations."""
+"""Per-document state shared by every subscription's plan: nodes, values, caches, serializations.
+
+:class:`DocumentContext` is also the view of the document the message factory reads
+(:class:`feedrouter.output.view.DocumentView`): nodes by id, serializations, slot bytes, profiler.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from lxml import etree
 
@@ -11,9 +17,16 @@ from feedrouter.engine.document import iter_text_nodes
 from feedrouter.engine.runtime import Matches, PathTuple
 from feedrouter.errors import error
 from feedrouter.limits import DEFAULT_MAX_WORK
-from feedrouter.plan.patterns import LocalTest, TestKind
+from feedrouter.output.view import SlotBytes
+from feedrouter.plan.patterns import LocalTest, PathPattern, TestKind
 from feedrouter.plan.profile import Profiler
 from feedrouter.plan.values import comparator
+
+if TYPE_CHECKING:  # the modules that fill these caches import this one
+    from feedrouter.plan.nodesets import NodeFilter, Step
+    from feedrouter.plan.operators import PatternPlan
+    from feedrouter.plan.search import BranchHolders
+    from feedrouter.plan.shared_join import JoinSignature, SharedJoin
 
 #: A path with two '//' steps or more has up to depth^k path-tuples per node it ends on. Its plans
 #: use the tuples while a document gives it at most this many per such node (plus the slack), and
@@ -28,11 +41,41 @@ _ELEMENT = etree.Element  # the tag filter lxml uses for "elements only" in chil
 _STRING_VALUE = etree.XPath("string()", smart_strings=False)
 
 
+@dataclass(slots=True)
+class PlanCaches:
+    """One document's results of shared sub-plans, one typed table per kind of result.
+
+    Plans are interned, so keying by the plan (or pattern, steps, signature) makes identical
+    sub-plans of different subscriptions run once per document. Each table is filled by one module.
+    """
+
+    # feedrouter.plan.operators: a PatternPlan's answers, by plan (and field, anchor)
+    node_sets: dict[PatternPlan, list[list[int]]] = field(default_factory=dict)  # qualifying[k]
+    filters: dict[PatternPlan, list[NodeFilter]] = field(default_factory=dict)  # per field
+    key_sets: dict[tuple[PatternPlan, int], set[int]] = field(default_factory=dict)
+    key_lists: dict[tuple[PatternPlan, int], list[int]] = field(default_factory=dict)
+    groups: dict[tuple[PatternPlan, int], dict[int, list[int]]] = field(default_factory=dict)
+    anchor_groups: dict[tuple[PatternPlan, int, int], list[int]] = field(default_factory=dict)
+    prefix_nodes: dict[tuple[PatternPlan, int], list[int]] = field(default_factory=dict)
+    # feedrouter.plan.nodesets: unfiltered steps' node sets
+    plain_down: dict[tuple[Step, ...], list[int]] = field(default_factory=dict)
+    plain_fields: dict[tuple[tuple[Step, ...], int], list[int]] = field(default_factory=dict)
+    # feedrouter.plan.search: branch outcomes per context node, and what gave up for node sets
+    branch_held: dict[tuple[PathPattern, int], bool] = field(default_factory=dict)
+    branch_holders: dict[PathPattern, BranchHolders] = field(default_factory=dict)
+    searched_by_sets: set[PathPattern] = field(default_factory=set)  # return paths
+    # feedrouter.plan.shared_join: one join per signature
+    shared_joins: dict[JoinSignature, SharedJoin] = field(default_factory=dict)
+    # DocumentContext.small_stream: a path's tuples when they are few, else None
+    small_streams: dict[int, list[PathTuple] | None] = field(default_factory=dict)
+
+
 class DocumentContext:
     """Everything the post-processing of one document shares across subscriptions.
 
-    ``memo`` holds results of shared operators for this document (qualifying key sets of branch
-    plans, return-path groups), keyed by the plan object, so identical sub-plans run once.
+    ``caches`` holds results of shared operators for this document (:class:`PlanCaches`: key sets
+    of branch plans, return-path groups, node sets...), so identical sub-plans run once;
+    ``slot_bytes`` the serialized return slots per binding, which the message factory files.
 
     ``work`` counts the units of work the document has cost so far (a unit: one node or path-tuple
     an operator looked at); past ``max_work`` the document is refused with FR205, a
@@ -45,12 +88,13 @@ class DocumentContext:
         "_string_values",
         "_tagged",
         "bindings",
+        "caches",
         "matches",
         "max_work",
-        "memo",
         "nodes",
         "outcomes",
         "profiler",
+        "slot_bytes",
         "source",
         "work",
     )
@@ -69,7 +113,8 @@ class DocumentContext:
         self.profiler = profiler
         self.nodes: list[etree._Element] = matches.nodes
         self.source = source
-        self.memo: dict[object, object] = {}
+        self.caches = PlanCaches()
+        self.slot_bytes: SlotBytes = {}  # (slot ref, binding) -> bytes: see feedrouter.output.view
         self.bindings: dict[object, list[int]] = {}  # main plan -> its bound nodes
         self.outcomes: dict[tuple[Checker, int], bool] = {}  # (local test's checker, node) -> passed
         self._ids: dict[etree._Element, int] | None = None
@@ -106,14 +151,14 @@ class DocumentContext:
     def small_stream(self, pid: int) -> list[PathTuple] | None:
         """A path's path-tuples if they are few (see :data:`TUPLES_PER_NODE`), else None; decided
         once per path and document, building at most that many tuples."""
-        key = ("small", pid)
-        if key in self.memo:
-            return self.memo[key]  # type: ignore[return-value]
+        small = self.caches.small_streams
+        if pid in small:
+            return small[pid]
         limit = TUPLES_PER_NODE * len(self.matches.last_nodes(pid)) + TUPLES_SLACK
         tuples = self.matches.stream_within(pid, min(limit, self.max_work - self.work))
         if tuples is not None:
             self.charge(len(tuples))
-        self.memo[key] = tuples
+        small[pid] = tuples
         return tuples
 
     def tagged(self, tag: str) -> list[int]:

@@ -151,13 +151,13 @@ def downward(ctx: DocumentContext, steps: Sequence[Step], filters: Sequence[Node
 
 def _plain(ctx: DocumentContext, steps: Sequence[Step], k: int) -> list[int]:
     """``down[k]`` of the unfiltered steps ``0..k``, memoized per document."""
-    key = ("down", tuple(steps[: k + 1]))
-    found = ctx.memo.get(key)
+    cache, key = ctx.caches.plain_down, tuple(steps[: k + 1])
+    found = cache.get(key)
     if found is None:
         child, tag = steps[k]
         found = below_root(ctx, child, tag) if k == 0 else below(ctx, _plain(ctx, steps, k - 1), child, tag)
-        ctx.memo[key] = found
-    return found  # type: ignore[return-value]
+        cache[key] = found
+    return found
 
 
 def qualifying(ctx: DocumentContext, steps: Sequence[Step], down: list[list[int]]) -> list[list[int]]:
@@ -172,11 +172,11 @@ def qualifying(ctx: DocumentContext, steps: Sequence[Step], down: list[list[int]
 
 def plain_field_nodes(ctx: DocumentContext, steps: Sequence[Step], field: int) -> list[int]:
     """The nodes of one field over an unfiltered path's tuples (a site of the selection index)."""
-    key = ("field", tuple(steps), field)
-    found = ctx.memo.get(key)
+    cache, key = ctx.caches.plain_fields, (tuple(steps), field)
+    found = cache.get(key)
     if found is None:
-        found = ctx.memo[key] = qualifying(ctx, steps, downward(ctx, steps, [None] * len(steps)))[field]
-    return found  # type: ignore[return-value]
+        found = cache[key] = qualifying(ctx, steps, downward(ctx, steps, [None] * len(steps)))[field]
+    return found
 
 
 def forward(

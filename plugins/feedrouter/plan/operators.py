@@ -4,8 +4,8 @@ A :class:`PatternPlan` turns the engine's stream for one navigation path into th
 the pattern's tests and branches: Selection first, then one join per branch (a semijoin against the
 branch's own plan when its path is in the NFA, a Where-Filter tree search when it is not), then
 DupElim where duplicates can arise. Plans are interned by the planner, and the results that several
-subscriptions consume (branch key sets, return groups) are memoized per document in the context, so
-identical sub-plans run once per document.
+subscriptions consume (branch key sets, return groups) are cached per document in the context
+(:class:`~feedrouter.plan.context.PlanCaches`), so identical sub-plans run once per document.
 
 A path with two ``//`` steps or more may have depth^k tuples per node on a recursive document. Where
 a document gives it many, its plan runs on node sets instead (:mod:`feedrouter.plan.nodesets`): each
@@ -90,30 +90,6 @@ class DupElimScan:
 
     def describe(self) -> str:
         return f"DupElim[scan](${self.field + 1})"
-
-
-class DupElimHash:
-    """Keeps the first tuple for each node in ``field`` when the stream is not ordered on it."""
-
-    category = "DupElim"
-
-    def __init__(self, field: int) -> None:
-        self.field = field
-
-    def apply(self, ctx: DocumentContext, tuples: list[PathTuple]) -> list[PathTuple]:
-        seen: set[int] = set()
-        out, f = [], self.field
-        for t in tuples:
-            if t[f] not in seen:
-                seen.add(t[f])
-                out.append(t)
-        return out
-
-    def node_tests(self, ctx: DocumentContext) -> list[NodeTest]:
-        return []  # node sets hold no duplicates
-
-    def describe(self) -> str:
-        return f"DupElim[hash](${self.field + 1})"
 
 
 class _SemiJoin:
@@ -266,16 +242,16 @@ class PatternPlan:
     def field_nodes(self, ctx: DocumentContext, field: int) -> list[int]:
         """The nodes of ``field`` in qualifying tuples, distinct and in document order, computed by
         node sets (for :meth:`by_sets` plans): one set per step, once per document."""
-        key = (self, "sets")
-        found = ctx.memo.get(key)
+        cache = ctx.caches.node_sets
+        found = cache.get(self)
         if found is None:
             if ctx.profiler is None:
                 found = self._node_sets(ctx)
             else:
                 with ctx.profiler.measure("node sets"):
                     found = self._node_sets(ctx)
-            ctx.memo[key] = found
-        return found[field]  # type: ignore[index]
+            cache[self] = found
+        return found[field]
 
     def _node_sets(self, ctx: DocumentContext) -> list[list[int]]:
         steps = self._steps
@@ -284,15 +260,15 @@ class PatternPlan:
 
     def _filters(self, ctx: DocumentContext) -> list[NodeFilter]:
         """Per field, what its node must pass: the operators' tests, for one document."""
-        key = (self, "filters")
-        filters = ctx.memo.get(key)
+        cache = ctx.caches.filters
+        filters = cache.get(self)
         if filters is None:
             tests: list[list[Callable[[int], bool]]] = [[] for _ in self.pattern.nav]
             for op in self.operators:
                 for field, test in op.node_tests(ctx):
                     tests[field].append(test)
-            filters = ctx.memo[key] = [_all_of(t) for t in tests]
-        return filters  # type: ignore[return-value]
+            filters = cache[self] = [_all_of(t) for t in tests]
+        return filters
 
     def prefix_pid(self, ctx: DocumentContext, field: int) -> int | None:
         """The NFA path id of the pattern's steps up to ``field``, remembered (hashing a path is
@@ -305,33 +281,33 @@ class PatternPlan:
 
     def key_set(self, ctx: DocumentContext, field: int) -> set[int]:
         """The nodes of ``field`` in qualifying tuples: the build side of a hash semijoin."""
-        key = (self, field, "set")
-        keys = ctx.memo.get(key)
+        cache, key = ctx.caches.key_sets, (self, field)
+        keys = cache.get(key)
         if keys is None:
             if self.by_sets(ctx):
-                keys = ctx.memo[key] = set(self.field_nodes(ctx, field))
+                keys = cache[key] = set(self.field_nodes(ctx, field))
             else:
-                keys = ctx.memo[key] = {t[field] for t in self.tuples(ctx)}
-        return keys  # type: ignore[return-value]
+                keys = cache[key] = {t[field] for t in self.tuples(ctx)}
+        return keys
 
     def key_list(self, ctx: DocumentContext, field: int) -> list[int]:
         """The distinct nodes of ``field`` in stream order (ordered on it, by Claim 4)."""
-        key = (self, field, "list")
-        keys = ctx.memo.get(key)
+        cache, key = ctx.caches.key_lists, (self, field)
+        keys = cache.get(key)
         if keys is None:
             if self.by_sets(ctx):
-                keys = ctx.memo[key] = self.field_nodes(ctx, field)
+                keys = cache[key] = self.field_nodes(ctx, field)
             else:
-                keys = ctx.memo[key] = list(dict.fromkeys(t[field] for t in self.tuples(ctx)))
-        return keys  # type: ignore[return-value]
+                keys = cache[key] = list(dict.fromkeys(t[field] for t in self.tuples(ctx)))
+        return keys
 
     def groups(self, ctx: DocumentContext, field: int, dedupe: bool = True) -> dict[int, list[int]]:
         """Shared GroupBy: last-field nodes per node of ``field``, distinct and in document order."""
-        key = (self, field, "groups")
-        groups = ctx.memo.get(key)
+        cache, key = ctx.caches.groups, (self, field)
+        groups = cache.get(key)
         if groups is None:
-            groups = ctx.memo[key] = _group_by(self.tuples(ctx), field, dedupe)
-        return groups  # type: ignore[return-value]
+            groups = cache[key] = _group_by(self.tuples(ctx), field, dedupe)
+        return groups
 
     def group(self, ctx: DocumentContext, field: int, anchor: int, dedupe: bool = True) -> list[int]:
         """The GroupBy's group of one node of ``field``: what a return slot needs for one binding.
@@ -345,19 +321,19 @@ class PatternPlan:
             if self.by_sets(ctx):
                 return self._group_by_sets(ctx, field, anchor)
             return self.groups(ctx, field, dedupe).get(anchor, [])
-        key = (self, field, anchor)
-        members = ctx.memo.get(key)
+        cache, key = ctx.caches.anchor_groups, (self, field, anchor)
+        members = cache.get(key)
         if members is None:
-            members = ctx.memo[key] = _group_of_anchor(ctx, self, field, anchor, shape)
-            ctx.charge(len(members))  # type: ignore[arg-type]
-        return members  # type: ignore[return-value]
+            members = cache[key] = _group_of_anchor(ctx, self, field, anchor, shape)
+            ctx.charge(len(members))
+        return members
 
     def _group_by_sets(self, ctx: DocumentContext, field: int, anchor: int) -> list[int]:
         """A group by node sets: the steps after ``field`` followed from the anchor, when the steps
         up to it qualify (for a return path: the anchor is a binding). Sets hold no duplicates, so
         DupElim is moot."""
-        key = (self, field, anchor)
-        members = ctx.memo.get(key)
+        cache, key = ctx.caches.anchor_groups, (self, field, anchor)
+        members = cache.get(key)
         if members is None:
             steps = self._steps
             assert steps is not None
@@ -366,19 +342,19 @@ class PatternPlan:
                 members = forward(ctx, anchor, steps[start:], filters[start:])
             else:
                 members = []
-            ctx.memo[key] = members
-        return members  # type: ignore[return-value]
+            cache[key] = members
+        return members
 
     def _prefix_nodes(self, ctx: DocumentContext, field: int) -> list[int]:
         """The nodes with a qualifying prefix up to ``field`` (for a return path: the nodes its
         binding path accepts), once per document."""
-        key = (self, "prefix", field)
-        found = ctx.memo.get(key)
+        cache, key = ctx.caches.prefix_nodes, (self, field)
+        found = cache.get(key)
         if found is None:
             steps = self._steps
             assert steps is not None
-            found = ctx.memo[key] = downward(ctx, steps[: field + 1], self._filters(ctx)[: field + 1])[-1]
-        return found  # type: ignore[return-value]
+            found = cache[key] = downward(ctx, steps[: field + 1], self._filters(ctx)[: field + 1])[-1]
+        return found
 
     def _suffix_shape(self, ctx: DocumentContext, field: int) -> _SuffixShape | None:
         """How the steps after ``field`` hang from it, when :func:`_group_of_anchor` applies.

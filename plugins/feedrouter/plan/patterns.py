@@ -82,9 +82,6 @@ class PathPattern:
     def tested_fields(self) -> tuple[int, ...]:
         return tuple(i for i, tests in enumerate(self.tests) if tests)
 
-    def descendant_steps(self) -> int:
-        return sum(1 for step in self.nav if step.axis is ast.Axis.DESCENDANT)
-
     def walk(self):  # type: ignore[no-untyped-def]
         """This pattern and every nested branch pattern, depth first."""
         yield self

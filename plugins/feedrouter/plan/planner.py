@@ -105,7 +105,7 @@ class SlotRef:
             items = self.item.items(ctx, bound)
             with profiler.measure("message factory"):
                 data = render_items(items, ctx, self.default_ns)
-        ctx.memo[self, bound] = data
+        ctx.slot_bytes[self, bound] = data
         return data
 
 
@@ -213,7 +213,7 @@ class SubscriptionPlan:
         The hot loop of routing (once per matched plan and binding): the template is pre-flattened,
         its slots resolved to the shared refs whose bytes sit in the per-document memo.
         """
-        memo, parts = ctx.memo, []
+        memo, parts = ctx.slot_bytes, []
         append = parts.append
         get = memo.get
         for b in bound:

@@ -58,35 +58,33 @@ def _search_from(
 
 def branch_holds(ctx: DocumentContext, nid: int, branch: PathPattern) -> bool:
     """Whether ``branch`` has a qualifying match from node ``nid`` (its context node)."""
-    key = (branch, nid)
-    held = ctx.memo.get(key)
+    cache, key = ctx.caches.branch_held, (branch, nid)
+    held = cache.get(key)
     if held is None:
-        held = ctx.memo[key] = _branch_holds(ctx, nid, branch)
-    return held  # type: ignore[return-value]
+        held = cache[key] = _branch_holds(ctx, nid, branch)
+    return held
 
 
 def _branch_holds(ctx: DocumentContext, nid: int, branch: PathPattern) -> bool:
-    holders_key = ("holders", branch)
-    holders = ctx.memo.get(holders_key)
+    holders = ctx.caches.branch_holders.get(branch)
     if holders is None:
         try:
             held = next(search(ctx, nid, branch, _stop(ctx, nid, branch)), None) is not None
         except _GivenUp:
-            holders = ctx.memo[holders_key] = BranchHolders(ctx, branch)
+            holders = ctx.caches.branch_holders[branch] = BranchHolders(ctx, branch)
         else:
             _check_budget(ctx)
             return held
-    return holders.holds(nid)  # type: ignore[attr-defined]
+    return holders.holds(nid)
 
 
 def search_all(ctx: DocumentContext, nid: int, pattern: PathPattern) -> list[int]:
     """Every node a return path reaches from ``nid``: distinct, in document order."""
-    by_sets_key = ("forward", pattern)
-    if by_sets_key not in ctx.memo:
+    if pattern not in ctx.caches.searched_by_sets:
         try:
             found = sorted(set(search(ctx, nid, pattern, _stop(ctx, nid, pattern))))
         except _GivenUp:
-            ctx.memo[by_sets_key] = True  # and for the other bindings of this document
+            ctx.caches.searched_by_sets.add(pattern)  # and for the other bindings of this document
         else:
             _check_budget(ctx)
             ctx.charge(len(found))
@@ -165,8 +163,8 @@ class BranchHolders:
 
 
 def _holders(ctx: DocumentContext, branch: PathPattern) -> BranchHolders:
-    key = ("holders", branch)
-    holders = ctx.memo.get(key)
+    cache = ctx.caches.branch_holders
+    holders = cache.get(branch)
     if holders is None:
-        holders = ctx.memo[key] = BranchHolders(ctx, branch)
-    return holders  # type: ignore[return-value]
+        holders = cache[branch] = BranchHolders(ctx, branch)
+    return holders

@@ -92,10 +92,11 @@ class SharedSelection:
         self.signature, self.op, self.key = shared.signature, shared.op, shared.key
 
     def apply(self, ctx: DocumentContext, tuples: list[PathTuple]) -> list[PathTuple]:
-        joined = ctx.memo.get(self.signature)
+        joins = ctx.caches.shared_joins
+        joined = joins.get(self.signature)
         if joined is None:
-            joined = ctx.memo[self.signature] = _SharedJoin(ctx, self.signature, tuples)
-        return joined.output(self.op, self.key)  # type: ignore[attr-defined]
+            joined = joins[self.signature] = SharedJoin(ctx, self.signature, tuples)
+        return joined.output(self.op, self.key)
 
     def describe(self) -> str:
         site = self.signature.site
@@ -108,7 +109,7 @@ class SharedSelection:
         )
 
 
-class _SharedJoin:
+class SharedJoin:
     """One document's join for one signature, with the outputs of the constants asked for so far."""
 
     __slots__ = ("_by_key", "_left", "_outputs", "_recursive", "_stream", "_values", "field")

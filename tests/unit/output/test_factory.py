@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from lxml import etree
+
 from feedrouter.lang import ast
 from feedrouter.output.factory import (
     Slot,
     SlotElement,
+    assemble_within,
     compile_constructor,
     escape_text,
     flatten,
+    render_items_within,
     wrapper_template,
 )
+from feedrouter.output.view import DocumentView, Item, SlotBytes
 
 
 def q(local: str, uri: str = "", prefix: str = "") -> ast.QName:
@@ -84,3 +91,53 @@ def test_flattened_templates_merge_literals_and_keep_the_empty_element_check() -
     assert flatten(Slot(0)) == (Slot(0),)
     # an element whose only content is empty text is the empty element
     assert flatten(compile_constructor(ast.Constructor(q("e"), (ast.TextContent(""),)), [])) == (b"<e/>",)
+
+
+# -- the factory reads a document through DocumentView alone ---------------------------------------
+
+
+class _View:
+    """A DocumentView without any plan: what the factory may rely on and nothing more."""
+
+    def __init__(self, document: bytes) -> None:
+        self.nodes = list(etree.fromstring(document).iter(etree.Element))
+        self.profiler = None
+        self.slot_bytes: SlotBytes = {}
+
+    def serialized(self, nid: int) -> bytes:
+        return etree.tostring(self.nodes[nid], encoding="utf-8", with_tail=False)
+
+
+@dataclass(frozen=True)
+class _Children:
+    """A slot's items: the element children of the bound node."""
+
+    def select(self, ctx: DocumentView, bound: int) -> list[Item]:
+        return [ctx.nodes.index(child) for child in ctx.nodes[bound]]
+
+    items = select
+
+
+@dataclass(frozen=True)
+class _Ref:
+    item: _Children
+    default_ns: str = ""
+
+
+def test_a_result_is_assembled_from_a_document_view_and_its_slot_bytes_are_filed() -> None:
+    view = _View(b"<r><a><b>1</b><c/></a><a/></r>")
+    ref = _Ref(_Children())
+    code = flatten(compile_constructor(ast.Constructor(q("x"), (ast.Enclosed((ast.RelPath(),)),)), []))
+    code = tuple(
+        SlotElement(op.start, op.end, op.empty, (ref,)) if isinstance(op, SlotElement) else op for op in code
+    )
+    wrapper = wrapper_template(q("all"))
+    result = assemble_within(code, wrapper, view, [1, 4], limit=1000)
+    assert result == b"<all><x><b>1</b><c/></x><x/></all>"
+    assert view.slot_bytes == {(ref, 1): b"<b>1</b><c/>", (ref, 4): b""}
+
+
+def test_items_are_rendered_within_a_limit_from_a_document_view() -> None:
+    view = _View(b"<r><a>x &amp; y</a><b/></r>")
+    assert render_items_within([1, (1, 0), 2], view, limit=100) == b"<a>x &amp; y</a>x &amp; y<b/>"
+    assert render_items_within([1, 2], view, limit=10) is None

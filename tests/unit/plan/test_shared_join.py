@@ -28,13 +28,14 @@ def test_every_constant_of_a_signature_reads_one_join_and_shares_its_lists() -> 
     assert len({op.signature for op in selections}) == 1  # one signature for the three constants
 
     outputs = {sid: plan.tuples(ctx) for sid, plan in mains.items()}
-    joins = [key for key in ctx.memo if isinstance(key, JoinSignature)]
+    joins = list(ctx.caches.shared_joins)
     assert len(joins) == 1  # built once, for all three
-    joined = ctx.memo[joins[0]]
+    assert isinstance(joins[0], JoinSignature)
+    joined = ctx.caches.shared_joins[joins[0]]
     stories = [t[-1] for t in outputs["nine"]]
     assert [t[-1] for t in outputs["seven"]] == stories[:1]
     assert [t[-1] for t in outputs["above"]] == stories
     # a constant one join node satisfies gets that node's own tuple list, not a copy
-    assert outputs["seven"] is joined._left[stories[0]]  # type: ignore[attr-defined]
+    assert outputs["seven"] is joined._left[stories[0]]
     # asking again for a constant returns the same list
-    assert joined.output(CompOp.GT, 8.0) is outputs["above"]  # type: ignore[attr-defined]
+    assert joined.output(CompOp.GT, 8.0) is outputs["above"]
