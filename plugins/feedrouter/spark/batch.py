@@ -274,6 +274,7 @@ def job_spec(loaded: LoadedPlan, hour: datetime, stores: StoreOpener, options: B
         max_part_bytes=options.max_part_bytes,
         max_message_bytes=options.max_message_bytes,
         fault=options.fault,
+        targets=loaded.plan.targets,  # the delivery tasks read their targets here, not from the plan
     )
 
 
@@ -475,8 +476,8 @@ def _delivery_rows(
     plan: CompiledPlan, deliveries: list[Delivered], failures: Iterable[Undelivered] = ()
 ) -> list[ledger.DeliveryRow]:
     """One row per served subscription: what it received, nothing, or why its store refused it."""
-    delivered = {d.router_id: d for d in deliveries}
-    failed = {f.router_id: f for f in failures}
+    delivered = {d.subscription_id: d for d in deliveries}
+    failed = {f.subscription_id: f for f in failures}
     rows = []
     for sid, target in sorted(plan.targets.items(), key=lambda item: item[1].subscription_id):
         found = delivered.get(sid)

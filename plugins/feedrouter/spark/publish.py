@@ -46,12 +46,6 @@ class Delivered:
     folder: str  # the folder's key below it
     object_uris: tuple[str, ...]  # parts, manifest, _SUCCESS, in the order written
 
-    @property
-    def router_id(self) -> str:
-        """The old name of :attr:`subscription_id` (until the driver's last use of it goes)."""
-        return self.subscription_id
-
-
 def publish(spec: JobSpec, target: Target, subscription_id: str, results: Iterable[Result]) -> Delivered:
     """Write the folder of ``target`` with ``results`` (in input order); returns what it holds."""
     store = spec.stores.open(target.output_prefix)

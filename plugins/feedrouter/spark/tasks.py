@@ -87,12 +87,6 @@ class Undelivered:
     code: str
     reason: str
 
-    @property
-    def router_id(self) -> str:
-        """The old name of :attr:`subscription_id` (until the driver's last use of it goes)."""
-        return self.subscription_id
-
-
 def plan_for(spec: JobSpec, artifact: Any) -> CompiledPlan:
     """The batch's plan, decoded from the broadcast ``artifact`` at most once per process."""
     plan = _PLANS.get(spec.plan.digest)
