@@ -22,6 +22,7 @@ CATEGORIES = (
     "parse + NFA",
     "shared selection",
     "path-tuples",
+    "node sets",
     "Selection",
     "DupElim",
     "SemiJoin",

@@ -231,7 +231,7 @@ class Router:
     def profile(self, documents: Iterable[bytes]) -> dict[str, float]:
         """Route documents and return exclusive seconds per operator category (paper 000, Table 2).
 
-        Categories: parse + NFA, shared selection, path-tuples, Selection, DupElim, SemiJoin,
+        Categories: parse + NFA, shared selection, path-tuples, node sets, Selection, DupElim, SemiJoin,
         Where-Filter, Return-Select, OuterJoin-Select, message factory, and garbage collection
         (Python's collector, timed apart from the operator it interrupted). They add up to the total.
         """

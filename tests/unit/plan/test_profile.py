@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import ast
 import gc
 import time
 
+from feedrouter import Router
 from feedrouter.plan.profile import GARBAGE_COLLECTION, Profiler
+from tests.conftest import ROOT
 
 
 def _spin(seconds: float) -> None:
@@ -48,3 +51,36 @@ def test_collections_are_not_timed_outside_collecting() -> None:
     with profiler.measure("Selection"):
         gc.collect()
     assert GARBAGE_COLLECTION not in profiler.seconds
+
+
+def _documented_categories() -> set[str]:
+    """The categories :meth:`Router.profile`'s docstring lists."""
+    doc = " ".join((Router.profile.__doc__ or "").split())
+    listed = doc.split("Categories:")[1].split("(")[0].replace(" and ", ", ")
+    return {name.strip(" .") for name in listed.split(",") if name.strip(" .")}
+
+
+def _reported_categories() -> set[str]:
+    """The categories ``bench/paper_report.py`` orders its tables by (read, not imported: it needs
+    matplotlib and the bench directory on the path)."""
+    tree = ast.parse((ROOT / "bench" / "paper_report.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "CATEGORIES" for t in node.targets):
+            return set(ast.literal_eval(node.value))
+    raise AssertionError("bench/paper_report.py defines no CATEGORIES")
+
+
+def test_every_category_a_profile_measures_is_documented_and_reported() -> None:
+    router = Router.compile(
+        [
+            ("deep", "//a//a//a"),  # node sets on a recursive document
+            ("flwr", "for $x in //a where $x/a return <r>{ $x/text() }</r>"),
+            ("tree", "for $x in /a return <r>{ $x//a }</r>"),
+        ],
+        strategy="FW",
+    )
+    depth = 40
+    measured = set(router.profile([("<a>" * depth + "z" + "</a>" * depth).encode(), b"<a><a/>t</a>"]))
+    assert "node sets" in measured
+    assert measured <= _documented_categories()
+    assert measured <= _reported_categories()
