@@ -106,6 +106,9 @@ class Router:
         self._planner = Planner(self._nfa, self.strategy, self.optimize, self.graph, shared=shared_selection)
         self._parser = DocumentParser(_dtd_text(dtd), limits)
         self._plans: dict[str, SubscriptionPlan] = {}
+        # sid -> text, kept only where the fallback for invalid documents may have to recompile
+        # them (validates_documents); the plans themselves keep neither text nor syntax tree
+        self._texts: dict[str, str] = {}
         self._index = SelectionIndex()
         self._shared = SharedPlans()
         self.errors: dict[str, FeedrouterError] = {}
@@ -178,8 +181,10 @@ class Router:
             if exc.source is None:
                 exc.with_source(sid)
             raise
-        plan = self._planner.plan(sid, tree, text)
+        plan = self._planner.plan(sid, tree)
         self._plans[sid] = plan
+        if self.validates_documents:
+            self._texts[sid] = text
         if self.graph is not None and self.optimize.uses_dtd:
             reason = never_matches(plan.main.pattern, self.graph)
             if reason is not None:
@@ -207,6 +212,7 @@ class Router:
         if emptied:
             self._index.remove(group, plan.main.pid, group.probe)
         self._warnings.pop(sid, None)
+        self._texts.pop(sid, None)
         self._planner.drop(plan)
         if self._fallback is not None and sid in self._fallback:
             self._fallback.remove(sid)
@@ -231,7 +237,7 @@ class Router:
     def profile(self, documents: Iterable[bytes]) -> dict[str, float]:
         """Route documents and return exclusive seconds per operator category (paper 000, Table 2).
 
-        Categories: parse + NFA, shared selection, path-tuples, node sets, Selection, DupElim, SemiJoin,
+        Categories: parse + NFA, shared selection, path-tuples, Selection, DupElim, SemiJoin,
         Where-Filter, Return-Select, OuterJoin-Select, message factory, and garbage collection
         (Python's collector, timed apart from the operator it interrupted). They add up to the total.
         """
@@ -345,9 +351,9 @@ class Router:
                 optimize="query",
                 result_limits=self.result_limits,
             )
-            for sid, plan in self._plans.items():
+            for sid in self._plans:
                 try:
-                    fallback.add(sid, plan.text)
+                    fallback.add(sid, self._texts[sid])
                 except Exception:  # compiled once already: a text that fails here is a bug of ours
                     _log.warning("subscription %s does not compile without the DTD", sid, exc_info=True)
             self._fallback = fallback
@@ -359,6 +365,16 @@ class Router:
         state.pop("_validator", None)
         state.pop("_fallback", None)
         return state
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        if "_texts" not in state:  # pickled when each plan kept its own text
+            plans: dict[str, SubscriptionPlan] = state["_plans"]  # type: ignore[assignment]
+            self._texts = {
+                sid: plan.__dict__.pop("text") for sid, plan in plans.items() if "text" in plan.__dict__
+            }
+            for plan in plans.values():
+                plan.__dict__.pop("tree", None)
 
     # -- introspection --------------------------------------------------------------------------
 

@@ -177,23 +177,25 @@ def _resolve(op: Op, returns: tuple[ReturnItem, ...]) -> Code:
 
 @dataclass
 class SubscriptionPlan:
-    """Everything needed to turn the engine's streams into one subscription's result."""
+    """Everything needed to turn the engine's streams into one subscription's result.
+
+    Only what routing and :meth:`~feedrouter.router.Router.explain` read is kept: a compiled plan is
+    pickled into the plan artifact and unpickled by every executor, and the subscription's text and
+    syntax tree (about half of an artifact) are not needed once the plan is built.
+    """
 
     sid: str
-    text: str
-    tree: ast.Subscription
+    is_flwr: bool
     main: PatternPlan
     returns: tuple[ReturnItem, ...]
     template: Template
     wrapper: ElementTemplate | None
     held: list[PatternPlan] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # rewrites applied
-    is_flwr: bool = field(init=False)
     signature: tuple = field(init=False, repr=False)
     code: tuple[Code, ...] = field(init=False, repr=False)  # the template, flattened and resolved
 
     def __post_init__(self) -> None:
-        self.is_flwr = isinstance(self.tree.body, ast.Flwr)
         self.code = tuple(_resolve(op, self.returns) for op in flatten(self.template))
         # What the result depends on, and nothing else: plans with one signature give one result.
         # Patterns stand for their interned plans (the planner interns by pattern).
@@ -361,13 +363,14 @@ class Planner:
 
     # -- subscription plans -------------------------------------------------------------------------
 
-    def plan(self, sid: str, tree: ast.Subscription, text: str) -> SubscriptionPlan:
+    def plan(self, sid: str, tree: ast.Subscription) -> SubscriptionPlan:
+        """The plan of one parsed subscription; it keeps neither the tree nor the text."""
         body = tree.body
         notes: list[str] = []
         if isinstance(body, ast.Filter):
             main = self.acquire(self.rewrite(absolute_pattern(body.path), notes), main=True)
             returns = (self._intern_return(ReturnItem(None)),)
-            return SubscriptionPlan(sid, text, tree, main, returns, Slot(0), None, [main], notes)
+            return SubscriptionPlan(sid, False, main, returns, Slot(0), None, [main], notes)
         main = self.acquire(self.rewrite(absolute_pattern(body.binding, body.where), notes), main=True)
         held = [main]
         slots: list[ast.RelPath] = []
@@ -379,7 +382,7 @@ class Planner:
             template = Slot(0)
         returns = tuple(self._return_item(main.pattern, path, held, notes) for path in slots)
         wrapper = make_wrapper(body.wrapper) if body.wrapper else None
-        return SubscriptionPlan(sid, text, tree, main, returns, template, wrapper, held, notes)
+        return SubscriptionPlan(sid, True, main, returns, template, wrapper, held, notes)
 
     def _return_item(
         self, bound: PathPattern, path: ast.RelPath, held: list[PatternPlan], notes: list[str]

@@ -5,7 +5,11 @@ from __future__ import annotations
 import pytest
 
 from feedrouter import CompileError, Router
-from feedrouter.plan.rules.claims import no_duplicates, no_duplicates_on, ordered_on
+from feedrouter.lang import parse
+from feedrouter.plan.claims import no_duplicates, no_duplicates_on, ordered_on
+from feedrouter.plan.optimize import Optimize, RuleContext
+from feedrouter.plan.patterns import PathPattern, absolute_pattern
+from feedrouter.plan.rules import RULES, rewrite
 from feedrouter.plan.rules.resolve_wildcards import resolve_wildcards
 from feedrouter.plan.rules.rewrite_descendants import rewrite_descendants
 from feedrouter.schema import DtdGraph
@@ -58,23 +62,76 @@ BIB = DtdGraph.from_text(
 )
 
 
+def pattern(path: str) -> PathPattern:
+    return absolute_pattern(parse(path).body.path)  # type: ignore[union-attr]
+
+
+def dtd_context(graph: DtdGraph) -> RuleContext:
+    return RuleContext(Optimize.DTD, graph)
+
+
 def test_superfluous_descendant_steps_become_child_steps() -> None:
-    rewritten, positions, notes = rewrite_descendants(nav("//book//section//figure//image"), BOOK)
+    context = dtd_context(BOOK)
+    rewritten = rewrite_descendants(pattern("//book//section//figure//image"), context)
     # sections nest, so book//section and section//figure keep their '//'
-    assert rewritten == nav("/book//section//figure/image")
-    assert positions == (0, 1, 2, 3)
-    assert len(notes) == 2
+    assert rewritten.nav == nav("/book//section//figure/image")
+    assert len(context.applied()) == 2
 
 
 def test_a_descendant_step_with_one_chain_expands_into_child_steps() -> None:
-    rewritten, positions, notes = rewrite_descendants(nav("//book//city"), BIB)
-    assert rewritten == nav("/bib/book/publisher/address/city")
-    assert positions == (1, 4)  # book moved to field 2, city to field 5
-    assert notes[-1].startswith("rewrite: //city -> /publisher/address/city")
+    context = dtd_context(BIB)
+    rewritten = rewrite_descendants(pattern("//book[@id]//city[. = 'Oslo']"), context)
+    assert rewritten.nav == nav("/bib/book/publisher/address/city")
+    # the tests moved with their steps: book to field 2, city to field 5
+    assert [str(t) for t in rewritten.tests[1]] == ["@id"]
+    assert [str(t) for t in rewritten.tests[4]] == [". = 'Oslo'"]
+    assert rewritten.tested_fields == (1, 4)
+    assert context.applied()[-1].startswith("rewrite: //city -> /publisher/address/city")
     # title has two chains (book/title, article/title): it keeps its '//'
-    assert rewrite_descendants(nav("//title"), BIB)[0] == nav("//title")
+    assert rewrite_descendants(pattern("//title"), context).nav == nav("//title")
     # below a '//' on a loop the chain is not unique
-    assert rewrite_descendants(nav("/book//figure"), BOOK)[0] == nav("/book//figure")
+    assert rewrite_descendants(pattern("/book//figure"), dtd_context(BOOK)).nav == nav("/book//figure")
+
+
+def test_branches_are_rewritten_with_their_parent_and_joined_on_the_new_fields() -> None:
+    rewritten = rewrite_descendants(pattern("//book[.//city]/title"), dtd_context(BIB))
+    (branch,) = rewritten.branches
+    assert rewritten.nav == nav("/bib/book/title")
+    assert branch.field == 1 and branch.pattern.nav == nav("/bib/book/publisher/address/city")
+    assert branch.pattern.base == 2
+
+
+def test_the_rules_share_one_signature_and_run_in_order() -> None:
+    assert (resolve_wildcards, rewrite_descendants) == RULES
+    context = dtd_context(BIB)
+    # the wildcard names the context of the '//' step after it: resolved first, '//city' has one chain
+    assert rewrite(pattern("/*//city"), context).nav == nav("/bib/book/publisher/address/city")
+    assert [n.split(" (")[0] for n in context.applied()] == [
+        "rewrite: /* -> /bib",
+        "rewrite: //city -> /book/publisher/address/city",
+    ]
+    # in reverse order the '//' sees a wildcard before it and stays
+    backwards = rewrite(pattern("/*//city"), dtd_context(BIB), rules=RULES[::-1])
+    assert backwards.nav == nav("/bib//city")
+
+
+@pytest.mark.parametrize("level", [Optimize.NONE, Optimize.QUERY])
+def test_below_the_dtd_level_no_rule_rewrites(level: Optimize) -> None:
+    context = RuleContext(level, BIB)
+    original = pattern("/*//city")
+    assert context.graph is None
+    assert rewrite(original, context) is original and context.applied() == []
+
+
+def test_notes_follow_the_pattern_tree_then_the_rules_order() -> None:
+    """The pattern's own rewrites first, then each branch's, as when every pattern ran both rules."""
+    router = Router.compile([("s", "//publisher[address/*]//name")], dtd=BIB, optimize="dtd")
+    notes = [line.strip() for line in router.explain("s").splitlines() if "rewrite:" in line]
+    assert [n.split(" (")[0] for n in notes] == [
+        "rewrite: //publisher -> /bib/book/publisher",
+        "rewrite: //name -> /name",
+        "rewrite: /* -> /city",  # the branch's; its '//publisher' is the same rewrite, noted once
+    ]
 
 
 def test_expanded_paths_keep_their_tests_branches_and_fields() -> None:
@@ -105,8 +162,9 @@ def test_expanded_paths_keep_their_tests_branches_and_fields() -> None:
 
 
 def test_wildcards_the_dtd_fixes_are_resolved() -> None:
-    assert resolve_wildcards(nav("/*/section/figure/*"), BOOK)[0] == nav("/book/section/figure/*")
-    assert resolve_wildcards(nav("/book/section/figure/title/*"), BOOK)[0] == nav(
+    context = dtd_context(BOOK)
+    assert resolve_wildcards(pattern("/*/section/figure/*"), context).nav == nav("/book/section/figure/*")
+    assert resolve_wildcards(pattern("/book/section/figure/title/*"), context).nav == nav(
         "/book/section/figure/title/*"
     )
 

@@ -1,42 +1,41 @@
-"""Plan optimizations (paper 000 §4, §5.1; paper 003 §3), one rule per module, run in order.
+"""The rewrite rules of the planner (paper 000 §5.1; paper 003 §3), one rule per module, run in order.
 
-Levels: ``none`` (every DupElim kept, hash joins), ``query`` (Claims 1, 3 and 4 from the query
-alone) and ``dtd`` (also Claims 2 and 5 from the DTD element graph, rewriting of ``//`` and ``*``
-steps the DTD fixes, and warnings for subscriptions that can never match). DTD-driven rules assume
-documents valid against the feed's DTD, as the papers do; they apply to element names without a
-namespace (a DTD knows names as written, not namespaces).
+A rule is a function ``rule(pattern, context) -> pattern``: it returns the pattern (with its branches)
+rewritten into an equivalent one, or the pattern itself when it does not apply, and reports each
+rewrite through ``context.note``. :data:`RULES` is their order: wildcards are resolved first, since
+they name the context the ``//`` rewrite looks at. A branch's path starts with its parent's prefix,
+which a rule rewrites the same way (the rules look only at earlier steps), so the parent's and the
+branch's field numbers still agree. What is not a rewrite lives beside this package: the levels and
+the context in :mod:`feedrouter.plan.optimize`, the duplicate and ordering claims in
+:mod:`feedrouter.plan.claims`, the never-match check in :mod:`feedrouter.plan.never_matches`.
+
+Example:
+    >>> from feedrouter.lang import parse
+    >>> from feedrouter.plan.optimize import Optimize, RuleContext
+    >>> from feedrouter.plan.patterns import absolute_pattern, format_pattern
+    >>> from feedrouter.workload import dtds
+    >>> context = RuleContext(Optimize.DTD, dtds.load("bib"))
+    >>> format_pattern(rewrite(absolute_pattern(parse("/*//price").body.path), context))
+    '/bib/book/price'
 """
 
 from __future__ import annotations
 
-from enum import Enum
+from collections.abc import Callable
 
-from feedrouter.errors import CompileError
+from feedrouter.plan.optimize import RuleContext
+from feedrouter.plan.patterns import PathPattern
+from feedrouter.plan.rules.resolve_wildcards import resolve_wildcards
+from feedrouter.plan.rules.rewrite_descendants import rewrite_descendants
+
+Rule = Callable[[PathPattern, RuleContext], PathPattern]
+
+#: The rewrite rules in the order they run.
+RULES: tuple[Rule, ...] = (resolve_wildcards, rewrite_descendants)
 
 
-class Optimize(Enum):
-    NONE = "none"
-    QUERY = "query"
-    DTD = "dtd"
-
-    @classmethod
-    def parse(cls, name: str, has_dtd: bool) -> Optimize:
-        if name == "auto":
-            return cls.DTD if has_dtd else cls.QUERY
-        try:
-            level = cls(name)
-        except ValueError:
-            raise CompileError(
-                f"unknown optimization level {name!r}; use 'auto', 'none', 'query' or 'dtd'", code="FR302"
-            ) from None
-        if level is cls.DTD and not has_dtd:
-            raise CompileError("optimize='dtd' needs the feed's DTD (pass dtd=...)", code="FR308")
-        return level
-
-    @property
-    def claims(self) -> bool:
-        return self is not Optimize.NONE
-
-    @property
-    def uses_dtd(self) -> bool:
-        return self is Optimize.DTD
+def rewrite(pattern: PathPattern, context: RuleContext, rules: tuple[Rule, ...] = RULES) -> PathPattern:
+    """``pattern`` after each of ``rules`` in turn; the rewrites applied are in ``context``."""
+    for rule in rules:
+        pattern = rule(pattern, context)
+    return pattern

@@ -4,11 +4,31 @@ from __future__ import annotations
 
 from feedrouter.engine.nfa import WILDCARD, NavPath, NavStep
 from feedrouter.lang.ast import Axis
-from feedrouter.plan.rules.names import dtd_name
+from feedrouter.plan.dtd_names import dtd_name
+from feedrouter.plan.optimize import RuleContext
+from feedrouter.plan.patterns import Branch, PathPattern
 from feedrouter.schema import DtdGraph
 
 
-def resolve_wildcards(nav: NavPath, graph: DtdGraph) -> tuple[NavPath, list[str]]:
+def resolve_wildcards(pattern: PathPattern, context: RuleContext) -> PathPattern:
+    """``pattern`` with each ``*`` child step the DTD allows only one element for named after it."""
+    if context.graph is None:
+        return pattern
+    return _resolve(pattern, context.graph, context, ())
+
+
+def _resolve(pattern: PathPattern, graph: DtdGraph, context: RuleContext, at: tuple[int, ...]) -> PathPattern:
+    nav, notes = _resolved_nav(pattern.nav, graph)
+    for text in notes:
+        context.note(at, text)
+    # the steps keep their places: tests and branch fields stay as they are
+    branches = tuple(
+        Branch(b.field, _resolve(b.pattern, graph, context, (*at, k))) for k, b in enumerate(pattern.branches)
+    )
+    return PathPattern(nav, pattern.base, pattern.tests, branches)
+
+
+def _resolved_nav(nav: NavPath, graph: DtdGraph) -> tuple[NavPath, list[str]]:
     steps, notes = list(nav), []
     for i, step in enumerate(steps):
         if step.tag != WILDCARD or step.axis is not Axis.CHILD:

@@ -3,19 +3,39 @@
 ``p//t`` is ``p/c1/.../ck/t`` when the DTD allows exactly one chain of elements from ``p`` down to a
 ``t`` (``k = 0``: ``t`` occurs below ``p`` only as a child). Equivalent paths then share one NFA path
 and one stream, child-only paths enumerate their path-tuples without search, and Claims 1-5 see fewer
-``//`` steps. The chain adds steps, so the rule reports where each original step went: the planner
-renumbers the tests and branches that refer to fields.
+``//`` steps. The chain adds steps, so the tests, branches and base of the pattern that refer to
+fields are renumbered.
 """
 
 from __future__ import annotations
 
 from feedrouter.engine.nfa import NavPath, NavStep
 from feedrouter.lang.ast import Axis
-from feedrouter.plan.rules.names import dtd_name
+from feedrouter.plan.dtd_names import dtd_name
+from feedrouter.plan.optimize import RuleContext
+from feedrouter.plan.patterns import Branch, PathPattern, renumbered
 from feedrouter.schema import DtdGraph
 
 
-def rewrite_descendants(nav: NavPath, graph: DtdGraph) -> tuple[NavPath, tuple[int, ...], list[str]]:
+def rewrite_descendants(pattern: PathPattern, context: RuleContext) -> PathPattern:
+    """``pattern`` with each ``//`` step the DTD fixes to one chain of child steps expanded into it."""
+    if context.graph is None:
+        return pattern
+    return _rewrite(pattern, context.graph, context, ())
+
+
+def _rewrite(pattern: PathPattern, graph: DtdGraph, context: RuleContext, at: tuple[int, ...]) -> PathPattern:
+    nav, positions, notes = _expanded(pattern.nav, graph)
+    for text in notes:
+        context.note(at, text)
+    branches = tuple(
+        Branch(positions[b.field], _rewrite(b.pattern, graph, context, (*at, k)))
+        for k, b in enumerate(pattern.branches)
+    )
+    return renumbered(pattern, nav, positions, branches)
+
+
+def _expanded(nav: NavPath, graph: DtdGraph) -> tuple[NavPath, tuple[int, ...], list[str]]:
     """The rewritten path, the new position of each original step, and a note per rewrite."""
     steps: list[NavStep] = []
     positions: list[int] = []

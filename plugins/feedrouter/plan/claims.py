@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from feedrouter.engine.nfa import NavPath
 from feedrouter.lang.ast import Axis
-from feedrouter.plan.rules.names import dtd_name
+from feedrouter.plan.dtd_names import dtd_name
 from feedrouter.schema import DtdGraph
 
 

@@ -1,4 +1,4 @@
-"""Element names as the DTD knows them, for the rules that consult the DTD element graph."""
+"""Element names as the DTD knows them, for the rules and claims that consult the DTD element graph."""
 
 from __future__ import annotations
 
