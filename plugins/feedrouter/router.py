@@ -35,10 +35,9 @@ from feedrouter.output.defaults import complete_attribute_defaults
 from feedrouter.output.factory import assemble_within, render_items_within
 from feedrouter.plan.context import DocumentContext
 from feedrouter.plan.index import SelectionIndex, find_probe
+from feedrouter.plan.optimize import Optimize
 from feedrouter.plan.planner import Planner, Strategy, SubscriptionPlan
 from feedrouter.plan.profile import Profiler
-from feedrouter.plan.rules import Optimize
-from feedrouter.plan.rules.never_matches import never_matches
 from feedrouter.plan.sharing import PlanGroup, SharedPlans
 from feedrouter.schema import DtdGraph
 from feedrouter.schema.dtd import load_dtd
@@ -185,10 +184,8 @@ class Router:
         self._plans[sid] = plan
         if self.validates_documents:
             self._texts[sid] = text
-        if self.graph is not None and self.optimize.uses_dtd:
-            reason = never_matches(plan.main.pattern, self.graph)
-            if reason is not None:
-                self._warnings[sid] = CompileWarning(sid, "FR304", f"can never match: {reason}")
+        if plan.warning is not None:  # the planner's never-match check (FR304)
+            self._warnings[sid] = plan.warning
         group, created = self._shared.join(plan)
         if created:
             probe = (
@@ -237,7 +234,7 @@ class Router:
     def profile(self, documents: Iterable[bytes]) -> dict[str, float]:
         """Route documents and return exclusive seconds per operator category (paper 000, Table 2).
 
-        Categories: parse + NFA, shared selection, path-tuples, Selection, DupElim, SemiJoin,
+        Categories: parse + NFA, shared selection, path-tuples, node sets, Selection, DupElim, SemiJoin,
         Where-Filter, Return-Select, OuterJoin-Select, message factory, and garbage collection
         (Python's collector, timed apart from the operator it interrupted). They add up to the total.
         """

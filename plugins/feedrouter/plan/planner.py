@@ -14,7 +14,7 @@ from enum import Enum
 
 from feedrouter.engine.document import iter_text_nodes
 from feedrouter.engine.nfa import Nfa
-from feedrouter.errors import CompileError
+from feedrouter.errors import CompileError, CompileWarning
 from feedrouter.lang import ast
 from feedrouter.output.factory import (
     ElementTemplate,
@@ -29,7 +29,9 @@ from feedrouter.output.factory import (
     render_wrapped,
 )
 from feedrouter.output.factory import wrapper_template as make_wrapper
+from feedrouter.plan.claims import no_duplicates, no_duplicates_on, ordered_on
 from feedrouter.plan.context import DocumentContext
+from feedrouter.plan.never_matches import never_matches
 from feedrouter.plan.nodesets import is_recursive, steps_of
 from feedrouter.plan.operators import (
     DupElimScan,
@@ -39,18 +41,9 @@ from feedrouter.plan.operators import (
     SemiJoinMerge,
     WhereFilter,
 )
-from feedrouter.plan.patterns import (
-    Branch,
-    PathPattern,
-    absolute_pattern,
-    format_pattern,
-    relative_pattern,
-    renumbered,
-)
-from feedrouter.plan.rules import Optimize
-from feedrouter.plan.rules.claims import no_duplicates, no_duplicates_on, ordered_on
-from feedrouter.plan.rules.resolve_wildcards import resolve_wildcards
-from feedrouter.plan.rules.rewrite_descendants import rewrite_descendants
+from feedrouter.plan.optimize import Optimize, RuleContext
+from feedrouter.plan.patterns import PathPattern, absolute_pattern, format_pattern, relative_pattern
+from feedrouter.plan.rules import rewrite as apply_rules
 from feedrouter.plan.search import search_all
 from feedrouter.plan.shared_join import SharedSelection, shared_selection_plan
 from feedrouter.schema import DtdGraph
@@ -192,6 +185,7 @@ class SubscriptionPlan:
     wrapper: ElementTemplate | None
     held: list[PatternPlan] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # rewrites applied
+    warning: CompileWarning | None = None  # FR304: it can never match a document valid under the DTD
     signature: tuple = field(init=False, repr=False)
     code: tuple[Code, ...] = field(init=False, repr=False)  # the template, flattened and resolved
 
@@ -345,26 +339,30 @@ class Planner:
     # -- rewrites -----------------------------------------------------------------------------------
 
     def rewrite(self, pattern: PathPattern, notes: list[str]) -> PathPattern:
-        """Apply the DTD's navigation rewrites to a pattern and its branches (no-op without a DTD).
+        """Run the rewrite rules (:data:`feedrouter.plan.rules.RULES`, in order) on a pattern and its
+        branches; the rewrites applied are added to ``notes`` (no-op below the ``dtd`` level)."""
+        context = RuleContext(self.optimize, self.graph)
+        pattern = apply_rules(pattern, context)
+        _note(notes, context.applied())
+        return pattern
 
-        Wildcards are resolved first: they name the context the ``//`` rewrite looks at. Expanding a
-        ``//`` into its chain adds steps, so tests, branches and the base are renumbered. A branch's
-        path starts with its parent's prefix, which rewrites the same way (the rules look only at
-        earlier steps), so the parent's and the branch's field numbers still agree.
-        """
+    def _never_match_warning(self, plan: SubscriptionPlan) -> CompileWarning | None:
+        """FR304 when the DTD proves the plan's subscription can never match (``dtd`` level only)."""
         if self.graph is None:
-            return pattern
-        nav, applied = resolve_wildcards(pattern.nav, self.graph)
-        _note(notes, applied)
-        nav, positions, applied = rewrite_descendants(nav, self.graph)
-        _note(notes, applied)
-        branches = [Branch(positions[b.field], self.rewrite(b.pattern, notes)) for b in pattern.branches]
-        return renumbered(pattern, nav, positions, tuple(branches))
+            return None
+        reason = never_matches(plan.main.pattern, self.graph)
+        return None if reason is None else CompileWarning(plan.sid, "FR304", f"can never match: {reason}")
 
     # -- subscription plans -------------------------------------------------------------------------
 
     def plan(self, sid: str, tree: ast.Subscription) -> SubscriptionPlan:
-        """The plan of one parsed subscription; it keeps neither the tree nor the text."""
+        """The plan of one parsed subscription; it keeps neither the tree nor the text. Its
+        ``warning`` says when the DTD proves it can never match."""
+        plan = self._plan(sid, tree)
+        plan.warning = self._never_match_warning(plan)
+        return plan
+
+    def _plan(self, sid: str, tree: ast.Subscription) -> SubscriptionPlan:
         body = tree.body
         notes: list[str] = []
         if isinstance(body, ast.Filter):
