@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from lxml import etree
 
@@ -184,7 +184,7 @@ class DocumentContext:
         """The node's string value, once per document (libxml2 joins the subtree's text nodes)."""
         value = self._string_values.get(nid)
         if value is None:
-            value = self._string_values[nid] = _STRING_VALUE(self.nodes[nid])
+            value = self._string_values[nid] = cast(str, _STRING_VALUE(self.nodes[nid]))  # smart_strings off
         return value
 
     def serialized(self, nid: int) -> bytes:

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from feedrouter.engine.nfa import WILDCARD
 from feedrouter.engine.runtime import PathTuple
 from feedrouter.lang.ast import Axis
-from feedrouter.plan.context import DocumentContext, checker
+from feedrouter.plan.context import Checker, DocumentContext, checker
 from feedrouter.plan.nodesets import NodeFilter, Step, downward, forward, is_recursive, qualifying, steps_of
 from feedrouter.plan.patterns import PathPattern, format_pattern
 from feedrouter.plan.search import branch_holds
@@ -60,13 +60,18 @@ class Selection:
         return kept
 
     def node_tests(self, ctx: DocumentContext) -> list[NodeTest]:
-        outcome = ctx.outcome
-        return [(i, lambda nid, check=check: outcome(check, nid)) for i, check in self._checks]
+        return [(i, _passes(ctx, check)) for i, check in self._checks]
 
     def describe(self) -> str:
         return (
             "Selection(" + "; ".join(f"${i + 1}: " + ", ".join(map(str, ts)) for i, ts in self.fields) + ")"
         )
+
+
+def _passes(ctx: DocumentContext, check: Checker) -> Callable[[int], bool]:
+    """A node test running one local test's checker through the document's outcomes."""
+    outcome = ctx.outcome
+    return lambda nid: outcome(check, nid)
 
 
 class DupElimScan:

@@ -12,6 +12,7 @@ import math
 import operator
 import re
 from collections.abc import Callable
+from typing import Any
 
 from feedrouter.lang.ast import CompOp, Literal
 
@@ -20,7 +21,7 @@ _XML_WHITESPACE = " \t\r\n"
 _DOUBLE = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _SPECIAL = {"INF": math.inf, "+INF": math.inf, "-INF": -math.inf, "NaN": math.nan}
 
-_OPERATORS: dict[CompOp, Callable[[object, object], bool]] = {
+_OPERATORS: dict[CompOp, Callable[[Any, Any], bool]] = {
     CompOp.EQ: operator.eq,
     CompOp.NE: operator.ne,
     CompOp.LT: operator.lt,
