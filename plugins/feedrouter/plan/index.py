@@ -19,10 +19,11 @@ Equality is preferred when a subscription has both: it is the more selective.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right, insort
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 
 from feedrouter.engine.document import iter_text_nodes
+from feedrouter.engine.nfa import NavPath
 from feedrouter.lang.ast import CompOp
 from feedrouter.plan.context import DocumentContext
 from feedrouter.plan.nodesets import plain_field_nodes
@@ -30,6 +31,8 @@ from feedrouter.plan.patterns import LocalTest, PathPattern, TestKind
 from feedrouter.plan.values import to_double
 
 Key = str | float
+#: A navigation path's NFA path id, or None when the path is not in the NFA (the planner's look-up).
+PidOf = Callable[[NavPath], int | None]
 
 
 @dataclass(frozen=True)
@@ -57,7 +60,7 @@ class Probe:
     op: CompOp = CompOp.EQ
 
 
-def find_probe(main: PathPattern, pid_of, branches_in_nfa: bool) -> Probe | None:  # type: ignore[no-untyped-def]
+def find_probe(main: PathPattern, pid_of: PidOf, branches_in_nfa: bool) -> Probe | None:
     """The pattern tree's first equality test whose path is in the NFA, else its first range test."""
     probes = [
         probe

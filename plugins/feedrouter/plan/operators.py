@@ -24,6 +24,7 @@ from feedrouter.lang.ast import Axis
 from feedrouter.plan.context import Checker, DocumentContext, checker
 from feedrouter.plan.nodesets import NodeFilter, Step, downward, forward, is_recursive, qualifying, steps_of
 from feedrouter.plan.patterns import PathPattern, format_pattern
+from feedrouter.plan.profile import Profiler
 from feedrouter.plan.search import branch_holds
 
 #: A field and what its node must pass: one operator's share of a plan evaluated by node sets.
@@ -227,7 +228,7 @@ class PatternPlan:
             tuples = op.apply(ctx, tuples)
         return tuples
 
-    def _profiled_tuples(self, ctx: DocumentContext, profiler) -> list[PathTuple]:  # type: ignore[no-untyped-def]
+    def _profiled_tuples(self, ctx: DocumentContext, profiler: Profiler) -> list[PathTuple]:
         with profiler.measure("path-tuples"):
             tuples = ctx.stream(self.pid)
         for op in self.operators:
@@ -436,7 +437,9 @@ def _group_of_anchor(
     if shape.descendant < 0:
         up = shape.last - field
         return [nid for nid in nodes[lo:hi] if _ancestor(parents, nid, up) == anchor]
-    accepted = matches.last_nodes(plan.prefix_pid(ctx, field))  # type: ignore[arg-type]
+    prefix = plan.prefix_pid(ctx, field)
+    assert prefix is not None  # PatternPlan._suffix_shape keeps no '//' shape without the prefix's path
+    accepted = matches.last_nodes(prefix)
     at = bisect_left(accepted, anchor)
     if at == len(accepted) or accepted[at] != anchor:
         return []

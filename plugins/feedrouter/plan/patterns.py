@@ -10,6 +10,7 @@ the plan joins the two streams on that field (paper 000 §3.2, paper 002 §4.1).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -82,7 +83,7 @@ class PathPattern:
     def tested_fields(self) -> tuple[int, ...]:
         return tuple(i for i, tests in enumerate(self.tests) if tests)
 
-    def walk(self):  # type: ignore[no-untyped-def]
+    def walk(self) -> Iterator[PathPattern]:
         """This pattern and every nested branch pattern, depth first."""
         yield self
         for branch in self.branches:

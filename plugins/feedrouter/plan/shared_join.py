@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from feedrouter.engine.runtime import PathTuple
 from feedrouter.lang.ast import CompOp
 from feedrouter.plan.context import DocumentContext
-from feedrouter.plan.index import Key, ProbeSite, probe_for, site_keys
+from feedrouter.plan.index import Key, PidOf, ProbeSite, probe_for, site_keys
 from feedrouter.plan.nodesets import Step, above, downward, plain_field_nodes
 from feedrouter.plan.patterns import PathPattern
 
@@ -57,7 +57,7 @@ class SharedSelectionPlan:
     key: Key
 
 
-def shared_selection_plan(pattern: PathPattern, pid_of) -> SharedSelectionPlan | None:  # type: ignore[no-untyped-def]
+def shared_selection_plan(pattern: PathPattern, pid_of: PidOf) -> SharedSelectionPlan | None:
     """The shared join a main pattern can use, or None when its tests do not have that shape.
 
     ``pid_of`` maps a navigation path to its NFA path id (None when it is not in the NFA): the
