@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from feedrouter import CompileError, Router
@@ -211,3 +213,24 @@ def test_dtd_level_needs_a_dtd_and_unknown_levels_are_refused() -> None:
         Router.compile([("q", "//a")], optimize="dtd")
     with pytest.raises(CompileError, match="unknown optimization level"):
         Router.compile([("q", "//a")], optimize="max")
+
+
+def test_the_planner_runs_the_never_match_check() -> None:
+    from feedrouter.engine.nfa import Nfa
+    from feedrouter.plan.planner import Planner, Strategy
+
+    tree = parse("/book/figure")
+    warned = Planner(Nfa(), Strategy.FWR, Optimize.DTD, BOOK).plan("s", tree).warning
+    assert warned is not None and warned.code == "FR304" and warned.subscription_id == "s"
+    assert "no 'figure' as a child of book" in warned.message
+    assert Planner(Nfa(), Strategy.FWR, Optimize.QUERY, BOOK).plan("s", tree).warning is None
+
+
+def test_the_rules_package_holds_only_rewrite_rules() -> None:
+    """One module per rule, named after its function, each in RULES; claims, levels and checks live
+    beside the package."""
+    import feedrouter.plan.rules as package
+
+    modules = {path.stem for path in Path(package.__file__).parent.glob("*.py")} - {"__init__"}
+    assert modules == {rule.__name__ for rule in RULES}
+    assert all(rule.__module__ == f"feedrouter.plan.rules.{rule.__name__}" for rule in RULES)
