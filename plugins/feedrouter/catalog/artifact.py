@@ -40,7 +40,9 @@ from feedrouter.storage import ObjectStore
 MAGIC = b"FEEDROUTER-PLAN\n"
 # 2: plans grouped by signature (shared plans), interned return items with slot refs, flat code
 # 3: the header names the feed id; FeedConfig carries the feed's result limits and DTD policy
-FORMAT_VERSION = 3
+# 4: optimization levels and claims moved out of plan/rules/, plans keep no subscription text or
+#    AST, typed per-document caches (classes pickles name moved)
+FORMAT_VERSION = 4
 MAX_HEADER_BYTES = 4096
 SUFFIX = ".plan"
 
