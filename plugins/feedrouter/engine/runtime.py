@@ -9,12 +9,20 @@ For every distinct path accepted at an element, the runtime emits path-tuples: o
 position) per location step. Tuples of a stream come out ordered by their last field. The run only
 records each element's DFA state; a stream's tuples are built when a plan first asks for them.
 Value predicates are not looked at here: the plan evaluates them afterwards (paper 000 §2.3).
+
+Memory per element is kept small (issue 18, item 3): parents and the members of each DFA state
+are machine ints (``array``), names are shared strings, and an lxml element object is kept only
+for the elements a path ends on (the ones plans ask for); the others are made again from the tree
+when a plan first needs them (:class:`Nodes`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
+
+from lxml import etree
 
 from feedrouter.engine.nfa import WILDCARD, NavPath, Nfa
 from feedrouter.errors import DocumentError
@@ -57,11 +65,20 @@ class LazyDfa:
         self.memoize = memoize  # False: recompute every transition from the NFA (the plain YFilter run)
         self._reset()
 
+    def __getstate__(self) -> dict[str, object]:
+        # the interned sets and the memo are rebuilt on the first document: not shipped
+        return {"_nfa": self._nfa, "memoize": self.memoize}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        self._reset()
+
     def _reset(self) -> None:
         self._version = self._nfa.version
         self._ids: dict[frozenset[int], int] = {}
         self._sets: list[frozenset[int]] = []
         self._accepts: list[tuple[int, ...]] = []
+        self.accepting: list[bool] = []  # per state: whether it accepts some path
         self._memo: dict[tuple[int, str], int] = {}
         self._shapes: dict[int, _PathShape] = {}
         self.initial = self._intern(self._nfa.initial())
@@ -72,6 +89,7 @@ class LazyDfa:
             did = self._ids[states] = len(self._sets)
             self._sets.append(states)
             self._accepts.append(self._nfa.accepted(states))
+            self.accepting.append(bool(self._accepts[-1]))
         return did
 
     def check(self) -> None:
@@ -102,6 +120,55 @@ class LazyDfa:
     @property
     def size(self) -> int:
         return len(self._sets)
+
+
+class Nodes:
+    """The document's elements by id (pre-order position): ``nodes[nid]`` is the lxml element.
+
+    The run keeps the element objects of the elements some path ends on; another element is made
+    on first need from its nearest kept ancestor, whose element children are all made (and kept)
+    at once, so that asking for every element of a document costs each element once. An element
+    object costs about 80 bytes: keeping one per element would double the tree's memory.
+    """
+
+    __slots__ = ("_elements", "_matches")
+
+    def __init__(self, matches: Matches) -> None:
+        self._matches = matches
+        self._elements: list[etree._Element | None] = []
+
+    def __len__(self) -> int:
+        return len(self._elements)
+
+    def __getitem__(self, nid: int) -> etree._Element:
+        element = self._elements[nid]
+        if element is None:
+            element = self._make(nid if nid >= 0 else nid + len(self._elements))
+        return element
+
+    def __iter__(self) -> Iterator[etree._Element]:
+        """Every element in document order (made one at a time, not kept)."""
+        if self._elements:
+            yield from self[0].iter(etree.Element)
+
+    def _make(self, nid: int) -> etree._Element:
+        elements, parents = self._elements, self._matches.parents
+        missing = []
+        node = nid
+        while elements[node] is None:  # the root element is always kept
+            missing.append(node)
+            node = parents[node]
+        for child in reversed(missing):
+            self._make_children(parents[child])
+        return elements[nid]  # type: ignore[return-value]
+
+    def _make_children(self, parent: int) -> None:
+        elements, ends = self._elements, self._matches.subtree_ends()
+        nid = parent + 1  # a child's next sibling is the element after its subtree
+        for element in elements[parent].iterchildren(etree.Element):  # type: ignore[union-attr]
+            if elements[nid] is None:
+                elements[nid] = element
+            nid = ends[nid] + 1
 
 
 def enumerate_tuples(shape: _PathShape, ids: list[int], tags: list[str]) -> Iterator[PathTuple]:
@@ -165,23 +232,23 @@ class Matches:
 
     def __init__(self, dfa: LazyDfa) -> None:
         self._dfa = dfa
-        self.nodes: list = []
-        self.parents: list[int] = []
-        self.tags: list[str] = []
-        self.by_state: dict[int, list[int]] = {}
+        self.nodes = Nodes(self)
+        self.parents = array("i")  # -1 for the root element
+        self.tags: list[str] = []  # one string object per distinct name
+        self.by_state: dict[int, array[int]] = {}
         self._pids: dict[int, list[int]] | None = None
-        self._last: dict[int, list[int]] = {}
+        self._last: dict[int, Sequence[int]] = {}
         self._tuples: dict[int, list[PathTuple]] = {}
-        self._ends: list[int] | None = None
+        self._ends: array[int] | None = None
         self._chains: dict[int, tuple[list[int], list[str]]] = {}
         self._chained = 0  # elements held by the chains in the memo
 
-    def subtree_ends(self) -> list[int]:
+    def subtree_ends(self) -> array[int]:
         """Per element, the id of the last element in its subtree: ids are in document order, so
         the descendants of ``nid`` are exactly the ids ``nid + 1 .. ends[nid]``."""
         if self._ends is None:
             parents = self.parents
-            ends = list(range(len(parents)))
+            ends = array("i", range(len(parents)))
             for nid in range(len(parents) - 1, 0, -1):
                 parent = parents[nid]
                 if parent >= 0 and ends[nid] > ends[parent]:
@@ -203,8 +270,8 @@ class Matches:
         """The id of a path in the NFA this document ran on (None when it is not there)."""
         return self._dfa.path_id(path)
 
-    def last_nodes(self, pid: int) -> list[int]:
-        """The nodes a path ends on, in document order."""
+    def last_nodes(self, pid: int) -> Sequence[int]:
+        """The nodes a path ends on, in document order (read only)."""
         nodes = self._last.get(pid)
         if nodes is None:
             dids = self.matched().get(pid, ())
@@ -308,7 +375,14 @@ def run(dfa: LazyDfa, events: Iterable[tuple[str, object]], max_depth: int) -> M
     """
     dfa.check()
     matches = Matches(dfa)
-    nodes, parents, tags, by_state = matches.nodes, matches.parents, matches.tags, matches.by_state
+    elements, parents, tags, by_state = (
+        matches.nodes._elements,
+        matches.parents,
+        matches.tags,
+        matches.by_state,
+    )
+    names: dict[str, str] = {}  # lxml makes a new string per .tag: keep one per name
+    accepting = dfa.accepting
     stack = [dfa.initial]
     open_ids = [-1]
     step = dfa.step
@@ -320,18 +394,19 @@ def run(dfa: LazyDfa, events: Iterable[tuple[str, object]], max_depth: int) -> M
             stack.pop()
             open_ids.pop()
             continue
-        nid = len(nodes)
-        nodes.append(element)
+        nid = len(elements)
         parents.append(open_ids[-1])
-        tags.append(tag)
+        tags.append(names.setdefault(tag, tag))
         if len(open_ids) > max_depth:
             raise DocumentError(f"the document nests elements deeper than {max_depth} levels", code="FR202")
         did = step(stack[-1], tag)
+        # plans ask for the elements paths end on; the root is where the others are found again
+        elements.append(element if accepting[did] or nid == 0 else None)
         stack.append(did)
         open_ids.append(nid)
         members = by_state.get(did)
         if members is None:
-            by_state[did] = [nid]
+            by_state[did] = array("i", (nid,))
         else:
             members.append(nid)
     return matches
