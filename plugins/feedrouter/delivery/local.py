@@ -19,9 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import BinaryIO
 
-from feedrouter.delivery.messages import Splitter
+from feedrouter.delivery.messages import ByteReader, Splitter
 from feedrouter.delivery.parts import DEFAULT_MAX_PART_BYTES, Part, PartHeader, Result, write_parts
 from feedrouter.delivery.routing import Routed, Routes, route_objects
 from feedrouter.errors import RoutingError
@@ -90,7 +89,7 @@ class HourRun:
         }
 
 
-def route_locally(router: Routes, splitter: Splitter, objects: Iterable[tuple[str, BinaryIO]]) -> HourRun:
+def route_locally(router: Routes, splitter: Splitter, objects: Iterable[tuple[str, ByteReader]]) -> HourRun:
     """Route the messages of ``objects`` (``(key, stream)`` pairs, in key order) in this process."""
     run = HourRun()
     for routed in route_objects(router, splitter, objects, on_read=run.read):

@@ -7,6 +7,7 @@ of the same hour with the same plan build writes it again byte for byte.
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import json
 from dataclasses import asdict, dataclass
@@ -84,5 +85,5 @@ class Manifest:
             "parts": [asdict(part) for part in self.parts],
         }
 
-    def to_bytes(self) -> bytes:
+    def to_bytes(self) -> builtins.bytes:  # the class's own 'bytes' is the size property
         return (json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n").encode("utf-8")

@@ -28,7 +28,7 @@ import io
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from typing import Protocol
 
 from lxml import etree
 
@@ -40,6 +40,12 @@ CHUNK_BYTES = 1 << 20
 
 #: What reading a damaged gzip stream raises: a bad header or CRC, a truncated member, bad deflate data.
 GZIP_ERRORS = (gzip.BadGzipFile, EOFError, zlib.error)
+
+
+class ByteReader(Protocol):
+    """What a message is read from: an object's stream, or the gunzipping reader around it."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
 
 
 @dataclass(frozen=True)
@@ -74,7 +80,7 @@ class Message:
 class CountingReader:
     """A read-only stream wrapper that counts the bytes read (the stored size of an object)."""
 
-    def __init__(self, raw: BinaryIO) -> None:
+    def __init__(self, raw: ByteReader) -> None:
         self._raw = raw
         self.count = 0
 
@@ -103,14 +109,17 @@ class Splitter:
     dtd_text: str | None = field(default=None, repr=False)
     max_message_bytes: int = DEFAULT_MAX_BYTES
 
-    def messages(self, source: str, stream: BinaryIO) -> Iterator[Message]:
+    def messages(self, source: str, stream: ByteReader) -> Iterator[Message]:
         """The messages of the object ``source`` read from ``stream`` (gunzipped for ``.gz``).
 
         Never raises for what the object holds: a broken container or gzip stream ends the object
         with a failed message, after the records read before the fault.
         """
         compressed = source.endswith(".gz")
-        reader: BinaryIO = gzip.GzipFile(fileobj=stream, mode="rb") if compressed else stream
+        reader = stream
+        if compressed:
+            # typeshed asks the gzip file object for seek(), which GzipFile calls only to rewind
+            reader = gzip.GzipFile(fileobj=stream, mode="rb")  # type: ignore[call-overload]
         cutter = _RecordCutter(self, source)
         try:
             if self.record_element is None:
@@ -120,7 +129,7 @@ class Splitter:
         except GZIP_ERRORS as exc:
             yield Message(source, cutter.index, b"", unreadable_gzip(source, exc), whole_object=True)
 
-    def _whole(self, source: str, reader: BinaryIO, compressed: bool) -> Message:
+    def _whole(self, source: str, reader: ByteReader, compressed: bool) -> Message:
         data = read_up_to(reader, self.max_message_bytes + 1)
         if len(data) <= self.max_message_bytes:
             return Message(source, 0, data)
@@ -164,7 +173,7 @@ class _RecordCutter:
         self._progress = 0  # the writer's callback count when last looked at
         self._unreported = 0  # bytes fed since the parser last reported anything
 
-    def records(self, reader: BinaryIO) -> Iterator[Message]:
+    def records(self, reader: ByteReader) -> Iterator[Message]:
         parser = self.splitter.container_parser(self._writer)
         # a gzip reader's read1 hands over what one step decompressed: read() would fill its chunk
         # first, and a fault further on would lose the records decompressed before it
@@ -213,7 +222,7 @@ class _RecordCutter:
         return Message(self.source, self.index, b"", error, whole_object=True)
 
 
-def read_up_to(stream: BinaryIO, limit: int) -> bytes:
+def read_up_to(stream: ByteReader, limit: int) -> bytes:
     """Read until ``limit`` bytes or the end of ``stream`` (network streams may return short reads).
 
     Memory stays at about what was read: the chunks go into one growing buffer, handed back as is.

@@ -23,10 +23,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import nullcontext
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from feedrouter import heap
-from feedrouter.delivery.messages import CountingReader, Message, Splitter
+from feedrouter.delivery.messages import ByteReader, CountingReader, Message, Splitter
 from feedrouter.errors import DocumentError, RoutingError
 from feedrouter.router import RouteOutcome
 
@@ -61,7 +61,7 @@ InternalErrors = Literal["raise", "reject"]
 def route_objects(
     router: Routes,
     splitter: Splitter,
-    objects: Iterable[tuple[str, BinaryIO]],
+    objects: Iterable[tuple[str, ByteReader]],
     *,
     settle: bool = True,
     internal_errors: InternalErrors = "raise",
@@ -87,7 +87,7 @@ def route_objects(
     with heap.settled() if settle else nullcontext():
         for source, stream in objects:
             counted = CountingReader(stream)
-            for message in splitter.messages(source, counted):  # type: ignore[arg-type]
+            for message in splitter.messages(source, counted):
                 yield route_message(router, message, internal_errors)
             if on_read is not None:
                 on_read(source, counted.count)

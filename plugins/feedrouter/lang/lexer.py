@@ -194,9 +194,9 @@ class Lexer:
             return self._braced_name(pos)
         if NCNAME.match(text, pos):
             return self._name(pos)
-        if ch == "*" and text.startswith(":", pos + 1) and NCNAME.match(text, pos + 2):
-            end = NCNAME.match(text, pos + 2).end()  # type: ignore[union-attr]
-            return Token("wildcard", text[pos:end], pos, end)
+        local = NCNAME.match(text, pos + 2) if ch == "*" and text.startswith(":", pos + 1) else None
+        if local is not None:
+            return Token("wildcard", text[pos : local.end()], pos, local.end())
         punct = _PUNCT.match(text, pos)
         if punct is not None:
             return Token("punct", punct.group(), pos, punct.end())

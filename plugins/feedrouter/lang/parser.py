@@ -417,7 +417,8 @@ class _Parser:
         """``<w>{ for ... }</w>``: a FLWR inside one constant element."""
         lt = self.tok.start
         ctor, end, offsets = self.constructor(lt, self.wrapper_body)
-        items = ctor.content
+        # wrapper_body puts the FLWR where a constructor's content has its enclosed expressions
+        items: tuple[object, ...] = ctor.content
         if len(items) == 1 and isinstance(items[0], Flwr):
             self.jump(end)
             return replace(items[0], wrapper=ctor.name, span=self.span(lt))
@@ -905,9 +906,9 @@ class _Parser:
             name = self.peek().text
             if role in ("top", "binding") or self.var is None:
                 return self.diag.fail("FR106", f"unknown variable '${name}'", tok.start)
-        message = _role_message(tok, role, self.var)
-        if message:
-            return self.diag.fail("FR104", message, tok.start)
+        role_message = _role_message(tok, role, self.var)
+        if role_message:
+            return self.diag.fail("FR104", role_message, tok.start)
         return self.diag.fail("FR100", f"expected {expected}, found {tok.describe()}", tok.start)
 
 

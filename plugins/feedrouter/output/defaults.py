@@ -33,7 +33,9 @@ class _EntitiesOnly(etree.Resolver):
         super().__init__()
         self._text = entity_text or ""
 
-    def resolve(self, system_url, public_id, context):  # type: ignore[no-untyped-def]
+    # Unannotated: lxml-stubs 0.5 gives Resolver.resolve no context argument and resolve_string a
+    # required base_url, neither of which lxml has.
+    def resolve(self, system_url, public_id, context):
         return self.resolve_string(self._text, context)
 
 
@@ -71,7 +73,7 @@ def complete_attribute_defaults(
 
 def _parse_with_defaults(data: bytes | bytearray, entity_text: str | None) -> etree._Element | None:
     parser = etree.XMLParser(
-        resolve_entities="internal",
+        resolve_entities="internal",  # type: ignore[arg-type]  # lxml-stubs 0.5 allows only a bool, lxml also "internal"
         no_network=True,
         load_dtd=True,
         attribute_defaults=True,

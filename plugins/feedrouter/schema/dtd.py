@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
+from collections.abc import Set
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Literal
@@ -144,7 +145,7 @@ class DtdGraph:
         raw = text.encode("utf-8") if isinstance(text, str) else text
         name = source
         dtd = _parse(raw, name)
-        elements = list(dtd.elements())
+        elements = list(dtd.elements())  # type: ignore[attr-defined]  # lxml-stubs 0.5 lacks DTD.elements()
         by_local = _names_by_local(elements)
         decls = {decl.name: decl for decl in (_element_decl(el, by_local) for el in elements)}
         if not decls:
@@ -283,7 +284,7 @@ class DtdGraph:
                 stack.extend((*chain, c) for c in self.child_map[chain[-1]] if c == b or b in self.reach[c])
         return frozenset(chains)
 
-    def _loop_between(self, start: set[str], b: str) -> bool:
+    def _loop_between(self, start: Set[str], b: str) -> bool:
         """True when some element on a path from ``start`` to ``b`` is on a loop."""
         between = {s for s in start if s == b or b in self.reach[s]}
         between |= {n for s in between for n in self.reach[s] if n == b or b in self.reach[n]}
@@ -335,7 +336,9 @@ class _OnlyThisDtd(etree.Resolver):
         self.served = False
         self.refused: list[str] = []
 
-    def resolve(self, system_url, public_id, context):  # type: ignore[no-untyped-def]
+    # Unannotated: lxml-stubs 0.5 gives Resolver.resolve no context argument and resolve_string a
+    # required base_url, neither of which lxml has.
+    def resolve(self, system_url, public_id, context):
         if system_url == _DTD_ID and not self.served:
             self.served = True
             return self.resolve_string(self._raw, context)
@@ -482,7 +485,7 @@ def _general_entity_names(text: str) -> set[str]:
 
 def _entity_decls(dtd: etree.DTD, general: set[str]) -> list[EntityDecl]:
     found: dict[str, EntityDecl] = {}
-    for ent in dtd.entities():
+    for ent in dtd.entities():  # type: ignore[attr-defined]  # lxml-stubs 0.5 lacks DTD.entities()
         if ent.name in general and ent.content is not None and ent.system_url is None:
             found.setdefault(ent.name, EntityDecl(ent.name, ent.orig or "", ent.content))
     return list(found.values())

@@ -12,12 +12,28 @@ from __future__ import annotations
 import io
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
-from typing import BinaryIO
+from types import TracebackType
+from typing import Protocol
 
 from feedrouter.errors import ObjectNotFoundError, StorageError, error
 from feedrouter.storage.keys import validate_key, validate_prefix
 
-__all__ = ["ObjectNotFoundError", "ObjectStore"]
+__all__ = ["ObjectNotFoundError", "ObjectStore", "ObjectStream"]
+
+
+class ObjectStream(Protocol):
+    """What :meth:`ObjectStore.open` returns: a binary stream to read once and close, used as a
+    context manager (an open file, an S3 body, a ``BytesIO``)."""
+
+    def read(self, size: int | None = -1, /) -> bytes: ...
+
+    def close(self) -> None: ...
+
+    def __enter__(self) -> ObjectStream: ...
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None, /
+    ) -> object: ...
 
 
 class ObjectStore(ABC):
@@ -38,7 +54,7 @@ class ObjectStore(ABC):
         """The bytes under ``key``; :class:`ObjectNotFoundError` when there is no such object."""
         return self._get(validate_key(key))
 
-    def open(self, key: str) -> BinaryIO:
+    def open(self, key: str) -> ObjectStream:
         """The object under ``key`` as a readable binary stream, for objects too large to hold whole.
 
         Use it as a context manager (``with store.open(key) as stream:``) so that the file or the
@@ -85,7 +101,7 @@ class ObjectStore(ABC):
     @abstractmethod
     def _get(self, key: str) -> bytes: ...
 
-    def _open(self, key: str) -> BinaryIO:
+    def _open(self, key: str) -> ObjectStream:
         # stores that cannot stream read the whole object; FileStore and S3Store stream
         return io.BytesIO(self._get(key))
 

@@ -8,15 +8,16 @@ is refused.
 from __future__ import annotations
 
 import errno
+import io
 import os
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from feedrouter.errors import error
-from feedrouter.storage.base import ObjectStore
+from feedrouter.storage.base import ObjectStore, ObjectStream
 from feedrouter.storage.uris import file_path, file_uri
 
 
@@ -56,12 +57,12 @@ class FileStore(ObjectStore):
         with _errors(key):
             return self._path(key).read_bytes()
 
-    def _open(self, key: str) -> BinaryIO:
+    def _open(self, key: str) -> ObjectStream:
         path = self._path(key)
         with _errors(key):
             if path.is_dir():  # open() would succeed on some systems and fail on the first read
                 raise IsADirectoryError(errno.EISDIR, "is a folder", str(path))
-            return _FileBody(path.open("rb"), key)  # type: ignore[return-value]
+            return _FileBody(path.open("rb"), key)
 
     def _exists(self, key: str) -> bool:
         return self._path(key).is_file()
@@ -86,7 +87,7 @@ class FileStore(ObjectStore):
 class _FileBody:
     """An open object file whose read failures are storage errors, like an S3 body's."""
 
-    def __init__(self, file: BinaryIO, key: str) -> None:
+    def __init__(self, file: io.BufferedReader, key: str) -> None:
         self._file = file
         self._key = key
 
@@ -96,7 +97,7 @@ class _FileBody:
 
     def readinto(self, buffer: Any) -> int:
         with _errors(self._key):
-            return self._file.readinto(buffer)  # type: ignore[attr-defined, no-any-return]
+            return self._file.readinto(buffer)
 
     def readable(self) -> bool:
         return True

@@ -23,11 +23,11 @@ import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import Any
 from urllib.parse import urlsplit
 
 from feedrouter.errors import StorageError, TransientStorageError, error
-from feedrouter.storage.base import ObjectNotFoundError, ObjectStore
+from feedrouter.storage.base import ObjectNotFoundError, ObjectStore, ObjectStream
 from feedrouter.storage.keys import validate_key
 from feedrouter.storage.uris import canonical_prefix
 
@@ -154,11 +154,11 @@ class S3Store(ObjectStore):
             response = self.client.get_object(Bucket=self.bucket, Key=self._object_key(key))
             return bytes(response["Body"].read())
 
-    def _open(self, key: str) -> BinaryIO:
+    def _open(self, key: str) -> ObjectStream:
         # the body streams: a cut or stalled read is FR502 (S3Body), bounded by the read timeout
         with _errors(self.bucket, key):
             response = self.client.get_object(Bucket=self.bucket, Key=self._object_key(key))
-        return S3Body(response["Body"], f"{self.uri}/{key}")  # type: ignore[return-value]
+        return S3Body(response["Body"], f"{self.uri}/{key}")
 
     def _exists(self, key: str) -> bool:
         try:
