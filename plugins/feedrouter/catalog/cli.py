@@ -15,9 +15,15 @@ imported inside the commands, so ``feedrouter route`` does not pay for them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
 import click
 
 from feedrouter.console import echo, escape_name, reported
+
+if TYPE_CHECKING:
+    from feedrouter.catalog.repository import PlanBuildResult
 
 STRATEGIES = ["auto", "F", "FW", "FWR"]
 
@@ -106,18 +112,18 @@ def catalog_status(feed_name: str | None) -> None:
             click.echo(_describe_problem(row))
 
 
-def _describe_problem(row: dict) -> str:  # type: ignore[type-arg]
+def _describe_problem(row: Mapping[str, Any]) -> str:
     # The stored message starts with the position and the code; its excerpt lines are left out.
     first_line = escape_name((row["error_message"] or "").split("\n")[0])
     return f"  {row['status']}: {escape_name(row['feed'])} {_subscription(row)}: {first_line}"
 
 
-def _subscription(row: dict) -> str:  # type: ignore[type-arg]
+def _subscription(row: Mapping[str, Any]) -> str:
     """``subscriber/subscription``, both names escaped for the terminal."""
     return f"{escape_name(row['subscriber'])}/{escape_name(row['subscription'])}"
 
 
-def _describe_build(build, version: int) -> str:  # type: ignore[no-untyped-def]
+def _describe_build(build: PlanBuildResult, version: int) -> str:
     state = "up to date" if build.catalog_version == version else "OUT OF DATE"
     return (
         f"plan build {build.id} at version {build.catalog_version} ({state}), "

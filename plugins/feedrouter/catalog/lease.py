@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
-from sqlalchemy import Connection, Engine, func, insert, select, update
+from sqlalchemy import ColumnElement, Connection, Engine, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from feedrouter.catalog.database import SQLITE_BEGIN, is_postgres
@@ -166,7 +166,7 @@ def write_transaction(engine: Engine) -> Iterator[Connection]:
 def database_now(conn: Connection) -> datetime:
     """The current time, aware, in UTC: the server's clock on Postgres, this machine's on SQLite."""
     if is_postgres(conn):
-        return as_utc(conn.scalar(select(func.clock_timestamp())))
+        return as_utc(conn.execute(select(func.clock_timestamp())).scalar_one())
     return datetime.now(timezone.utc)
 
 
@@ -197,7 +197,7 @@ def _take(conn: Connection, feed: str, feed_id: int, hour: datetime, holder: str
     return int(row.token) + 1
 
 
-def _key(feed_id: int, hour: datetime) -> tuple:  # type: ignore[type-arg]
+def _key(feed_id: int, hour: datetime) -> tuple[ColumnElement[bool], ColumnElement[bool]]:
     return (HourLease.feed_id == feed_id, HourLease.hour == hour)
 
 

@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from feedrouter.catalog.database import create_catalog_engine, create_embedded_schema, is_postgres, safe_url
 from feedrouter.catalog.settings import resolve_url
 from feedrouter.errors import CatalogError
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 MIGRATIONS_ENV = "FEEDROUTER_MIGRATIONS"
 
@@ -26,7 +30,7 @@ def migrations_dir() -> Path:
     return folder
 
 
-def alembic_config(url: str | None = None):  # type: ignore[no-untyped-def]
+def alembic_config(url: str | None = None) -> Config:
     """An Alembic Config for the catalog at ``url`` (the URL is passed as an attribute, not through
     the ini parser, so a password with ``%`` in it survives)."""
     from alembic.config import Config

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Select, case, func, select
 
@@ -19,6 +19,9 @@ from feedrouter.catalog.models import Batch, Delivery, Feed, PlanBuild
 from feedrouter.catalog.repository import latest_builds, require_feed, subscription_problems
 from feedrouter.catalog.version import catalog_versions
 from feedrouter.hours import batch_prefix as layout_prefix
+
+if TYPE_CHECKING:
+    from typing import Unpack
 
 #: Larger integers lose precision as JavaScript numbers, so the JSON carries them as strings.
 JS_SAFE_INTEGER = 2**53 - 1
@@ -135,7 +138,7 @@ def batch_deliveries(conn: Connection, batch_id: int) -> list[dict[str, Any]]:
     return [_jsonable(row._mapping) for row in rows]
 
 
-def _batches(feed_id: int) -> Select:  # type: ignore[type-arg]
+def _batches(feed_id: int) -> Select[Unpack[tuple[Any, ...]]]:
     """Batches of a feed with the number of deliveries, results and bytes each one recorded."""
     delivered = (
         select(

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, Select, select
 
 from feedrouter.catalog.database import is_postgres
 from feedrouter.catalog.models import CatalogVersion, Dtd, Feed, Subscriber, Subscription
@@ -69,7 +70,7 @@ def fingerprint(conn: Connection, feed_name: str) -> int:
     return int(digest.hexdigest()[:15], 16) or 1
 
 
-def _subscription_rows(feed_id: int):  # type: ignore[no-untyped-def]
+def _subscription_rows(feed_id: int) -> Select[int, str, str, bool, int, str, str, bool]:
     return (
         select(
             Subscription.id,
@@ -87,6 +88,6 @@ def _subscription_rows(feed_id: int):  # type: ignore[no-untyped-def]
     )
 
 
-def _line(values: object) -> bytes:
+def _line(values: Iterable[object]) -> bytes:
     # JSON keeps field boundaries unambiguous (no "ab"+"c" == "a"+"bc") and handles None.
-    return json.dumps(list(values), default=str).encode("utf-8") + b"\n"  # type: ignore[call-overload]
+    return json.dumps(list(values), default=str).encode("utf-8") + b"\n"

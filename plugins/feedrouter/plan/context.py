@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, cast
 from lxml import etree
 
 from feedrouter.engine.document import iter_text_nodes
-from feedrouter.engine.runtime import Matches, PathTuple
+from feedrouter.engine.runtime import Matches, Nodes, PathTuple
 from feedrouter.errors import error
 from feedrouter.limits import DEFAULT_MAX_WORK
 from feedrouter.output.view import SlotBytes
@@ -111,7 +111,7 @@ class DocumentContext:
         self.max_work = max_work
         self.work = 0
         self.profiler = profiler
-        self.nodes: list[etree._Element] = matches.nodes
+        self.nodes: Nodes = matches.nodes
         self.source = source
         self.caches = PlanCaches()
         self.slot_bytes: SlotBytes = {}  # (slot ref, binding) -> bytes: see feedrouter.output.view

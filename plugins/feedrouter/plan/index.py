@@ -21,6 +21,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right, insort
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from feedrouter.engine.document import iter_text_nodes
 from feedrouter.engine.nfa import NavPath
@@ -31,6 +32,7 @@ from feedrouter.plan.patterns import LocalTest, PathPattern, TestKind
 from feedrouter.plan.values import to_double
 
 Key = str | float
+_K = TypeVar("_K")
 #: A navigation path's NFA path id, or None when the path is not in the NFA (the planner's look-up).
 PidOf = Callable[[NavPath], int | None]
 
@@ -91,7 +93,7 @@ def probe_for(test: LocalTest, pid: int | None, field: int, last: bool) -> Probe
     if isinstance(value, float) and value != value:  # NaN compares true with nothing: no key for it
         return None
     site = ProbeSite(pid, field, test.kind, test.attribute, isinstance(value, float), last)
-    return Probe(site, value, test.op)  # type: ignore[arg-type]
+    return Probe(site, value, test.op)
 
 
 @dataclass
@@ -104,24 +106,24 @@ class _SortedConstants:
     def add(self, key: Key, item: object) -> None:
         bucket = self.items.get(key)
         if bucket is None:
-            insort(self.keys, key)  # type: ignore[type-var]
+            insort(self.keys, key)
             bucket = self.items[key] = []
         bucket.append(item)
 
     def remove(self, key: Key, item: object) -> None:
         _remove_from(self.items, key, item)
         if key not in self.items:
-            del self.keys[bisect_left(self.keys, key)]  # type: ignore[type-var]
+            del self.keys[bisect_left(self.keys, key)]
 
     def satisfied(self, op: CompOp, values: Collection[Key]) -> Iterator[object]:
         """Subscriptions with ``value op key`` true for some value: a slice of the sorted keys."""
         if op in (CompOp.GT, CompOp.GE):  # some value above the constant: the largest decides
-            top = max(values)  # type: ignore[type-var]
-            end = bisect_left(self.keys, top) if op is CompOp.GT else bisect_right(self.keys, top)  # type: ignore[type-var]
+            top = max(values)
+            end = bisect_left(self.keys, top) if op is CompOp.GT else bisect_right(self.keys, top)
             chosen = self.keys[:end]
         else:  # some value below the constant: the smallest decides
-            low = min(values)  # type: ignore[type-var]
-            start = bisect_right(self.keys, low) if op is CompOp.LT else bisect_left(self.keys, low)  # type: ignore[type-var]
+            low = min(values)
+            start = bisect_right(self.keys, low) if op is CompOp.LT else bisect_left(self.keys, low)
             chosen = self.keys[start:]
         for key in chosen:
             yield from self.items[key]
@@ -198,7 +200,7 @@ class SelectionIndex:
         return found
 
 
-def _remove_from(mapping: dict, key: object, item: object) -> None:  # type: ignore[type-arg]
+def _remove_from(mapping: dict[_K, list[object]], key: _K, item: object) -> None:
     items = mapping[key]
     items.remove(item)
     if not items:

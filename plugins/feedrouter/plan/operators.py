@@ -16,7 +16,7 @@ same questions (bindings, key sets, groups) in time linear in elements x steps.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from feedrouter.engine.nfa import WILDCARD
 from feedrouter.engine.runtime import PathTuple
@@ -466,7 +466,7 @@ def _group_of_anchor(
     return members
 
 
-def _ancestor(parents: list[int], nid: int, up: int) -> int:
+def _ancestor(parents: Sequence[int], nid: int, up: int) -> int:
     for _ in range(up):
         nid = parents[nid]
     return nid

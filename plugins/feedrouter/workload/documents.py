@@ -20,6 +20,7 @@ import random
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, TypedDict
 
 from feedrouter.schema import DtdGraph, Particle
 from feedrouter.workload.values import (
@@ -30,6 +31,23 @@ from feedrouter.workload.values import (
     element_domain,
     is_namespace_attribute,
 )
+
+if TYPE_CHECKING:
+    from typing import Unpack
+
+
+class DocumentExtras(TypedDict, total=False):
+    """The :class:`DocumentOptions` fields :func:`generate_documents` takes as keywords."""
+
+    attribute_prob: float
+    optional_prob: float
+    comment_prob: float
+    mixed_text_prob: float
+    special_prob: float
+    charref_prob: float
+    entity_prob: float
+    doctype: bool
+    max_elements: int
 
 
 @dataclass(frozen=True)
@@ -65,7 +83,7 @@ def generate_documents(
     doc_depth: int = 6,
     max_repeats: int | Mapping[str, int] = 3,
     max_value: int = 20,
-    **options: object,
+    **options: Unpack[DocumentExtras],
 ) -> list[bytes]:
     """Generate ``count`` documents valid against ``graph``'s DTD, as UTF-8 bytes.
 
@@ -90,7 +108,7 @@ def generate_documents(
         >>> doc.startswith(b"<bib")
         True
     """
-    opts = DocumentOptions(doc_depth, max_repeats, max_value, **options)  # type: ignore[arg-type]
+    opts = DocumentOptions(doc_depth, max_repeats, max_value, **options)
     heights = min_heights(graph)
     return [
         _DocumentWriter(graph, opts, heights, random.Random(f"doc:{seed}:{i}")).document()

@@ -129,15 +129,15 @@ def _value_frequency(graph: DtdGraph, template: Template, documents: Sequence[by
     query = etree.XPath(f"//{template.element}/{template.key}", namespaces=namespaces)
     counts: dict[int, int] = {}
     for data in documents:
-        root = etree.fromstring(data)
-        values = {_integer(node) for node in query(root)}
-        for value in values - {None}:
-            counts[value] = counts.get(value, 0) + 1  # type: ignore[index]
+        nodes = query(etree.fromstring(data))
+        assert isinstance(nodes, list)  # a path of elements (or an attribute last) selects nodes
+        for value in {v for node in nodes if (v := _integer(node)) is not None}:
+            counts[value] = counts.get(value, 0) + 1
     return {value: n / len(documents) for value, n in counts.items()}
 
 
 def _integer(node: object) -> int | None:
-    text = node if isinstance(node, str) else node.xpath("string()")  # type: ignore[attr-defined]
+    text = node.xpath("string()") if isinstance(node, etree._Element) else node
     try:
         return int(str(text).strip())
     except ValueError:

@@ -85,7 +85,7 @@ def generate_subscriptions(
     max_value: int = 20,
     numeric_ratio: float = 0.7,
     prefix: str | None = None,
-    **options: object,
+    **options: float,
 ) -> list[str]:
     """Generate ``count`` subscription texts for documents of ``graph``'s DTD.
 
@@ -112,7 +112,7 @@ def generate_subscriptions(
     """
     opts = SubscriptionOptions(
         form, D1, PP, RP, D2, DSProb, wildcard, max_value, numeric_ratio, prefix=prefix, **options
-    )  # type: ignore[arg-type]
+    )
     rng = random.Random(f"subs:{seed}")
     writer = SubscriptionWriter(graph, opts, rng)
     texts: list[str] = []
