@@ -13,7 +13,6 @@ back to it through :class:`SlotItems`, without knowing what else the view holds.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
@@ -25,6 +24,15 @@ Item = int | TextRef  # an element by id, or one text node of an element
 #: One document's slot bytes: ``(slot ref, binding)`` to the serialized items of that slot for that
 #: bound node. Refs are interned by the planner, so equal slots of different plans share entries.
 SlotBytes = dict[tuple[object, int], bytes]
+
+
+class ElementsById(Protocol):
+    """The document's elements indexed by element id (document order); the engine makes each
+    element object on first need (:class:`feedrouter.engine.runtime.Nodes`)."""
+
+    def __getitem__(self, nid: int, /) -> etree._Element: ...
+
+    def __len__(self) -> int: ...
 
 
 class Measurer(Protocol):
@@ -39,7 +47,7 @@ class DocumentView(Protocol):
     """The per-document state the message factory reads and fills."""
 
     @property
-    def nodes(self) -> Sequence[etree._Element]:
+    def nodes(self) -> ElementsById:
         """The document's elements, indexed by element id (document order)."""
         ...
 
