@@ -66,8 +66,9 @@ def reported() -> Iterator[None]:
     except FeedrouterError as exc:
         # a catalog error caused by a lost connection says so: the fix is the database, not the input
         cause = exc.__cause__
-        unreachable = isinstance(cause, Exception) and _is_connection_problem(cause)
-        shown = catalog_unreachable(cause) if unreachable else exc  # type: ignore[arg-type]
+        shown = exc
+        if isinstance(cause, Exception) and _is_connection_problem(cause):
+            shown = catalog_unreachable(cause)
         raise click.ClickException(escape_text(shown)) from exc
     except OSError as exc:
         raise click.ClickException(escape_text(describe_os_error(exc))) from exc

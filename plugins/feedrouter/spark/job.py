@@ -114,13 +114,14 @@ def _pipeline(
 
 def _output(rows: list[tuple[str, object]]) -> JobOutput:
     output = JobOutput()
-    for kind, value in rows:
-        if kind == "delivery":
-            output.deliveries.append(value)  # type: ignore[arg-type]
-        elif kind == "failure":
-            output.failures.append(value)  # type: ignore[arg-type]
+    for _, value in rows:  # the tag ("delivery", "failure", "stats") names the value's class
+        if isinstance(value, Delivered):
+            output.deliveries.append(value)
+        elif isinstance(value, Undelivered):
+            output.failures.append(value)
         else:
-            output.stats.append(value)  # type: ignore[arg-type]
+            assert isinstance(value, ObjectStats), value
+            output.stats.append(value)
     output.deliveries.sort(key=lambda delivered: delivered.subscription_id)
     output.failures.sort(key=lambda failed: failed.subscription_id)
     output.stats.sort(key=lambda stats: stats.ordinal)
