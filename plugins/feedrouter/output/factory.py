@@ -163,7 +163,7 @@ def _flatten_into(template: Template, ops: list[Op]) -> None:
         ops.append(template.end)
 
 
-def render_items(items: list[Item], ctx: DocumentView, default_ns: str = "") -> bytes:
+def render_items(items: Sequence[Item], ctx: DocumentView, default_ns: str = "") -> bytes:
     """Copies of the selected nodes, concatenated (adjacent text nodes merge, as XQuery's do)."""
     if not default_ns:  # the common case, kept tight: it runs for every distinct slot of a document
         serialized = ctx.serialized
@@ -180,7 +180,7 @@ def render_items(items: list[Item], ctx: DocumentView, default_ns: str = "") -> 
 
 
 def render_items_within(
-    items: list[Item], ctx: DocumentView, limit: int, default_ns: str = ""
+    items: Sequence[Item], ctx: DocumentView, limit: int, default_ns: str = ""
 ) -> bytes | None:
     """:func:`render_items`, or None as soon as the copies pass ``limit`` bytes."""
     out = []

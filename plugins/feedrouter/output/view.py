@@ -13,6 +13,7 @@ back to it through :class:`SlotItems`, without knowing what else the view holds.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
@@ -73,11 +74,11 @@ class SlotItems(Protocol):
     ``Any`` so that the plan may declare the concrete context it implements the view with).
     """
 
-    def select(self, ctx: Any, bound: int) -> list[Item]:
+    def select(self, ctx: Any, bound: int) -> Sequence[Item]:
         """The slot's items for the binding ``bound``."""
         ...
 
-    def items(self, ctx: Any, bound: int) -> list[Item]:
+    def items(self, ctx: Any, bound: int) -> Sequence[Item]:
         """:meth:`select`, timed under the plan's own category when ``ctx`` has a profiler."""
         ...
 
