@@ -11,9 +11,9 @@ records each element's DFA state; a stream's tuples are built when a plan first 
 Value predicates are not looked at here: the plan evaluates them afterwards (paper 000 §2.3).
 
 Memory per element is kept small (issue 18, item 3): parents and the members of each DFA state
-are machine ints (``array``), names are shared strings, and the run keeps no lxml element object
-but the root's: an element's object is made from the tree when a plan first needs it
-(:class:`Nodes`).
+are machine ints (``array``), names are shared strings, and an lxml element object is kept only
+for the elements a path ends on (the ones plans ask for); the others are made again from the tree
+when a plan first needs them (:class:`Nodes`).
 """
 
 from __future__ import annotations
@@ -78,6 +78,7 @@ class LazyDfa:
         self._ids: dict[frozenset[int], int] = {}
         self._sets: list[frozenset[int]] = []
         self._accepts: list[tuple[int, ...]] = []
+        self.accepting: list[bool] = []  # per state: whether it accepts some path
         self._memo: dict[tuple[int, str], int] = {}
         self._shapes: dict[int, _PathShape] = {}
         self.initial = self._intern(self._nfa.initial())
@@ -88,6 +89,7 @@ class LazyDfa:
             did = self._ids[states] = len(self._sets)
             self._sets.append(states)
             self._accepts.append(self._nfa.accepted(states))
+            self.accepting.append(bool(self._accepts[-1]))
         return did
 
     def check(self) -> None:
@@ -123,10 +125,10 @@ class LazyDfa:
 class Nodes:
     """The document's elements by id (pre-order position): ``nodes[nid]`` is the lxml element.
 
-    The run keeps the root element's object only; another element's is made on first need from
-    its nearest made ancestor, whose element children are all made (and kept) at once, so that
-    asking for every element of a document costs each element once and a document no plan looks
-    into costs no element objects. One per element would cost about as much as the tree itself.
+    The run keeps the element objects of the elements some path ends on; another element is made
+    on first need from its nearest kept ancestor, whose element children are all made (and kept)
+    at once, so that asking for every element of a document costs each element once. An element
+    object costs about 80 bytes: keeping one per element would double the tree's memory.
     """
 
     __slots__ = ("_elements", "_matches")
@@ -381,6 +383,7 @@ def run(dfa: LazyDfa, events: Iterable[tuple[str, object]], max_depth: int) -> M
         matches.by_state,
     )
     names: dict[str, str] = {}  # lxml makes a new string per .tag: keep one per name
+    accepting = dfa.accepting
     stack = [dfa.initial]
     open_ids = [-1]
     step = dfa.step
@@ -398,9 +401,10 @@ def run(dfa: LazyDfa, events: Iterable[tuple[str, object]], max_depth: int) -> M
         if len(open_ids) > max_depth:
             raise DocumentError(f"the document nests elements deeper than {max_depth} levels", code="FR202")
         did = step(stack[-1], tag)
-        # an element object costs ~80 bytes, and ~50 more once its name was read (lxml keeps it):
-        # only the root's is kept, the others are made again where a plan needs them
-        elements.append(element if nid == 0 else None)
+        # an element object costs ~80 bytes (~130 once its name was read: lxml keeps it); plans ask
+        # for the elements paths end on (made again from the tree, they would cost routing time),
+        # and the root is where the others are found again
+        elements.append(element if accepting[did] or nid == 0 else None)
         stack.append(did)
         open_ids.append(nid)
         members = by_state.get(did)
