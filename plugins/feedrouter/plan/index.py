@@ -21,7 +21,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right, insort
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 from feedrouter.engine.document import iter_text_nodes
 from feedrouter.engine.nfa import NavPath
@@ -33,6 +33,7 @@ from feedrouter.plan.values import to_double
 
 Key = str | float
 _K = TypeVar("_K")
+_T = TypeVar("_T")
 #: A navigation path's NFA path id, or None when the path is not in the NFA (the planner's look-up).
 PidOf = Callable[[NavPath], int | None]
 
@@ -97,25 +98,25 @@ def probe_for(test: LocalTest, pid: int | None, field: int, last: bool) -> Probe
 
 
 @dataclass
-class _SortedConstants:
+class _SortedConstants(Generic[_T]):
     """The constants of one range operator at one site, sorted, with their subscriptions."""
 
     keys: list[Key] = field(default_factory=list)  # distinct, ascending
-    items: dict[Key, list[object]] = field(default_factory=dict)
+    items: dict[Key, list[_T]] = field(default_factory=dict)
 
-    def add(self, key: Key, item: object) -> None:
+    def add(self, key: Key, item: _T) -> None:
         bucket = self.items.get(key)
         if bucket is None:
             insort(self.keys, key)
             bucket = self.items[key] = []
         bucket.append(item)
 
-    def remove(self, key: Key, item: object) -> None:
+    def remove(self, key: Key, item: _T) -> None:
         _remove_from(self.items, key, item)
         if key not in self.items:
             del self.keys[bisect_left(self.keys, key)]
 
-    def satisfied(self, op: CompOp, values: Collection[Key]) -> Iterator[object]:
+    def satisfied(self, op: CompOp, values: Collection[Key]) -> Iterator[_T]:
         """Subscriptions with ``value op key`` true for some value: a slice of the sorted keys."""
         if op in (CompOp.GT, CompOp.GE):  # some value above the constant: the largest decides
             top = max(values)
@@ -133,19 +134,19 @@ class _SortedConstants:
 
 
 @dataclass
-class _Site:
+class _Site(Generic[_T]):
     """Everything filed at one probe site: equality buckets and one sorted list per range operator."""
 
-    equal: dict[Key, list[object]] = field(default_factory=dict)
-    ranges: dict[CompOp, _SortedConstants] = field(default_factory=dict)
+    equal: dict[Key, list[_T]] = field(default_factory=dict)
+    ranges: dict[CompOp, _SortedConstants[_T]] = field(default_factory=dict)
 
-    def add(self, probe: Probe, item: object) -> None:
+    def add(self, probe: Probe, item: _T) -> None:
         if probe.op is CompOp.EQ:
             self.equal.setdefault(probe.key, []).append(item)
         else:
             self.ranges.setdefault(probe.op, _SortedConstants()).add(probe.key, item)
 
-    def remove(self, probe: Probe, item: object) -> None:
+    def remove(self, probe: Probe, item: _T) -> None:
         if probe.op is CompOp.EQ:
             _remove_from(self.equal, probe.key, item)
         else:
@@ -158,20 +159,23 @@ class _Site:
         return bool(self.equal or self.ranges)
 
 
-class SelectionIndex:
-    """Subscriptions filed by probe (or by binding path when they have none), with per-document lookup."""
+class SelectionIndex(Generic[_T]):
+    """Subscriptions filed by probe (or by binding path when they have none), with per-document lookup.
+
+    ``_T`` is what is filed: the router files its shared plan groups.
+    """
 
     def __init__(self) -> None:
-        self._sites: dict[int, dict[ProbeSite, _Site]] = {}
-        self._unindexed: dict[int, list[object]] = {}
+        self._sites: dict[int, dict[ProbeSite, _Site[_T]]] = {}
+        self._unindexed: dict[int, list[_T]] = {}
 
-    def add(self, item: object, main_pid: int, probe: Probe | None) -> None:
+    def add(self, item: _T, main_pid: int, probe: Probe | None) -> None:
         if probe is None:
             self._unindexed.setdefault(main_pid, []).append(item)
             return
         self._sites.setdefault(probe.site.pid, {}).setdefault(probe.site, _Site()).add(probe, item)
 
-    def remove(self, item: object, main_pid: int, probe: Probe | None) -> None:
+    def remove(self, item: _T, main_pid: int, probe: Probe | None) -> None:
         if probe is None:
             _remove_from(self._unindexed, main_pid, item)
             return
@@ -182,10 +186,10 @@ class SelectionIndex:
             if not sites:
                 del self._sites[probe.site.pid]
 
-    def candidates(self, ctx: DocumentContext) -> list[object]:
+    def candidates(self, ctx: DocumentContext) -> list[_T]:
         """Every subscription the document may match: one look-up per distinct probed value, and one
         bisection per range operator."""
-        found: list[object] = []
+        found: list[_T] = []
         for pid in ctx.matches.matched():
             found.extend(self._unindexed.get(pid, ()))
             for site, filed in self._sites.get(pid, {}).items():
@@ -200,7 +204,7 @@ class SelectionIndex:
         return found
 
 
-def _remove_from(mapping: dict[_K, list[object]], key: _K, item: object) -> None:
+def _remove_from(mapping: dict[_K, list[_T]], key: _K, item: _T) -> None:
     items = mapping[key]
     items.remove(item)
     if not items:
