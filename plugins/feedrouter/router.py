@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
-from contextlib import nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from itertools import chain
+from typing import Any
 from typing import Literal as TypingLiteral
 
 from lxml import etree
@@ -35,6 +36,7 @@ from feedrouter.output.defaults import complete_attribute_defaults
 from feedrouter.output.factory import assemble_within, render_items_within
 from feedrouter.plan.context import DocumentContext
 from feedrouter.plan.index import SelectionIndex, find_probe
+from feedrouter.plan.operators import PatternPlan
 from feedrouter.plan.optimize import Optimize
 from feedrouter.plan.planner import Planner, Strategy, SubscriptionPlan
 from feedrouter.plan.profile import Profiler
@@ -108,7 +110,7 @@ class Router:
         # sid -> text, kept only where the fallback for invalid documents may have to recompile
         # them (validates_documents); the plans themselves keep neither text nor syntax tree
         self._texts: dict[str, str] = {}
-        self._index = SelectionIndex()
+        self._index: SelectionIndex[PlanGroup] = SelectionIndex()
         self._shared = SharedPlans()
         self.errors: dict[str, FeedrouterError] = {}
         self._warnings: dict[str, CompileWarning] = {}
@@ -257,7 +259,7 @@ class Router:
         with _measure(profiler, "shared selection"):
             # the index yields groups in an order fixed by the router's history (dicts keep order,
             # and so does pickling): results come out in the same order every time
-            candidates: list[PlanGroup] = self._index.candidates(ctx)  # type: ignore[assignment]
+            candidates = self._index.candidates(ctx)
         outcome = RouteOutcome()
         results = outcome.results
         budget = _ResultBudget(self.result_limits)
@@ -277,14 +279,14 @@ class Router:
                     result = (
                         assemble_within(plan.code, plan.wrapper, ctx, bound, limit)
                         if plan.is_flwr
-                        else render_items_within(bound, ctx, limit)  # type: ignore[arg-type]
+                        else render_items_within(bound, ctx, limit)
                     )
                 else:
                     with profiler.measure("message factory"):
                         result = (
                             assemble_within(plan.code, plan.wrapper, ctx, bound, limit)
                             if plan.is_flwr
-                            else render_items_within(bound, ctx, limit)  # type: ignore[arg-type]
+                            else render_items_within(bound, ctx, limit)
                         )
             except DocumentError:
                 raise  # the document itself cannot be routed (e.g. past its work budget)
@@ -437,7 +439,7 @@ class Router:
             )
         return "\n".join(lines)
 
-    def _explain_path(self, held) -> list[str]:  # type: ignore[no-untyped-def]
+    def _explain_path(self, held: PatternPlan) -> list[str]:
         out = []
         for pattern in held.pattern.walk():
             pid = self._nfa.path_id(pattern.nav)
@@ -497,7 +499,9 @@ def _written_name(element: etree._Element) -> str:
 
 
 def _first_problem(validator: etree.DTD) -> tuple[str, Span | None]:
-    entries = list(validator.error_log.filter_from_errors()) or list(validator.error_log)
+    # lxml-stubs 0.5 declares none of _ErrorLog's methods (iteration, filter_from_errors)
+    log: Any = validator.error_log
+    entries = list(log.filter_from_errors()) or list(log)
     if not entries:
         return "libxml2 gave no reason", None
     first = entries[0]
@@ -540,7 +544,7 @@ def _invalid_document_policy(policy: str) -> str:
     return policy
 
 
-def _measure(profiler: Profiler | None, category: str):  # type: ignore[no-untyped-def]
+def _measure(profiler: Profiler | None, category: str) -> AbstractContextManager[object]:
     return profiler.measure(category) if profiler is not None else nullcontext()
 
 

@@ -160,12 +160,16 @@ class Nodes:
             node = parents[node]
         for child in reversed(missing):
             self._make_children(parents[child])
-        return elements[nid]  # type: ignore[return-value]
+        made = elements[nid]
+        assert made is not None  # made with its parent's children just now
+        return made
 
     def _make_children(self, parent: int) -> None:
         elements, ends = self._elements, self._matches.subtree_ends()
         nid = parent + 1  # a child's next sibling is the element after its subtree
-        for element in elements[parent].iterchildren(etree.Element):  # type: ignore[union-attr]
+        parent_element = elements[parent]
+        assert parent_element is not None  # made first: ancestors are made top down
+        for element in parent_element.iterchildren(etree.Element):
             if elements[nid] is None:
                 elements[nid] = element
             nid = ends[nid] + 1
@@ -369,7 +373,7 @@ class _Chain:
             self.tags.append(self._names[node])
 
 
-def run(dfa: LazyDfa, events: Iterable[tuple[str, object]], max_depth: int) -> Matches:
+def run(dfa: LazyDfa, events: Iterable[tuple[str, etree._Element]], max_depth: int) -> Matches:
     """Drive the automaton with ``(event, element)`` pairs, ``event`` being ``start`` or ``end``.
 
     Comments and processing instructions may appear among the events; they are skipped.
@@ -388,7 +392,7 @@ def run(dfa: LazyDfa, events: Iterable[tuple[str, object]], max_depth: int) -> M
     open_ids = [-1]
     step = dfa.step
     for event, element in events:
-        tag = element.tag  # type: ignore[attr-defined]
+        tag = element.tag
         if not isinstance(tag, str):
             continue
         if event == "end":

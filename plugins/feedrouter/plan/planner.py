@@ -9,7 +9,8 @@ per-document result, and removing a subscription releases exactly what it held.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from enum import Enum
 
 from feedrouter.engine.document import iter_text_nodes
@@ -127,14 +128,14 @@ class ReturnItem:
             ref = self.refs[default_ns] = SlotRef(self, default_ns)
         return ref
 
-    def items(self, ctx: DocumentContext, bound: int) -> list[Item]:
+    def items(self, ctx: DocumentContext, bound: int) -> Sequence[Item]:
         if ctx.profiler is not None:
             category = "OuterJoin-Select" if self.plan is not None else "Return-Select"
             with ctx.profiler.measure(category):
                 return self.select(ctx, bound)
         return self.select(ctx, bound)
 
-    def select(self, ctx: DocumentContext, bound: int) -> list[Item]:
+    def select(self, ctx: DocumentContext, bound: int) -> Sequence[Item]:
         """The items of this slot for one binding (unprofiled)."""
         if self.pattern is None:
             nodes = [bound]
@@ -165,7 +166,7 @@ def _resolve(op: Op, returns: tuple[ReturnItem, ...]) -> Code:
     if isinstance(op, Slot):
         return returns[op.index].ref(op.default_ns)
     refs = tuple(returns[slot.index].ref(slot.default_ns) for slot in op.slots)
-    return replace(op, slots=refs)
+    return SlotElement(op.start, op.end, op.empty, refs)
 
 
 @dataclass
@@ -209,14 +210,16 @@ class SubscriptionPlan:
         The hot loop of routing (once per matched plan and binding): the template is pre-flattened,
         its slots resolved to the shared refs whose bytes sit in the per-document memo.
         """
-        memo, parts = ctx.slot_bytes, []
+        memo = ctx.slot_bytes
+        parts: list[bytes] = []
         append = parts.append
         get = memo.get
         for b in bound:
             for op in self.code:
+                # the class is read once per op for speed; mypy does not narrow op through it
                 kind = op.__class__
                 if kind is bytes:
-                    append(op)
+                    append(op)  # type: ignore[arg-type]
                 elif kind is SlotRef:
                     data = get((op, b))
                     append(op.build(ctx, b) if data is None else data)  # type: ignore[union-attr]
@@ -367,7 +370,7 @@ class Planner:
         notes: list[str] = []
         if isinstance(body, ast.Filter):
             main = self.acquire(self.rewrite(absolute_pattern(body.path), notes), main=True)
-            returns = (self._intern_return(ReturnItem(None)),)
+            returns: tuple[ReturnItem, ...] = (self._intern_return(ReturnItem(None)),)
             return SubscriptionPlan(sid, False, main, returns, Slot(0), None, [main], notes)
         main = self.acquire(self.rewrite(absolute_pattern(body.binding, body.where), notes), main=True)
         held = [main]

@@ -46,6 +46,7 @@ class Delivered:
     folder: str  # the folder's key below it
     object_uris: tuple[str, ...]  # parts, manifest, _SUCCESS, in the order written
 
+
 def publish(spec: JobSpec, target: Target, subscription_id: str, results: Iterable[Result]) -> Delivered:
     """Write the folder of ``target`` with ``results`` (in input order); returns what it holds."""
     store = spec.stores.open(target.output_prefix)

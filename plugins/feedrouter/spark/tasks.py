@@ -87,6 +87,7 @@ class Undelivered:
     code: str
     reason: str
 
+
 def plan_for(spec: JobSpec, artifact: Any) -> CompiledPlan:
     """The batch's plan, decoded from the broadcast ``artifact`` at most once per process."""
     plan = _PLANS.get(spec.plan.digest)

@@ -63,9 +63,9 @@ def _context(graph: DtdGraph, done: list[NavStep]) -> str | bool | None:
 def _only_chain(graph: DtdGraph, context: str | bool | None, step: NavStep) -> tuple[str, ...] | None:
     """The one chain of element names from ``context`` down to the step's element, if only one."""
     name = dtd_name(graph, step.tag)
-    if name is None or context is False:
+    if name is None or isinstance(context, bool):  # False: the context element is not known
         return None
-    chains = graph.child_chains(context, name)  # type: ignore[arg-type]
+    chains = graph.child_chains(context, name)
     if chains is None or len(chains) != 1:
         return None  # a loop between them, several chains, or none (never-match warns about that)
     (chain,) = chains
