@@ -13,7 +13,7 @@ deliveries), :mod:`.lease` (the hour lease) and :mod:`.locks` (advisory-lock key
 
 from feedrouter.catalog.artifact import FORMAT_VERSION, load_plan
 from feedrouter.catalog.builder import build_plan, load_latest_plan
-from feedrouter.catalog.compiled import CompiledPlan, FeedConfig, Target
+from feedrouter.catalog.compiled import CompiledPlan, FeedConfig, PlanSummary, Target
 from feedrouter.catalog.database import (
     create_catalog_engine,
     create_embedded_schema,
@@ -54,6 +54,7 @@ __all__ = [
     "FeedConfig",
     "PlanBuild",
     "PlanBuildResult",
+    "PlanSummary",
     "Subscriber",
     "Subscription",
     "Target",

@@ -55,6 +55,19 @@ class Target:
     output_prefix: str
 
 
+@dataclass(frozen=True)
+class PlanSummary:
+    """What the batch driver needs of a plan build, without the router: the feed's settings as
+    the build saw them and each subscription's delivery target (keyed like
+    :attr:`CompiledPlan.targets`). Artifacts store it apart, so the driver reads it without
+    unpickling the router."""
+
+    feed: FeedConfig
+    catalog_version: int
+    targets: dict[str, Target] = field(default_factory=dict)
+    built_at: datetime | None = None
+
+
 @dataclass
 class CompiledPlan:
     """A feed's router at one catalog version. ``targets`` is keyed by the router's subscription
@@ -65,6 +78,11 @@ class CompiledPlan:
     router: Router
     targets: dict[str, Target] = field(default_factory=dict)
     built_at: datetime | None = None
+
+    @property
+    def summary(self) -> PlanSummary:
+        """The plan without its router (what the batch driver reads)."""
+        return PlanSummary(self.feed, self.catalog_version, self.targets, self.built_at)
 
     def route(self, document: bytes, source: str | None = None) -> dict[str, bytes]:
         """Route one document: ``{router id: result bytes}``; look ids up in :attr:`targets`."""

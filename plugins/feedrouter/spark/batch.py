@@ -31,9 +31,9 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine
 
-from feedrouter.catalog import CompiledPlan, PlanBuildResult, ledger, repository
+from feedrouter.catalog import PlanBuildResult, PlanSummary, ledger, repository
 from feedrouter.catalog import lease as leases
-from feedrouter.catalog.artifact import decode
+from feedrouter.catalog.artifact import decode_summary
 from feedrouter.delivery import PlanRef, delivery_dir, is_input_key
 from feedrouter.delivery.parts import DEFAULT_MAX_PART_BYTES
 from feedrouter.engine.document import DEFAULT_MAX_BYTES
@@ -150,12 +150,13 @@ class EarlierRuns:
 
 @dataclass(frozen=True)
 class LoadedPlan:
-    """The feed's latest plan build: its row, artifact bytes (to broadcast) and decoded plan."""
+    """The feed's latest plan build: its row, artifact bytes (for the tasks) and its summary (the
+    driver reads the feed settings and targets, never the router)."""
 
     feed_id: int
     build: PlanBuildResult
     artifact: bytes
-    plan: CompiledPlan
+    plan: PlanSummary
 
     @property
     def ref(self) -> PlanRef:
@@ -244,11 +245,11 @@ def load_plan_build(engine: Engine, feed: str, plans_store: ObjectStore) -> Load
         build = repository.require_plan_build(conn, feed)
     artifact = plans_store.get(plans_store.key_of(build.artifact_uri))
     # the artifact must be this feed's: a plan_builds row pointed at another feed's file is refused
-    plan = decode(artifact, build.digest, source=build.artifact_uri, feed=feed, feed_id=record.id)
+    plan = decode_summary(artifact, build.digest, source=build.artifact_uri, feed=feed, feed_id=record.id)
     return LoadedPlan(record.id, build, artifact, plan)
 
 
-def check_targets(plan: CompiledPlan) -> None:
+def check_targets(plan: PlanSummary) -> None:
     """Refuse a plan in which two subscriptions would write one folder (same prefix and name)."""
     seen: dict[tuple[str, str], str] = {}
     for target in plan.targets.values():
@@ -393,7 +394,7 @@ def _store_uri(spec: JobSpec, prefix: str) -> str | None:
 
 def _plans_of(
     engine: Engine, builds: Iterable[int], spec: JobSpec, plans_store: ObjectStore
-) -> list[CompiledPlan]:
+) -> list[PlanSummary]:
     """The plans of earlier, unfinished runs' builds (their targets may differ from today's)."""
     plans = []
     for build_id in sorted(builds):
@@ -401,7 +402,7 @@ def _plans_of(
             with engine.connect() as conn:
                 uri, digest = repository.build_artifact(conn, build_id)
             data = plans_store.get(plans_store.key_of(uri))
-            plans.append(decode(data, digest, source=uri, feed=spec.feed))
+            plans.append(decode_summary(data, digest, source=uri, feed=spec.feed))
         except Exception as exc:  # a deleted build: the recorded rows and today's targets remain
             log.warning(
                 "cannot read plan build %d to reconcile %s %s: %s", build_id, spec.feed, spec.hour_text, exc
@@ -473,7 +474,7 @@ def _entry(
 
 
 def _delivery_rows(
-    plan: CompiledPlan, deliveries: list[Delivered], failures: Iterable[Undelivered] = ()
+    plan: PlanSummary, deliveries: list[Delivered], failures: Iterable[Undelivered] = ()
 ) -> list[ledger.DeliveryRow]:
     """One row per served subscription: what it received, nothing, or why its store refused it."""
     delivered = {d.subscription_id: d for d in deliveries}

@@ -123,3 +123,30 @@ def test_a_payload_whose_feed_id_disagrees_with_its_header_is_refused() -> None:
     forged = _with_header(encoded.data, feed_id=8)
     with pytest.raises(CompileError, match="not the compiled plan its header describes"):
         artifact.decode(forged, encoded.digest, feed="news", feed_id=8)
+
+
+def test_the_summary_is_read_without_unpickling_the_router(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    encoded = artifact.encode(_plan())
+
+    def no_router(self: Router, state: object) -> None:
+        raise AssertionError("the router was unpickled")
+
+    monkeypatch.setattr(Router, "__setstate__", no_router)
+    summary = artifact.decode_summary(encoded.data, encoded.digest, feed="news")
+    assert summary.feed.name == "news" and summary.catalog_version == 3
+    assert summary.targets == {"1": Target(1, "titles", "alice", "s3://out/alice")}
+    with pytest.raises(AssertionError, match="the router was unpickled"):
+        artifact.decode(encoded.data, encoded.digest)
+
+
+def test_the_summary_is_checked_like_the_plan() -> None:
+    encoded = artifact.encode(_plan())
+    with pytest.raises(CompileError) as caught:
+        artifact.decode_summary(encoded.data, "0" * 64)
+    assert caught.value.code == "FR305"
+    with pytest.raises(CompileError) as caught:
+        artifact.decode_summary(encoded.data, encoded.digest, feed="wire")
+    assert caught.value.code == "FR306"
+    misplaced = _with_header(encoded.data, summary_bytes=0)
+    with pytest.raises(CompileError, match="summary"):
+        artifact.decode_summary(misplaced, encoded.digest)
