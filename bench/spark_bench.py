@@ -150,7 +150,7 @@ def write_folder(plan: CompiledPlan, ref: PlanRef, sid: str, results: list[Any],
         "2026-11-22T16",
         target.subscriber,
         target.subscription,
-        target.subscription_id,
+        target.catalog_id,
         ref,
         tuple(parts),
     )

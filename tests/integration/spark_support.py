@@ -177,7 +177,7 @@ def expected_outputs(
             HOUR_TEXT,
             target.subscriber,
             target.subscription,
-            target.subscription_id,
+            target.catalog_id,
             ref,
             tuple(PartInfo.of(part) for part in parts),
         )
@@ -226,9 +226,9 @@ def assert_ledger_matches(
     )
     assert batch["bytes"] == run.bytes and batch["finished_at"] >= batch["started_at"]
     rows = {row["subscription_id"]: row for row in deliveries(engine, batch["id"])}
-    assert set(rows) == {target.subscription_id for target in plan.targets.values()}
+    assert set(rows) == {target.catalog_id for target in plan.targets.values()}
     for sid, target in plan.targets.items():
-        row = rows[target.subscription_id]
+        row = rows[target.catalog_id]
         results = run.results.get(sid, [])
         assert (row["result_count"], row["delivery_version"]) == (len(results), 1)
         assert (row["subscriber_name"], row["subscription_name"]) == (target.subscriber, target.subscription)

@@ -183,7 +183,7 @@ def test_a_rerun_is_identical_and_a_plan_change_is_a_new_version(
         add_subscription(conn, "carol", "news", "late", "//head/title")
         conn.execute(
             text("UPDATE feedrouter.subscriptions SET active = false WHERE id = :i"),
-            {"i": paused.subscription_id},
+            {"i": paused.catalog_id},
         )
     new_ref, new_plan = build(catalog, plans)
     changed = route(catalog, plans, spark)

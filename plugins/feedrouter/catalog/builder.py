@@ -150,9 +150,11 @@ def compile_plan(
         owned: locations no subscriber's prefix may overlap (see
             :func:`~feedrouter.catalog.validation.owned_locations`).
     """
-    targets = {record.router_id: record.target for record in records}
+    targets = {record.subscription_id: record.target for record in records}
     refused = invalid_targets(targets, feed.config.name, owned)
-    pairs = [(record.router_id, record.query) for record in records if record.router_id not in refused]
+    pairs = [
+        (record.subscription_id, record.query) for record in records if record.subscription_id not in refused
+    ]
     ids = [sid for sid, _ in pairs]
     with gc_paused():  # compiling makes millions of long-lived objects, none of them garbage
         router = _compile(pairs, feed, options)
@@ -164,7 +166,7 @@ def compile_plan(
         del deliverable[sid]
         outcomes[sid] = outcome
     plan = CompiledPlan(feed.config, version, router, deliverable, datetime.now(timezone.utc))
-    return plan, {record.router_id: outcomes[record.router_id] for record in records}
+    return plan, {record.subscription_id: outcomes[record.subscription_id] for record in records}
 
 
 def _compile(pairs: list[tuple[str, str]], feed: FeedRecord, options: BuildOptions) -> Router:

@@ -47,9 +47,10 @@ class FeedConfig:
 
 @dataclass(frozen=True)
 class Target:
-    """Where the results of one compiled subscription are delivered."""
+    """Where the results of one compiled subscription are delivered. ``catalog_id`` is the
+    subscription's row id in the catalog; the router's key for it is ``str(catalog_id)``."""
 
-    subscription_id: int
+    catalog_id: int
     subscription: str
     subscriber: str
     output_prefix: str

@@ -40,7 +40,7 @@ class DeliveryRow:
     """One subscription's delivery in a batch (no objects and 0 results when nothing matched; status
     "failed" with ``error_code``/``error_message`` when the store refused it)."""
 
-    subscription_id: int | None
+    catalog_id: int | None  # the subscription's row id (None once the row is gone)
     subscriber: str
     subscription: str
     object_keys: tuple[str, ...] = ()
@@ -78,7 +78,7 @@ class PriorDelivery:
     """The latest recorded delivery of one subscription for the hour (over all its batches)."""
 
     batch_id: int
-    subscription_id: int | None
+    catalog_id: int | None
     version: int
     object_keys: tuple[str, ...]
     result_count: int
@@ -248,7 +248,7 @@ def _row(
         return None
     return {
         "batch_id": batch_id,
-        "subscription_id": row.subscription_id if row.subscription_id in alive else None,
+        "subscription_id": row.catalog_id if row.catalog_id in alive else None,
         "subscriber_name": row.subscriber,
         "subscription_name": row.subscription,
         "delivery_version": prior.version + 1 if prior is not None else 1,

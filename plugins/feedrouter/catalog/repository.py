@@ -41,8 +41,9 @@ class SubscriptionRecord:
     outcome: Outcome
 
     @property
-    def router_id(self) -> str:
-        return str(self.target.subscription_id)
+    def subscription_id(self) -> str:
+        """The router's key of the subscription (its catalog id as text)."""
+        return str(self.target.catalog_id)
 
 
 @dataclass(frozen=True)
@@ -143,9 +144,9 @@ def write_outcomes(
 ) -> int:
     """Store each subscription's new outcome where it differs from the stored one; returns how many."""
     changed = [
-        {"id": r.target.subscription_id, **outcomes[r.router_id].__dict__}
+        {"id": r.target.catalog_id, **outcomes[r.subscription_id].__dict__}
         for r in records
-        if outcomes[r.router_id] != r.outcome
+        if outcomes[r.subscription_id] != r.outcome
     ]
     if not changed:
         return 0

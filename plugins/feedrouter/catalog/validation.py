@@ -74,7 +74,7 @@ def conflicting_targets(targets: Mapping[str, Target]) -> dict[str, Outcome]:
     """An FR404 outcome for every target whose folder an earlier subscription (lower id) holds."""
     holders: dict[tuple[str, str], Target] = {}
     outcomes: dict[str, Outcome] = {}
-    for sid, target in sorted(targets.items(), key=lambda item: item[1].subscription_id):
+    for sid, target in sorted(targets.items(), key=lambda item: item[1].catalog_id):
         folder = (target.output_prefix.rstrip("/"), target.subscription)
         holder = holders.setdefault(folder, target)
         if holder is not target:
@@ -115,7 +115,7 @@ def _prefix_problem(target: Target, owned: Iterable[Location]) -> str | None:
 def _conflict_message(target: Target, holder: Target) -> str:
     return (
         f"subscription {target.subscription!r} of subscriber {target.subscriber!r} would deliver to the "
-        f"same folder as subscription {holder.subscription_id} of subscriber {holder.subscriber!r} "
+        f"same folder as subscription {holder.catalog_id} of subscriber {holder.subscriber!r} "
         f"({holder.output_prefix.rstrip('/')}/{target.subscription}/…), which was created first and "
         "keeps it: give one of them another output prefix or subscription name"
     )

@@ -92,16 +92,16 @@ class Nfa:
         self._paths[pid] = path
         self._path_state[pid] = state
         self._refs[pid] = 0
-        for sid in self.states_of(path):
-            self._through[sid] = self._through.get(sid, 0) + 1
+        for state in self.states_of(path):
+            self._through[state] = self._through.get(state, 0) + 1
         self.version += 1
         return pid
 
     def _new_state(self, parent: int, label: str) -> int:
-        sid = self._next_state
+        state = self._next_state
         self._next_state += 1
-        self._states[sid] = _State(parent=parent, label=label)
-        return sid
+        self._states[state] = _State(parent=parent, label=label)
+        return state
 
     def _epsilon_state(self, state: int) -> int:
         node = self._states[state]
@@ -118,10 +118,10 @@ class Nfa:
         return target
 
     def _delete(self, pid: int) -> None:
-        for sid in self.states_of(self._paths[pid]):
-            self._through[sid] -= 1
-            if not self._through[sid]:
-                del self._through[sid]
+        for state in self.states_of(self._paths[pid]):
+            self._through[state] -= 1
+            if not self._through[state]:
+                del self._through[state]
         path = self._paths.pop(pid)
         del self._path_ids[path], self._refs[pid]
         state = self._path_state.pop(pid)
@@ -188,8 +188,8 @@ class Nfa:
     def step(self, states: frozenset[int], tag: str) -> frozenset[int]:
         """The active states after an element named ``tag`` starts below ``states``."""
         nxt: set[int] = set()
-        for sid in states:
-            node = self._states[sid]
+        for state in states:
+            node = self._states[state]
             target = node.edges.get(tag)
             if target is not None:
                 nxt.add(target)
@@ -197,7 +197,7 @@ class Nfa:
             if target is not None:
                 nxt.add(target)
             if node.self_loop:
-                nxt.add(sid)
+                nxt.add(state)
         return self.closure(nxt)
 
     def accepted(self, states: frozenset[int]) -> tuple[int, ...]:

@@ -346,7 +346,7 @@ def _clean_up(
         withdrawn += _withdraw_if_present(spec, prefix, folder)
     served = {(t.subscriber, t.subscription) for t in loaded.plan.targets.values()}
     rows = [
-        ledger.DeliveryRow(delivery.subscription_id, subscriber, subscription)
+        ledger.DeliveryRow(delivery.catalog_id, subscriber, subscription)
         for (subscriber, subscription), delivery in prior.items()
         if (subscriber, subscription) not in served and (delivery.object_keys or delivery.status == "failed")
     ]
@@ -480,9 +480,9 @@ def _delivery_rows(
     delivered = {d.subscription_id: d for d in deliveries}
     failed = {f.subscription_id: f for f in failures}
     rows = []
-    for sid, target in sorted(plan.targets.items(), key=lambda item: item[1].subscription_id):
+    for sid, target in sorted(plan.targets.items(), key=lambda item: item[1].catalog_id):
         found = delivered.get(sid)
-        names = (target.subscription_id, target.subscriber, target.subscription)
+        names = (target.catalog_id, target.subscriber, target.subscription)
         if sid in failed:
             reason = failed[sid]
             rows.append(

@@ -60,7 +60,7 @@ def publish(spec: JobSpec, target: Target, subscription_id: str, results: Iterab
         hour=spec.hour_text,
         subscriber=target.subscriber,
         subscription=target.subscription,
-        catalog_id=target.subscription_id,
+        catalog_id=target.catalog_id,
         plan=spec.plan,
         parts=tuple(parts),
     )
