@@ -1,8 +1,9 @@
 """The one error tree of feedrouter.
 
 Every error carries a stable code (``FR1xx`` language, ``FR2xx`` documents, ``FR3xx`` compile,
-plans and routing, ``FR4xx`` catalog, ``FR5xx`` storage, ``FR6xx`` hourly batches), a message a user
-can act on and, where it applies, the position in the subscription or document it is about.
+plans and routing, ``FR4xx`` catalog, ``FR5xx`` storage, ``FR6xx`` hourly batches, ``FR7xx``
+settings), a message a user can act on and, where it applies, the position in the subscription
+or document it is about.
 ``transient`` tells adapters (Airflow, Spark) whether retrying can help.
 
 :data:`TABLE` is the one place a code is defined: it names the class that carries the code and a
@@ -201,6 +202,12 @@ class SubscriberDeliveryError(BatchError):
     default_code = "FR607"
 
 
+class SettingsError(FeedrouterError):
+    """A setting is missing or invalid (the message names it and where it was read from)."""
+
+    default_code = "FR700"
+
+
 @dataclass
 class CompileWarning:
     """Something a user should know about an accepted subscription (e.g. it can never match)."""
@@ -276,6 +283,8 @@ TABLE: dict[str, tuple[type[FeedrouterError], str]] = {
     "FR606": (LockLostError, "the run lost its hour lock"),
     "FR607": (SubscriberDeliveryError, "delivery to one subscriber failed"),
     "FR608": (HourError, "not a whole UTC hour"),
+    # settings
+    "FR700": (SettingsError, "missing or invalid setting"),
 }
 
 #: code -> short title (the table without its classes), for listings and documentation.
