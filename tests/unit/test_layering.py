@@ -23,6 +23,7 @@ LAYERS: dict[str, int] = {
     "heap": 0,
     "hours": 1,
     "console": 1,
+    "settings": 1,
     "lang": 1,
     "schema": 2,
     "engine": 3,
