@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from feedrouter import heap
+from feedrouter import heap, logs
 from feedrouter.console import echo, escape_name, escape_text, reported
 from feedrouter.errors import FeedrouterError
 from feedrouter.limits import (
@@ -32,6 +32,7 @@ from feedrouter.limits import (
     DEFAULT_MAX_DOCUMENT_RESULT_BYTES,
     DEFAULT_MAX_RESULT_BYTES,
 )
+from feedrouter.progress import task_bar, wanted
 
 if TYPE_CHECKING:
     from feedrouter.delivery.messages import Splitter
@@ -227,8 +228,18 @@ class RouteStats:
 
 @click.group()
 @click.version_option(package_name="feedrouter")
-def main() -> None:
+@click.option(
+    "--log-format",
+    envvar="FEEDROUTER_LOG_FORMAT",
+    type=click.Choice(logs.FORMATS),
+    default="text",
+    show_default=True,
+    help="How log records go to stderr: text, or one JSON object per line with the batch's fields as keys.",
+)
+@click.pass_context
+def main(ctx: click.Context, log_format: str) -> None:
     """feedrouter: route XML documents to many XQuery subscriptions in one shared pass."""
+    ctx.with_resource(logs.configured(log_format))
 
 
 @main.command()
@@ -286,6 +297,11 @@ def main() -> None:
     show_default=True,
     help="Results of one document past this total are refused (FR311) and reported.",
 )
+@click.option(
+    "--progress/--no-progress",
+    default=None,
+    help="A progress bar over the inputs on stderr (default: when stderr is a terminal).",
+)
 def route(
     subscriptions_path: Path,
     inputs: tuple[Path, ...],
@@ -296,6 +312,7 @@ def route(
     max_document_bytes: int,
     max_result_bytes: int,
     max_document_result_bytes: int,
+    progress: bool | None,
 ) -> None:
     """Route documents through subscriptions and write each match to the output folder."""
     from feedrouter import Router
@@ -321,10 +338,12 @@ def route(
         splitter = Splitter(record_element, dtd, max_document_bytes)
         output.mkdir(parents=True, exist_ok=True)
         run = _RouteRun(router, splitter, output, record_element is not None)
+        documents = list(iter_documents(inputs))  # listed first: the bar needs the total
         started = time.perf_counter()
-        with heap.settled():
-            for document in iter_documents(inputs):
+        with heap.settled(), task_bar("routing", wanted(progress)) as bar:
+            for done, document in enumerate(documents, 1):
                 run.route_file(document)
+                bar(done, len(documents))
         elapsed = time.perf_counter() - started
     stats = run.stats
     refused = f", {stats.refused} results refused (.error.json beside them)" if stats.refused else ""

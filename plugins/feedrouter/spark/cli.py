@@ -1,52 +1,30 @@
 """``feedrouter route-batch``: route one hour of a feed on Spark and record it in the ledger.
 
 ``feedrouter.cli`` registers it with :func:`register`; this module imports only click (and
-feedrouter's errors) until the command runs. The catalog is ``FEEDROUTER_DATABASE_URL`` (embedded
-SQLite when unset), plans ``FEEDROUTER_PLANS_URI``; with no master (``--master`` /
+feedrouter's errors) until the command runs. The catalog is ``FEEDROUTER_DATABASE_URL`` (the
+embedded catalog when unset), plans ``FEEDROUTER_PLANS_URI``; with no master (``--master`` /
 ``FEEDROUTER_SPARK_MASTER``) the batch runs on a local Spark session, so on one machine with
-``file://`` prefixes it needs no service at all. Local runs show a progress bar over the job's tasks.
+``file://`` prefixes it needs no service at all. A bar of the job's finished tasks is drawn on
+stderr when it is a terminal (``--progress`` / ``--no-progress`` decide otherwise); an empty hour
+names the prefix it listed.
 """
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
-from feedrouter.console import echo, reported
+from feedrouter.console import echo, escape_name, reported
+from feedrouter.progress import task_bar, wanted
 
+if TYPE_CHECKING:
+    from datetime import datetime
 
-class _TaskBar:
-    """A progress bar of finished Spark tasks on stderr, drawn from the first report on (an empty
-    hour or a refused batch draws nothing)."""
+    from sqlalchemy.engine import Engine
 
-    def __init__(self) -> None:
-        self._bar: Any = None
-
-    def __call__(self, done: int, total: int) -> None:
-        if self._bar is None:
-            self._bar = click.progressbar(length=total, label="routing", file=sys.stderr)
-            self._bar.__enter__()
-        self._bar.update(done - self._bar.pos)
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.__exit__(None, None, None)
-
-
-@contextmanager
-def _progress_bar(enabled: bool) -> Iterator[_TaskBar | None]:
-    """A progress callback for the batch, or None."""
-    bar = _TaskBar() if enabled else None
-    try:
-        yield bar
-    finally:
-        if bar is not None:
-            bar.close()
+    from feedrouter.spark.batch import BatchReport
 
 
 @click.command("route-batch")
@@ -69,7 +47,11 @@ def _progress_bar(enabled: bool) -> Iterator[_TaskBar | None]:
     type=click.IntRange(min=1024),
     help="Part files are cut before they pass this size (default 64 MiB).",
 )
-@click.option("--progress/--no-progress", default=None, help="Progress bar (default: on for local runs).")
+@click.option(
+    "--progress/--no-progress",
+    default=None,
+    help="A bar of finished Spark tasks on stderr (default: when stderr is a terminal).",
+)
 def route_batch_command(
     feed_name: str,
     hour: str,
@@ -85,14 +67,12 @@ def route_batch_command(
     from feedrouter.catalog.settings import plans_uri as default_plans_uri
     from feedrouter.hours import parse_hour
     from feedrouter.spark import BatchOptions, route_batch
-    from feedrouter.spark.session import is_local
     from feedrouter.storage import open_store
 
     options = BatchOptions(master, input_tasks, output_tasks)
     if max_part_bytes is not None:
         options = replace(options, max_part_bytes=max_part_bytes)
-    show = is_local(master) if progress is None else progress
-    with reported(), _progress_bar(show) as bar:
+    with reported(), task_bar("routing", wanted(progress)) as bar:
         when = parse_hour(hour)  # before anything is opened: a typo costs nothing
         engine = open_catalog()
         try:
@@ -104,11 +84,28 @@ def route_batch_command(
                 options=options,
                 progress=bar,
             )
+            listed = _listed_prefix(engine, report, when) if report.status == "empty" else None
         finally:
             engine.dispose()
     echo(report.describe())
+    if listed is not None:  # an empty hour is most often the wrong prefix or hour: show where it looked
+        echo(f"no input objects under {escape_name(listed)}")
     for failure in report.failures:  # each subscriber whose store refused its delivery (FR607)
         echo(f"  not delivered: {failure}", err=True)
+
+
+def _listed_prefix(engine: Engine, report: BatchReport, hour: datetime) -> str:
+    """Where the batch looked for the hour's input: the report's ``input_uri`` when the batch
+    records it, else the feed's layout applied to the hour (what the batch listed)."""
+    recorded = getattr(report, "input_uri", "")
+    if recorded:
+        return str(recorded)
+    from feedrouter.catalog.repository import feed_locations
+    from feedrouter.hours import batch_prefix
+
+    with engine.connect() as conn:
+        feed = next(f for f in feed_locations(conn) if f.name == report.feed)
+    return batch_prefix(feed.layout, feed.input_prefix, hour)
 
 
 def register(group: click.Group) -> None:
