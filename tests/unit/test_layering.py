@@ -24,6 +24,8 @@ LAYERS: dict[str, int] = {
     "hours": 1,
     "console": 1,
     "settings": 1,
+    "progress": 1,
+    "logs": 1,
     "lang": 1,
     "schema": 2,
     "engine": 3,
