@@ -12,6 +12,7 @@ file. Every command ends in one message with a code, never a traceback
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import re
@@ -26,7 +27,8 @@ import click
 
 from feedrouter import heap, logs
 from feedrouter.console import echo, escape_name, escape_text, reported
-from feedrouter.errors import FeedrouterError
+from feedrouter.engine.nfa import format_path
+from feedrouter.errors import FeedrouterError, error
 from feedrouter.limits import (
     DEFAULT_MAX_DOCUMENT_BYTES,
     DEFAULT_MAX_DOCUMENT_RESULT_BYTES,
@@ -35,9 +37,12 @@ from feedrouter.limits import (
 from feedrouter.progress import task_bar, wanted
 
 if TYPE_CHECKING:
+    from feedrouter import Router
     from feedrouter.delivery.messages import Splitter
     from feedrouter.delivery.routing import Routed, Routes
     from feedrouter.errors import RoutingError
+    from feedrouter.plan.index import Probe
+    from feedrouter.plan.planner import SubscriptionPlan
 
 _DOCUMENT_SUFFIXES = (".xml", ".xml.gz")
 #: The folder of rejection reports below ``--output``; a subscription of that id gets another folder.
@@ -55,8 +60,9 @@ def load_subscriptions(path: Path) -> list[tuple[str, str]]:
     """Subscriptions from JSON ``{id: text}``, JSON Lines ``{"id":…, "text":…}`` or a folder of .xq files.
 
     Raises:
-        SubscriptionsFileError: malformed JSON, an entry without an id or text, an empty or
-            repeated id; the message names the file and the line.
+        SubscriptionsFileError: malformed JSON, an entry without an id or text, a text that is not
+            a string, an empty or repeated id, no subscriptions at all; the message names the file
+            and the line.
     """
     if path.is_dir():
         return _checked(path, [(p.stem, _read_text(p), 0) for p in sorted(path.glob("*.xq"))])
@@ -113,9 +119,16 @@ def _line_of_key(raw: str, key: str, occurrence: int = 0) -> int:
 
 def _checked(path: Path, entries: list[tuple[str, Any, int]]) -> list[tuple[str, str]]:
     """The (id, text) pairs, after refusing empty and repeated ids with the line they are on."""
+    if not entries:
+        raise SubscriptionsFileError(f"{escape_name(path)}: no subscriptions in it")
     seen: set[str] = set()
-    for sid, _text, line in entries:
+    for sid, text, line in entries:
         where = f", line {line}" if line else ""
+        if not isinstance(text, str):
+            raise SubscriptionsFileError(
+                f"{escape_name(path)}{where}: the text of '{escape_name(sid)}' is "
+                f"{_json_kind(text)}, expected a string of XQuery"
+            )
         if not sid.strip():
             raise SubscriptionsFileError(f"{escape_name(path)}{where}: a subscription has an empty id")
         if sid in seen:
@@ -124,6 +137,16 @@ def _checked(path: Path, entries: list[tuple[str, Any, int]]) -> list[tuple[str,
             )
         seen.add(sid)
     return [(sid, text) for sid, text, _line in entries]
+
+
+def _json_kind(value: object) -> str:
+    """How JSON spells the type of ``value`` (a parsed JSON value), for messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    kinds = {int: "a number", float: "a number", list: "an array"}
+    return kinds.get(type(value), "an object")
 
 
 @dataclass(frozen=True)
@@ -439,16 +462,126 @@ class _RouteRun:
     "--subscriptions", "subscriptions_path", required=True, type=click.Path(exists=True, path_type=Path)
 )
 @click.option("--id", "subscription_id", required=True, help="The subscription to explain.")
+@click.option(
+    "--dtd",
+    "dtd_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="The feed's DTD: shows which searches it lets the plan skip.",
+)
 @click.option("--strategy", default="auto", type=click.Choice(["auto", "F", "FW", "FWR"]), show_default=True)
-def explain(subscriptions_path: Path, subscription_id: str, strategy: str) -> None:
-    """Show a subscription's paths, the NFA states it shares and its operator plan."""
+def explain(subscriptions_path: Path, subscription_id: str, dtd_path: Path | None, strategy: str) -> None:
+    """Say what a subscription shares with the others and why it is fast, then its plan in the
+    paper's terms (paths in the shared NFA, operators, claims)."""
     from feedrouter import Router
 
     with reported():
-        router = Router.compile(load_subscriptions(subscriptions_path), strategy=strategy, on_error="collect")
+        subscriptions = load_subscriptions(subscriptions_path)
+        _check_known(subscriptions_path, [sid for sid, _text in subscriptions], subscription_id)
+        dtd = _read_text(dtd_path) if dtd_path else None
+        router = Router.compile(subscriptions, dtd=dtd, strategy=strategy, on_error="collect")
         if subscription_id in router.errors:
             raise router.errors[subscription_id]
+        echo("\n".join(plain_explanation(router, subscription_id, with_dtd=dtd is not None)))
+        echo("\nin the paper's terms:")
         echo(router.explain(subscription_id))
+
+
+def _check_known(path: Path, ids: list[str], wanted_id: str) -> None:
+    """FR301 naming the file (and the ids spelled closest) for an id the file does not have."""
+    if wanted_id in ids:
+        return
+    close = difflib.get_close_matches(wanted_id, ids, n=3)
+    hint = f"; did you mean {', '.join(repr(escape_name(c)) for c in close)}?" if close else ""
+    raise error("FR301", f"{escape_name(path)} has no subscription {escape_name(wanted_id)!r}{hint}")
+
+
+def plain_explanation(router: Router, sid: str, *, with_dtd: bool) -> list[str]:
+    """What a user asks first, without the paper's vocabulary: what the subscription shares with
+    the others, why it is fast, and what the DTD let it skip (or that there was none)."""
+    plan = router._plans[sid]  # the router's compiled plans: explain() reads the same ones
+    group = router._shared.group_of(plan)
+    lines = [f"subscription {escape_name(sid)}:", "  shared with other subscriptions:"]
+    lines += [f"    {line}" for line in _shared_parts(router, plan, len(group.members) - 1)]
+    lines.append("  why it is fast:")
+    lines += [f"    {line}" for line in _fast_parts(router, plan, group.probe)]
+    lines.append("  what the DTD let it skip:" if with_dtd else "  the DTD:")
+    lines += [f"    {line}" for line in _dtd_parts(plan, with_dtd)]
+    return lines
+
+
+def _shared_parts(router: Router, plan: SubscriptionPlan, same_plan: int) -> list[str]:
+    states: set[int] = set()
+    for held in plan.held:
+        for pattern in held.pattern.walk():
+            states.update(router.nfa.states_of(pattern.nav)[1:])
+    shared = sum(1 for state in states if router.nfa.sharing_of(state) > 1)
+    parts = [
+        f"{shared} of the {len(states)} element steps it matches are matched once per document for "
+        "every subscription that walks them too"
+    ]
+    if same_plan:
+        parts.append(
+            f"{same_plan} other subscription(s) ask for exactly the same result: it is built once "
+            "and the same bytes go to each"
+        )
+    else:
+        parts.append("no other subscription asks for exactly the same result")
+    return parts
+
+
+def _fast_parts(router: Router, plan: SubscriptionPlan, probe: Probe | None) -> list[str]:
+    parts = [] if probe is None else [_probe_part(router, probe)]
+    notes = " ".join(plan.main.describe())
+    for phrase, part in _FAST_NOTES:
+        if phrase in notes:
+            parts.append(part)
+    parts.append("each document is parsed once and walked once for all subscriptions together")
+    return parts
+
+
+#: A phrase of the paper's plan notes, and what it means for the user.
+_FAST_NOTES = (
+    (
+        "shared join",
+        "its comparison runs in one pass per document shared by every subscription comparing that field",
+    ),
+    (
+        "merge semijoin",
+        "conditions on other elements are checked by merging two lists already in document order",
+    ),
+    ("DupElim removed", "its matches cannot repeat, so no duplicate removal is done"),
+)
+
+
+def _probe_part(router: Router, probe: Probe) -> str:
+    """Where the selection index files the subscription, said as the test a document must pass."""
+    site = probe.site
+    steps = format_path(router.nfa.path(site.pid))
+    where = steps if site.last else f"step {site.field + 1} of {steps}"
+    what = {"@cmp": f"attribute @{site.attribute}", "text()cmp": "text"}.get(site.kind.value, "value")
+    how = "one hash look-up" if probe.op.value == "=" else "one binary search"
+    return (
+        f"its plan runs only for documents where {where} has {what} {probe.op.value} {probe.key!r}: "
+        f"{how} per document finds every subscription waiting for such a value"
+    )
+
+
+def _dtd_parts(plan: SubscriptionPlan, with_dtd: bool) -> list[str]:
+    if not with_dtd:
+        return ["none given: pass the feed's --dtd to see which '//' and '*' searches it lets the plan skip"]
+    parts = [_rewrite_part(note) for note in plan.notes if note.startswith("rewrite: ")]
+    if plan.warning is not None:
+        parts.append(f"it can never match a document valid under the DTD: {plan.warning.message}")
+    return parts or ["nothing: the DTD fixes none of its '//' or '*' steps"]
+
+
+def _rewrite_part(note: str) -> str:
+    """``rewrite: //t -> /a/t (reason)`` as what the user gains: a step followed, not searched."""
+    found = re.fullmatch(r"rewrite: (.+?) -> (.+?) \((.+)\)", note)
+    if found is None:
+        return note.removeprefix("rewrite: ")
+    written, fixed, reason = found.groups()
+    return f"{written} can only be {fixed} ({reason}): followed step by step, not searched"
 
 
 @main.command()
