@@ -254,15 +254,26 @@ class RouteStats:
 @click.option(
     "--log-format",
     envvar="FEEDROUTER_LOG_FORMAT",
-    type=click.Choice(logs.FORMATS),
     default="text",
     show_default=True,
-    help="How log records go to stderr: text, or one JSON object per line with the batch's fields as keys.",
+    show_envvar=True,
+    callback=lambda ctx, param, value: _log_format(ctx, value),
+    help="How log records go to stderr: text, or json (one object per line, the batch's fields as keys).",
 )
 @click.pass_context
 def main(ctx: click.Context, log_format: str) -> None:
     """feedrouter: route XML documents to many XQuery subscriptions in one shared pass."""
     ctx.with_resource(logs.configured(log_format))
+
+
+def _log_format(ctx: click.Context, value: str) -> str:
+    """The log format, refused with the name the user set it by (the option or the variable)."""
+    if value in logs.FORMATS:
+        return value
+    from_env = ctx.get_parameter_source("log_format") == click.core.ParameterSource.ENVIRONMENT
+    name = "FEEDROUTER_LOG_FORMAT" if from_env else "--log-format"
+    problem = error("FR700", f"{name} is {escape_name(value)!r}: expected one of {', '.join(logs.FORMATS)}")
+    raise click.UsageError(str(problem), ctx)
 
 
 @main.command()
