@@ -253,12 +253,9 @@ class RouteStats:
 @click.version_option(package_name="feedrouter")
 @click.option(
     "--log-format",
-    envvar="FEEDROUTER_LOG_FORMAT",
-    default="text",
-    show_default=True,
-    show_envvar=True,
-    callback=lambda ctx, param, value: _log_format(ctx, value),
-    help="How log records go to stderr: text, or json (one object per line, the batch's fields as keys).",
+    callback=lambda ctx, param, value: _log_format(value),
+    help="How log records go to stderr: text (default), or json (one object per line, the batch's "
+    "fields as keys). Default: the FEEDROUTER_LOG_FORMAT setting.",
 )
 @click.pass_context
 def main(ctx: click.Context, log_format: str) -> None:
@@ -266,14 +263,17 @@ def main(ctx: click.Context, log_format: str) -> None:
     ctx.with_resource(logs.configured(log_format))
 
 
-def _log_format(ctx: click.Context, value: str) -> str:
-    """The log format, refused with the name the user set it by (the option or the variable)."""
-    if value in logs.FORMATS:
-        return value
-    from_env = ctx.get_parameter_source("log_format") == click.core.ParameterSource.ENVIRONMENT
-    name = "FEEDROUTER_LOG_FORMAT" if from_env else "--log-format"
-    problem = error("FR700", f"{name} is {escape_name(value)!r}: expected one of {', '.join(logs.FORMATS)}")
-    raise click.UsageError(str(problem), ctx)
+def _log_format(value: str | None) -> str:
+    """The log format from the option, else from feedrouter's settings (FEEDROUTER_LOG_FORMAT);
+    the settings are validated here, so a bad one stops every command with its name (FR700)."""
+    from feedrouter.errors import SettingsError
+    from feedrouter.settings import load_settings
+
+    origins = {"log_format": "--log-format"} if value is not None else None
+    try:
+        return load_settings(origins=origins, log_format=value).log_format
+    except SettingsError as exc:
+        raise click.UsageError(escape_text(exc)) from None
 
 
 @main.command()
