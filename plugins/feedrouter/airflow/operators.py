@@ -11,11 +11,12 @@ What they return goes to XCom as plain JSON: feed names, batch dicts, build and 
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException
@@ -36,12 +37,22 @@ BATCH_LABEL = "{{ task.batch['feed'] }} {{ task.batch['hour'] }}"
 
 
 class FeedrouterHookMixin:
-    """The hook of one task instance and the catalog steps made through it (operators and sensors)."""
+    """The hook of one task instance and the catalog steps made through it (operators and sensors).
+
+    The connection ids (``catalog_conn_id``, ``s3_conn_id``, ``spark_conn_id``) are the task's
+    arguments; None takes the settings' value (``FEEDROUTER_CATALOG_CONN_ID``,
+    ``FEEDROUTER_S3_CONN_ID``, ``FEEDROUTER_SPARK_CONN_ID``, or the ``[feedrouter]`` section of
+    the Airflow config), and with none set there either the library's environment configuration.
+    """
+
+    catalog_conn_id: str | None = None
+    s3_conn_id: str | None = None
+    spark_conn_id: str | None = None
 
     @cached_property
     def hook(self) -> FeedrouterHook:
         """The task's hook (connections read once per task instance, on first use)."""
-        return FeedrouterHook()
+        return make_hook(self.catalog_conn_id, self.s3_conn_id, self.spark_conn_id)
 
     @contextmanager
     def catalog_engine(self, what: str) -> Iterator[Engine]:
@@ -62,7 +73,53 @@ class FeedrouterHookMixin:
 
 
 class FeedrouterOperator(BaseOperator, FeedrouterHookMixin):
-    """Base of the feedrouter operators: a cached :attr:`hook` and :meth:`catalog` steps."""
+    """Base of the feedrouter operators: a cached :attr:`hook` and :meth:`catalog` steps.
+
+    Args:
+        catalog_conn_id: Airflow connection (postgres) of the catalog; None: the settings'
+            ``FEEDROUTER_CATALOG_CONN_ID``, else the library's ``FEEDROUTER_DATABASE_URL``.
+        s3_conn_id: Airflow connection (aws) of every ``s3://`` store; None: the settings'
+            ``FEEDROUTER_S3_CONN_ID``, else boto3's standard chain.
+        spark_conn_id: Airflow connection (spark or spark_connect) the batches run on; None: the
+            settings' ``FEEDROUTER_SPARK_CONN_ID``, else ``FEEDROUTER_SPARK_MASTER`` or a local
+            session in the task.
+    """
+
+    def __init__(
+        self,
+        *,
+        catalog_conn_id: str | None = None,
+        s3_conn_id: str | None = None,
+        spark_conn_id: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.catalog_conn_id = catalog_conn_id
+        self.s3_conn_id = s3_conn_id
+        self.spark_conn_id = spark_conn_id
+
+
+def make_hook(
+    catalog_conn_id: str | None = None, s3_conn_id: str | None = None, spark_conn_id: str | None = None
+) -> FeedrouterHook:
+    """The hook on these connection ids (None: the settings' value for that one)."""
+    given = {"catalog_conn_id": catalog_conn_id, "s3_conn_id": s3_conn_id, "spark_conn_id": spark_conn_id}
+    if "catalog_conn_id" in inspect.signature(FeedrouterHook).parameters:
+        return cast(Any, FeedrouterHook)(**given)
+    from dataclasses import replace
+
+    from feedrouter.airflow.settings import Connections  # the hook before its keyword arguments
+
+    defaults = Connections.from_env()
+    return FeedrouterHook(
+        replace(
+            defaults,
+            catalog=catalog_conn_id or defaults.catalog,
+            ui_catalog=catalog_conn_id or defaults.ui_catalog,
+            s3=s3_conn_id or defaults.s3,
+            spark=spark_conn_id or defaults.spark,
+        )
+    )
 
 
 class StaleFeedsOperator(FeedrouterOperator):
@@ -187,34 +244,101 @@ class RouteBatchOperator(FeedrouterOperator):
     Returns the routing summary (batch id, status, counts); an hour without input is routed as an
     explicit empty batch. A feed without a plan build fails at once with what to do about it.
 
+    Where it runs follows the spark connection (:func:`feedrouter.airflow.routing.spark_target`):
+    in the task (no connection, a local master, or a ``spark_connect`` connection's ``sc://``
+    endpoint), or submitted with spark-submit through the apache-spark provider's
+    ``SparkSubmitHook`` (any other master: standalone, YARN, Kubernetes), the connection's master,
+    deploy mode and extras applied. Spark conf of a submission, lowest to highest: feedrouter's
+    defaults, the connection's extras (``conf`` and ``spark.*`` keys), the feed's ``spark_conf``
+    in the catalog, this operator's ``spark_conf``.
+
     Args:
         batch: ``{"feed": …, "hour": "YYYY-MM-DDTHH"}`` (templated; mapped over the run's batches).
+        spark_conf: Spark conf of this task's batches (``spark.executor.memory``, …; templated);
+            None: none beyond the connection's and the feed's.
+        spark_archive: a packed environment (``feedrouter spark package``'s
+            ``feedrouter-env.tar.gz``, local or on the cluster's file system) shipped with
+            ``--archives`` so the executors run ``./environment/bin/python``; None: the spark
+            connection's ``feedrouter-archive`` extra, else none (the cluster's image has
+            feedrouter installed).
+        catalog_conn_id, s3_conn_id, spark_conn_id: see :class:`FeedrouterOperator`.
     """
 
-    template_fields: Sequence[str] = ("batch",)
+    template_fields: Sequence[str] = ("batch", "spark_conf", "spark_archive")
     ui_color = "#fdebd0"
 
-    def __init__(self, *, batch: dict[str, str], **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *,
+        batch: dict[str, str],
+        spark_conf: dict[str, str] | None = None,
+        spark_archive: str | None = None,
+        **kwargs: Any,
+    ) -> None:
         kwargs["map_index_template"] = kwargs.get("map_index_template") or BATCH_LABEL
         super().__init__(**kwargs)
         self.batch = batch
-
-    @cached_property
-    def spark_master(self) -> str | None:
-        """The Spark master of the task (the spark connection read once)."""
-        return self.hook.spark_master()
+        self.spark_conf = spark_conf
+        self.spark_archive = spark_archive
+        self._submit_hook: Any = None
 
     def execute(self, context: Context) -> dict[str, Any]:
         from feedrouter.airflow import routing
 
         batch = HourBatch.from_dict(self.batch)
-        self.log.info(
-            "Routing %s: %s; Spark %s", batch.label, self.hook.describe(), self.spark_master or "local"
-        )
         with task_outcome(f"routing {batch.label}"):
-            summary = routing.route(self.hook, batch, self.spark_master)
+            target = routing.spark_target(self.hook)
+            self.log.info(
+                "Routing %s: %s; Spark %s (%s)",
+                batch.label,
+                self.hook.describe(),
+                target.master or "local",
+                target.mode,
+            )
+            if target.mode == "submit":
+                summary = self._submit(batch, target)
+            else:
+                summary = routing.route(self.hook, batch, target.master, self._in_task_conf(batch, target))
         self.log.info("Routed %s: %s", batch.label, summary)
         return summary
+
+    def _in_task_conf(self, batch: HourBatch, target: Any) -> dict[str, str]:
+        from feedrouter.airflow import routing
+        from feedrouter.spark.submit import checked_conf, merged_conf
+
+        operator = checked_conf(self.spark_conf or {}, "the operator's spark_conf")
+        return merged_conf(target.conf, routing.feed_conf(self.hook, batch.feed), operator)
+
+    def _submit(self, batch: HourBatch, target: Any) -> dict[str, Any]:
+        from feedrouter.airflow import routing
+
+        submission = routing.prepare_submission(self.hook, batch, target, self.spark_conf, self.spark_archive)
+        self.log.info("Submitting %r", submission)
+        self._submit_hook = routing.submit_hook(submission, target)
+        try:
+            self._submit_hook.submit(submission.application)
+        except Exception as exc:
+            raise submit_failure(batch, exc) from exc
+        return routing.submitted_summary(self.hook, batch)
+
+    def on_kill(self) -> None:
+        if self._submit_hook is not None:  # stop the submitted driver with the task
+            self._submit_hook.on_kill()
+
+
+def submit_failure(batch: HourBatch, exc: Exception) -> Exception:
+    """A failed spark-submit as the task's outcome: the application's terminal exit statuses fail
+    the task at once, anything else (transient, unknown, a lost driver) is retried."""
+    from feedrouter.airflow.routing import submitted_exit_status
+    from feedrouter.spark.app import ExitCode
+
+    status = submitted_exit_status(exc)
+    if status in (ExitCode.TERMINAL, ExitCode.USAGE):
+        return AirflowFailException(
+            f"routing {batch.label} failed (exit status {status}, not retried: the cause is not "
+            f"transient; the driver's log above names the error): {exc}"
+        )
+    return exc
 
 
 class LedgerReportOperator(FeedrouterOperator):

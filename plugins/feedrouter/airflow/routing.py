@@ -1,43 +1,139 @@
-"""The route step: one feed's hour through ``feedrouter.spark.route_batch``.
+"""The route step: one feed's hour, routed in the task or submitted to a cluster with spark-submit.
 
-The only module of the adapter that touches Spark; imported by the route task when it runs, so the
-scheduler, the triggerer and the API server never import pyspark.
+Where the batch runs follows the task's spark connection (:func:`spark_target`):
 
-S3 credentials of the aws connection reach the job two ways, both for this call only: the
-driver's environment (its stores use boto3's standard chain), and the environment Spark gives the
-job's Python workers (``SparkContext.environment``), so executors on a cluster need no keys of
-their own. Neither shows up in Spark's configuration, UI or logs.
+==================================== ================================================================
+no spark connection                  in the task, on ``FEEDROUTER_SPARK_MASTER`` (default a local
+                                     session), as ``feedrouter route-batch`` does
+a ``spark`` connection, local master in the task, on that master
+a ``spark_connect`` connection       in the task, against its ``sc://`` endpoint (Spark Connect)
+any other ``spark`` connection       ``spark-submit`` of :mod:`feedrouter.spark.app` through the
+                                     apache-spark provider's ``SparkSubmitHook``: the connection's
+                                     master, deploy mode, queue and namespace, conf merged as
+                                     :mod:`feedrouter.spark.submit` documents
+==================================== ================================================================
+
+S3 credentials of the aws connection never become Spark conf: in the task they travel inside the
+job (the store opener the tasks get); a submitted driver gets them, with the catalog URL, as its
+process environment (the hook's ``env_vars``). Where the hook would turn ``env_vars`` into conf
+(YARN, Kubernetes, standalone cluster mode) secrets are left out and the cluster must provide them
+(docs/deploy.md).
+
+This is the only module of the adapter that touches Spark; imported by the route task when it runs,
+so the scheduler, the triggerer and the API server never import pyspark.
 """
 
 from __future__ import annotations
 
-import os
+import inspect
+import logging
+import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, cast
 
-from feedrouter.airflow.hooks import FeedrouterHook
+from feedrouter.airflow.hooks import FeedrouterHook, master_url
 from feedrouter.airflow.hours import HourBatch
 
 if TYPE_CHECKING:
+    from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
     from pyspark.sql import SparkSession
 
+    from feedrouter.spark.stores import StoreOpener
+    from feedrouter.spark.submit import Submission
+    from feedrouter.storage.s3 import S3Settings
 
-def route(hook: FeedrouterHook, batch: HourBatch, master: str | None) -> dict[str, Any]:
-    """Route one feed's hour with its latest plan build and record the ledger; a JSON summary.
+log = logging.getLogger("feedrouter.airflow.routing")
 
-    ``route_batch`` checks the plan build and lists the hour's input before any Spark starts, and
-    opens the session (:func:`worker_session`) only for an hour with input: the task lists the
-    hour's prefix once. ``master``: the task's Spark master (None: a local session).
+#: The connection extra naming a packed environment for the executors (``feedrouter-env.tar.gz``).
+ARCHIVE_EXTRA = "feedrouter-archive"
+
+
+@dataclass(frozen=True)
+class SparkTarget:
+    """Where a batch runs.
+
+    Attributes:
+        mode: "in-task" (a session in the task process) or "submit" (spark-submit).
+        master: the master URL (``local[…]``, ``spark://…``, ``yarn``, ``k8s://…``, ``sc://…``);
+            None: the library's local default.
+        conn_id: the spark connection, if any.
+        deploy_mode: the connection's deploy mode ("client", "cluster", None).
+        conf: the Spark conf of the connection's extras.
+        archive: the connection's packed environment (its ``feedrouter-archive`` extra).
     """
-    from feedrouter.spark import BatchOptions, StoreOpener, route_batch
 
-    access = hook.s3_access
-    credentials = access.credentials if access else {}
-    stores = StoreOpener(access.settings) if access else None
+    mode: Literal["in-task", "submit"]
+    master: str | None
+    conn_id: str | None = None
+    deploy_mode: str | None = None
+    conf: dict[str, str] = field(default_factory=dict)
+    archive: str | None = None
+
+
+def spark_conn_id(hook: FeedrouterHook) -> str | None:
+    """The spark connection id the hook was given (or read from the settings)."""
+    given = getattr(hook, "spark_conn_id", None)
+    if isinstance(given, str) or (given is None and not hasattr(hook, "connections")):
+        return given
+    return hook.connections.spark  # today's hook: a Connections record
+
+
+def spark_target(hook: FeedrouterHook) -> SparkTarget:
+    """Where the hook's spark connection says the batch runs (see the module's table)."""
+    from feedrouter.spark.session import is_local
+    from feedrouter.spark.submit import connection_conf
+
+    conn_id = spark_conn_id(hook)
+    if conn_id is None:
+        return SparkTarget("in-task", hook.spark_master())
+    conn = hook.get_connection(conn_id)
+    if conn.conn_type == "spark_connect":
+        from airflow.providers.apache.spark.hooks.spark_connect import SparkConnectHook
+
+        return SparkTarget("in-task", SparkConnectHook(conn_id).get_connection_url(), conn_id)
+    extra = conn.extra_dejson
+    master = master_url(conn.conn_type, conn.host, conn.port)
+    mode: Literal["in-task", "submit"] = "in-task" if is_local(master) else "submit"
+    conf = connection_conf(extra)
+    return SparkTarget(mode, master, conn_id, extra.get("deploy-mode"), conf, extra.get(ARCHIVE_EXTRA))
+
+
+def feed_conf(hook: FeedrouterHook, feed: str) -> dict[str, str]:
+    """The feed's Spark conf in the catalog (``feedrouter.feeds.spark_conf``)."""
+    from feedrouter.catalog import repository
+
+    reader = getattr(repository, "feed_spark_conf", None)
+    if reader is None:  # a catalog without per-feed conf yet
+        return {}
     engine = hook.catalog_engine()
     try:
-        with exported(credentials):
+        with engine.connect() as conn:
+            return dict(reader(conn, feed))
+    finally:
+        engine.dispose()
+
+
+# -- in the task ------------------------------------------------------------------------------------
+
+
+def route(
+    hook: FeedrouterHook, batch: HourBatch, master: str | None, conf: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """Route one feed's hour in this process with its latest plan build; a JSON summary.
+
+    ``route_batch`` checks the plan build and lists the hour's input before any Spark starts, and
+    opens the session (:func:`task_session`) only for an hour with input. ``master``: the
+    session's master (``sc://…`` for Spark Connect; None: a local session). ``conf``: Spark conf
+    of a session this call makes.
+    """
+    from feedrouter.spark import BatchOptions, route_batch
+
+    stores = store_opener(hook)
+    engine = hook.catalog_engine()
+    try:
+        with legacy_credentials(hook, stores):
             report = route_batch(
                 engine,
                 batch.feed,
@@ -45,26 +141,67 @@ def route(hook: FeedrouterHook, batch: HourBatch, master: str | None) -> dict[st
                 plans_store=hook.plans_store(),
                 options=BatchOptions(master=master),
                 stores=stores,
-                session=lambda: worker_session(master, credentials),
+                session=lambda: task_session(master, dict(conf or {})),
             )
     finally:
         engine.dispose()
     return report.summary()
 
 
-@contextmanager
-def worker_session(master: str | None, credentials: Mapping[str, str]) -> Iterator[SparkSession]:
-    """The Spark session of a batch (the running one, or one on ``master``), its Python workers
-    given ``credentials``."""
-    from feedrouter.spark.session import batch_session
+def opener_takes_credentials() -> bool:
+    """True when StoreOpener carries credentials to the tasks (the Spark Connect-ready job)."""
+    from feedrouter.spark.stores import StoreOpener
 
-    with batch_session(None, master) as spark, worker_environment(spark, credentials):
-        yield spark
+    return "credentials" in inspect.signature(StoreOpener).parameters
+
+
+def store_opener(hook: FeedrouterHook) -> StoreOpener | None:
+    """The stores of the driver and the tasks: the aws connection's settings and credentials, or
+    None (the environment's, boto3's standard chain)."""
+    from feedrouter.spark.stores import StoreOpener
+
+    access = hook.s3_access
+    if access is None:
+        return None
+    if opener_takes_credentials():
+        return cast(Any, StoreOpener)(access.settings, credentials=dict(access.credentials))
+    return StoreOpener(access.settings)
+
+
+@contextmanager
+def legacy_credentials(hook: FeedrouterHook, stores: StoreOpener | None) -> Iterator[None]:
+    """Credentials in the driver's environment, for a StoreOpener that cannot carry them."""
+    access = hook.s3_access
+    if access is None or not access.credentials or opener_takes_credentials():
+        yield
+        return
+    with exported(access.credentials):
+        yield
+
+
+@contextmanager
+def task_session(master: str | None, conf: dict[str, str]) -> Iterator[SparkSession]:
+    """The running classic session, or a new one on ``master`` (with ``conf``) stopped on exit."""
+    from pyspark.sql import SparkSession
+
+    from feedrouter.spark.session import spark_session
+
+    active = SparkSession.getActiveSession() if not (master or "").startswith("sc://") else None
+    if active is not None:
+        yield active
+        return
+    session = spark_session(master, conf=conf)
+    try:
+        yield session
+    finally:
+        session.stop()
 
 
 @contextmanager
 def exported(variables: Mapping[str, str]) -> Iterator[None]:
     """Set environment variables for the duration of the block, then restore the old values."""
+    import os
+
     saved = {name: os.environ.get(name) for name in variables}
     os.environ.update(variables)
     try:
@@ -77,17 +214,112 @@ def exported(variables: Mapping[str, str]) -> Iterator[None]:
                 os.environ[name] = value
 
 
-@contextmanager
-def worker_environment(spark: SparkSession, variables: Mapping[str, str]) -> Iterator[None]:
-    """Environment variables for the Python workers of the jobs started in the block."""
-    environment = spark.sparkContext.environment
-    saved = {name: environment.get(name) for name in variables}
-    environment.update(variables)
+# -- spark-submit -----------------------------------------------------------------------------------
+
+
+def prepare_submission(
+    hook: FeedrouterHook,
+    batch: HourBatch,
+    target: SparkTarget,
+    spark_conf: Mapping[str, str] | None = None,
+    archive: str | None = None,
+) -> Submission:
+    """The spark-submit of one batch: conf layers (connection, feed, operator) and the driver's
+    environment, secrets only where they stay out of Spark's conf."""
+    from feedrouter.catalog.settings import plans_uri
+    from feedrouter.spark.submit import checked_conf, driver_environment, env_becomes_conf, submission
+
+    access = hook.s3_access
+    env = driver_environment(
+        hook.catalog_url(),
+        plans_uri(),
+        s3_environment(access.settings) if access else None,
+        access.credentials if access else None,
+    )
+    assert target.master is not None
+    if env_becomes_conf(target.master, target.deploy_mode):
+        env = without_secrets(env, target)
+    layers = (
+        target.conf,
+        feed_conf(hook, batch.feed),
+        checked_conf(spark_conf or {}, "the operator's spark_conf"),
+    )
+    return submission(
+        batch.feed,
+        batch.hour,
+        conf_layers=layers,
+        env_vars=env,
+        archive=archive or target.archive,
+        deploy_mode=target.deploy_mode,
+    )
+
+
+def without_secrets(env: Mapping[str, str], target: SparkTarget) -> dict[str, str]:
+    """``env`` without its secrets, which this master would receive as Spark conf."""
+    from feedrouter.spark.submit import SECRET_VARIABLES
+
+    left_out = sorted(name for name in env if name in SECRET_VARIABLES)
+    if left_out:
+        log.warning(
+            "%s (deploy mode %s) would receive environment variables as Spark conf: %s are not "
+            "passed; the cluster must provide them to the driver (docs/deploy.md)",
+            target.master,
+            target.deploy_mode or "client",
+            ", ".join(left_out),
+        )
+    return {name: value for name, value in env.items() if name not in SECRET_VARIABLES}
+
+
+def s3_environment(settings: S3Settings) -> dict[str, str]:
+    """The connection's S3 settings as the variables :meth:`S3Settings.from_env` reads."""
+    env = {
+        "AWS_REGION": settings.region,
+        "FEEDROUTER_S3_ADDRESSING_STYLE": settings.addressing_style,
+        "FEEDROUTER_S3_MAX_ATTEMPTS": str(settings.max_attempts),
+        "FEEDROUTER_S3_CONNECT_TIMEOUT": str(settings.connect_timeout),
+        "FEEDROUTER_S3_READ_TIMEOUT": str(settings.read_timeout),
+    }
+    if settings.endpoint_url:
+        env["FEEDROUTER_S3_ENDPOINT_URL"] = settings.endpoint_url
+    return {name: value for name, value in env.items() if value}
+
+
+def submit_hook(submission: Submission, target: SparkTarget) -> SparkSubmitHook:
+    """The provider's hook for ``submission`` on the target's connection."""
+    from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+
+    return SparkSubmitHook(
+        conf=submission.conf,
+        conn_id=target.conn_id or "spark_default",
+        archives=submission.archives,
+        name=submission.name,
+        application_args=submission.application_args,
+        env_vars=submission.env_vars or None,
+    )
+
+
+#: How SparkSubmitHook reports spark-submit's exit status.
+_EXIT_STATUS = re.compile(r"Error code is: (\d+)")
+
+
+def submitted_exit_status(exc: BaseException) -> int | None:
+    """The application's exit status in a SparkSubmitHook failure, when it reports one."""
+    found = _EXIT_STATUS.search(str(exc))
+    return int(found.group(1)) if found else None
+
+
+def submitted_summary(hook: FeedrouterHook, batch: HourBatch) -> dict[str, Any]:
+    """What the submitted application recorded for the batch: its newest ledger row."""
+    from feedrouter.catalog import status
+
+    engine = hook.catalog_engine()
     try:
-        yield
+        with engine.connect() as conn:
+            rows = status.batch_ledger(conn, batch.feed, batch.hour)
     finally:
-        for name, value in saved.items():
-            if value is None:
-                environment.pop(name, None)
-            else:
-                environment[name] = value
+        engine.dispose()
+    if not rows:
+        from feedrouter.errors import error
+
+        raise error("FR600", f"spark-submit of {batch.label} finished but the ledger has no row for it")
+    return {**batch.to_dict(), **rows[0]}
