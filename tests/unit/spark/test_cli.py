@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import logging
 import subprocess
 import sys
+from dataclasses import dataclass
+from typing import Any
 
 import click
 import pytest
@@ -70,3 +74,63 @@ def test_each_subscriber_whose_delivery_failed_is_named(monkeypatch) -> None:  #
     result = CliRunner().invoke(route_batch_command, ["--feed", "news", "--hour", "2026-11-22T16"])
     assert result.exit_code == 0, result.output
     assert "not delivered: acme/eu: [FR607] bucket 'gone' does not exist" in result.output
+
+
+class _Engine:
+    def dispose(self) -> None:
+        pass
+
+
+def _empty_report(input_uri: str) -> Any:
+    from feedrouter.spark.batch import BatchReport
+
+    @dataclass(frozen=True)
+    class Reported(BatchReport):  # the field H1's report gains; until then the CLI asks the catalog
+        input_uri: str = ""
+
+    return Reported(3, "news", "2026-11-22T16", "empty", 1, 0, 0, 0, 0, 0, 0, 0, 0.0, input_uri=input_uri)
+
+
+def test_an_empty_hour_names_the_prefix_it_listed(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import feedrouter.catalog.database as database
+    import feedrouter.spark as spark
+
+    prefix = "s3://wires/news/dt=2026-11-22/hour=16/"
+    monkeypatch.setattr(database, "open_catalog", lambda: _Engine())
+    monkeypatch.setattr(spark, "route_batch", lambda *args, **kwargs: _empty_report(prefix))
+    result = CliRunner().invoke(route_batch_command, ["--feed", "news", "--hour", "2026-11-22T16"])
+    assert result.exit_code == 0, result.output
+    assert f"no input objects under {prefix}" in result.output
+
+
+@pytest.mark.parametrize("hour", ["2026-11-22T16:30", "2026-11-22 16", "2026-11-22T1", "16"])
+def test_an_hour_that_is_not_whole_or_not_iso_is_refused(monkeypatch, hour: str) -> None:  # type: ignore[no-untyped-def]
+    import feedrouter.catalog.database as database
+
+    monkeypatch.setattr(database, "open_catalog", lambda: pytest.fail("the catalog was opened"))
+    result = CliRunner().invoke(route_batch_command, ["--feed", "news", "--hour", hour])
+    assert result.exit_code == 1 and "[FR608]" in result.output and "Traceback" not in result.output
+
+
+def test_json_logs_of_a_batch_carry_its_feed_hour_and_id(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import feedrouter.catalog.database as database
+    import feedrouter.spark as spark
+    from feedrouter.cli import main
+
+    def route_batch(*args: Any, **kwargs: Any) -> Any:
+        batch = {"feedrouter_feed": "news", "feedrouter_hour": "2026-11-22T16", "feedrouter_batch_id": 3}
+        logging.getLogger("feedrouter.spark").info("routing 2 objects", extra=batch)
+        return _empty_report("file:///in/")
+
+    monkeypatch.setattr(database, "open_catalog", lambda: _Engine())
+    monkeypatch.setattr(spark, "route_batch", route_batch)
+    args = ["--log-format", "json", "route-batch", "--feed", "news", "--hour", "2026-11-22T16"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    [line] = [json.loads(text) for text in result.stderr.splitlines() if text.startswith("{")]
+    assert line["message"] == "routing 2 objects"
+    assert (line["feedrouter_feed"], line["feedrouter_hour"], line["feedrouter_batch_id"]) == (
+        "news",
+        "2026-11-22T16",
+        3,
+    )
