@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import io
+import os
+import stat
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
 
 from feedrouter.delivery import PartHeader, Splitter, read_part, route_locally
 from feedrouter.router import Router
@@ -40,3 +45,22 @@ def test_the_delivery_package_loads_no_adapter_dependency() -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o027, 0o640)])
+def test_delivered_files_in_a_file_store_are_readable_as_the_umask_says(
+    tmp_path: Path, umask: int, mode: int
+) -> None:
+    """Parts and manifests land in a ``file://`` store through FileStore.put: a subscriber's group
+    reads them when the umask allows it (a temporary file from mkstemp alone would stay 0600)."""
+    from feedrouter.storage.local import FileStore
+
+    store = FileStore(tmp_path)
+    previous = os.umask(umask)
+    try:
+        store.put("acme/dt=2026-11-22/hour=16/part-00000.xml", b"<b/>")
+        store.put("acme/dt=2026-11-22/hour=16/_manifest.json", b"{}")
+    finally:
+        os.umask(previous)
+    written = [path for path in tmp_path.rglob("*") if path.is_file()]
+    assert len(written) == 2 and {stat.S_IMODE(path.stat().st_mode) for path in written} == {mode}
