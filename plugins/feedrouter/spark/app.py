@@ -172,7 +172,10 @@ def report_failure(exc: BaseException) -> int:
     code = ExitCode.of(exc)
     if code is ExitCode.INTERNAL:
         log.exception("route-batch failed unexpectedly")
-    kind = "transient: a retry may succeed" if code.retryable else "terminal: not retried"
+    kind = {
+        ExitCode.TRANSIENT: "transient: a retry may succeed",
+        ExitCode.INTERNAL: "unexpected: see the log above",
+    }.get(code, "terminal: the same on every attempt")
     print(f"feedrouter: {exc} ({kind}; exit status {int(code)})", file=sys.stderr, flush=True)
     return code
 

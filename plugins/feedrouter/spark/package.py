@@ -21,6 +21,7 @@ that Python elsewhere (e.g. ``/usr`` for ``/usr/bin/python3.11``).
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import subprocess
 import sys
@@ -95,11 +96,23 @@ def build_environment(folder: Path, wheel: Path, extras: Sequence[str], python: 
     return folder
 
 
-def pack_environment(folder: Path, archive: Path, python_prefix: str | None = None) -> Path:
-    """``folder`` packed with venv-pack into ``archive`` (replaced when it exists)."""
+def pack_environment(
+    folder: Path, archive: Path, python_prefix: str | None = None, compress_level: int = 4
+) -> Path:
+    """``folder`` packed with venv-pack into ``archive`` (replaced when it exists), readable as the
+    umask allows (venv-pack writes it owner-only), so a cluster's services can fetch it."""
     import venv_pack
 
-    venv_pack.pack(prefix=str(folder), output=str(archive), python_prefix=python_prefix, force=True)
+    venv_pack.pack(
+        prefix=str(folder),
+        output=str(archive),
+        python_prefix=python_prefix,
+        force=True,
+        compress_level=compress_level,
+    )
+    umask = os.umask(0)
+    os.umask(umask)
+    archive.chmod(0o666 & ~umask)
     return archive
 
 
@@ -110,6 +123,7 @@ def build_package(
     python: str | None = None,
     python_prefix: str | None = None,
     extras: Sequence[str] | None = None,
+    compress_level: int = 4,
 ) -> Package:
     """Build the wheel, the packed environment and the application file into ``out``.
 
@@ -119,6 +133,7 @@ def build_package(
         python: the interpreter the environment is made from (default: this one's base Python).
         python_prefix: where the nodes keep that Python (venv-pack's ``python_prefix``).
         extras: more requirements for the executors (default: pyarrow and pandas, pinned).
+        compress_level: gzip level of the archive (1 builds fastest, 9 ships smallest).
     """
     out.mkdir(parents=True, exist_ok=True)
     wheel = build_wheel(source or project_root(), out)
@@ -126,7 +141,7 @@ def build_package(
     requirements = pinned_extras() if extras is None else list(extras)
     with tempfile.TemporaryDirectory(prefix="feedrouter-env-") as scratch:
         folder = build_environment(Path(scratch) / "env", wheel, requirements, base)
-        archive = pack_environment(folder, out / ARCHIVE_NAME, python_prefix)
+        archive = pack_environment(folder, out / ARCHIVE_NAME, python_prefix, compress_level)
     application = out / APPLICATION_NAME
     shutil.copyfile(Path(__file__).with_name("app.py"), application)
     return Package(wheel, archive, application)

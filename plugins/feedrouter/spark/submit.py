@@ -178,12 +178,16 @@ def submission(
     env_vars: Mapping[str, str] | None = None,
     archive: str | None = None,
     deploy_mode: str | None = None,
+    application: str | None = None,
 ) -> Submission:
-    """The submission of one batch: feedrouter's defaults under ``conf_layers`` (lowest first)."""
+    """The submission of one batch: feedrouter's defaults under ``conf_layers`` (lowest first).
+
+    ``application``: the application file (default :func:`application_path`, e.g. the copy
+    ``feedrouter spark package`` writes next to the archive)."""
     archives = archive_argument(archive) if archive else None
     conf = merged_conf(default_conf(archives, deploy_mode), *conf_layers)
     return Submission(
-        application=application_path(),
+        application=application or application_path(),
         application_args=application_args(feed, hour),
         conf=conf,
         env_vars=dict(env_vars or {}),
