@@ -373,6 +373,9 @@ def route(
         output.mkdir(parents=True, exist_ok=True)
         run = _RouteRun(router, splitter, output, record_element is not None)
         documents = list(iter_documents(inputs))  # listed first: the bar needs the total
+        if not documents:  # most often the wrong folder: say where it looked
+            listed = ", ".join(escape_name(item) for item in inputs)
+            click.echo(f"no .xml or .xml.gz documents under {listed}", err=True)
         started = time.perf_counter()
         with heap.settled(), task_bar("routing", wanted(progress)) as bar:
             for done, document in enumerate(documents, 1):

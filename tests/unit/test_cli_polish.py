@@ -142,3 +142,13 @@ def test_routed_files_are_readable_as_the_umask_says(tmp_path: Path, umask: int,
     written = [p for p in (tmp_path / "o").rglob("*") if p.is_file()]
     assert {p.name for p in written} == {"d.xml", "broken.error.json"}
     assert {stat.S_IMODE(p.stat().st_mode) for p in written} == {mode}
+
+
+def test_an_input_folder_without_documents_names_where_it_looked(tmp_path: Path) -> None:
+    subs = write(tmp_path / "subs.json", json.dumps({"q": "//b"}))
+    (tmp_path / "in" / "dt=2026-11-22").mkdir(parents=True)
+    (tmp_path / "in" / "dt=2026-11-22" / "notes.txt").write_text("not a document")
+    result = invoke("route", "--subscriptions", str(subs), "--input", str(tmp_path / "in"), "--output", "o")
+    assert result.exit_code == 0, result.output
+    assert f"no .xml or .xml.gz documents under {tmp_path / 'in'}" in result.stderr
+    assert "routed 0 documents" in result.stdout

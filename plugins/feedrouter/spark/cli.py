@@ -32,13 +32,13 @@ if TYPE_CHECKING:
 @click.option("--hour", required=True, help="The hour in UTC, as YYYY-MM-DDTHH (e.g. 2026-11-22T16).")
 @click.option(
     "--master",
-    envvar="FEEDROUTER_SPARK_MASTER",
-    help="Spark master URL (spark://host:7077, local[4], …); default: a local[2] session.",
+    help="Spark master URL (spark://host:7077, sc://host:15002, local[4], …); default: the "
+    "FEEDROUTER_SPARK_MASTER setting, else a local[2] session.",
 )
 @click.option(
     "--plans-uri",
-    envvar="FEEDROUTER_PLANS_URI",
-    help="Root of the plan artifacts (s3://… or file://…); default $FEEDROUTER_HOME/plans.",
+    help="Root of the plan artifacts (s3://… or file://…); default: the FEEDROUTER_PLANS_URI "
+    "setting, else $FEEDROUTER_HOME/plans.",
 )
 @click.option("--input-tasks", type=click.IntRange(min=1), help="Tasks that route the objects.")
 @click.option("--output-tasks", type=click.IntRange(min=1), help="Tasks that write the deliveries.")
@@ -66,21 +66,23 @@ def route_batch_command(
     from feedrouter.catalog.database import open_catalog
     from feedrouter.catalog.settings import plans_uri as default_plans_uri
     from feedrouter.hours import parse_hour
+    from feedrouter.settings import load_settings
     from feedrouter.spark import BatchOptions, route_batch
     from feedrouter.storage import open_store
 
-    options = BatchOptions(master, input_tasks, output_tasks)
-    if max_part_bytes is not None:
-        options = replace(options, max_part_bytes=max_part_bytes)
     with reported(), task_bar("routing", wanted(progress)) as bar:
         when = parse_hour(hour)  # before anything is opened: a typo costs nothing
+        settings = load_settings(spark_master=master, plans_uri=plans_uri)  # the options win
+        options = BatchOptions(settings.spark_master, input_tasks, output_tasks)
+        if max_part_bytes is not None:
+            options = replace(options, max_part_bytes=max_part_bytes)
         engine = open_catalog()
         try:
             report = route_batch(
                 engine,
                 feed_name,
                 when,
-                plans_store=open_store(plans_uri or default_plans_uri()),
+                plans_store=open_store(settings.plans_uri or default_plans_uri()),
                 options=options,
                 progress=bar,
             )

@@ -134,3 +134,37 @@ def test_json_logs_of_a_batch_carry_its_feed_hour_and_id(monkeypatch) -> None:  
         "2026-11-22T16",
         3,
     )
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "master"),
+    [
+        ([], {"FEEDROUTER_SPARK_MASTER": "spark://m:7077"}, "spark://m:7077"),
+        (
+            ["--master", "sc://connect:15002"],
+            {"FEEDROUTER_SPARK_MASTER": "spark://m:7077"},
+            "sc://connect:15002",
+        ),
+        ([], {}, None),
+    ],
+)
+def test_the_master_comes_from_the_option_else_the_settings(
+    monkeypatch, args: list[str], env: dict[str, str], master: str | None
+) -> None:  # type: ignore[no-untyped-def]
+    import feedrouter.catalog.database as database
+    import feedrouter.spark as spark
+
+    seen: dict[str, Any] = {}
+
+    def route_batch(*args: Any, options: Any, **kwargs: Any) -> Any:
+        seen["master"] = options.master
+        return _empty_report("file:///in/")
+
+    monkeypatch.delenv("FEEDROUTER_SPARK_MASTER", raising=False)
+    monkeypatch.setattr(database, "open_catalog", lambda: _Engine())
+    monkeypatch.setattr(spark, "route_batch", route_batch)
+    result = CliRunner().invoke(
+        route_batch_command, ["--feed", "news", "--hour", "2026-11-22T16", *args], env=env
+    )
+    assert result.exit_code == 0, result.output
+    assert seen == {"master": master}
