@@ -85,8 +85,8 @@ class Settings(BaseSettings):
     spark_conn_id: str | None = None
     s3_endpoint_url: str | None = None
     s3_addressing_style: Literal["path", "virtual", "auto"] | None = None
-    s3_connect_timeout: float = Field(5.0, gt=0)
-    s3_read_timeout: float = Field(30.0, gt=0)
+    s3_connect_timeout: float = Field(5.0, gt=0, allow_inf_nan=False)
+    s3_read_timeout: float = Field(30.0, gt=0, allow_inf_nan=False)
     s3_max_attempts: int = Field(5, ge=1)
     s3_multipart_threshold: int = Field(64 * 1024 * 1024, ge=5 * 1024 * 1024)
     s3_multipart_chunk: int = Field(16 * 1024 * 1024, ge=5 * 1024 * 1024)

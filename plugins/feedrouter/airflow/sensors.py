@@ -36,7 +36,8 @@ class HourInputSensor(BaseSensorOperator, FeedrouterHookMixin):
 
     Args:
         batch: ``{"feed": …, "hour": "YYYY-MM-DDTHH"}`` (templated; mapped over the run's batches).
-        policy: marker, grace and deadline; default :meth:`InputPolicy.from_env` at poke time.
+        policy: marker, grace and deadline; default: the ``input_marker``, ``input_grace`` and
+            ``input_deadline`` settings, read at poke time.
     """
 
     template_fields: Sequence[str] = ("batch",)
@@ -51,7 +52,7 @@ class HourInputSensor(BaseSensorOperator, FeedrouterHookMixin):
 
     def poke(self, context: Context) -> bool | PokeReturnValue:
         batch = HourBatch.from_dict(self.batch)
-        policy = self.policy or InputPolicy.from_env()
+        policy = self.policy or InputPolicy.from_settings(self.hook.settings)
         now = datetime.now(timezone.utc)
         if now < batch.end + policy.grace:
             self.log.info(

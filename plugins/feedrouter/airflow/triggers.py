@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.triggers.base import BaseEventTrigger, TriggerEvent
 from asgiref.sync import sync_to_async
 
-from feedrouter.airflow.settings import Connections, catalog_poll_seconds
+from feedrouter.airflow.settings import catalog_poll_seconds
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
@@ -40,7 +40,9 @@ class CatalogChangeTrigger(BaseEventTrigger):
             the library's environment configuration (read in the triggerer). With neither, the
             trigger fails at once with FR401 naming both settings: a triggerer that polled an
             empty catalog would report "nothing to do" forever.
-        poll_seconds: seconds between polls; None: ``FEEDROUTER_CATALOG_POLL`` (default 30).
+        poll_seconds: seconds between polls; None: the ``catalog_poll`` setting
+            (``FEEDROUTER_CATALOG_POLL`` or ``[feedrouter] catalog_poll``, default 30), read and
+            validated in the triggerer when the trigger starts.
     """
 
     def __init__(self, *, catalog_conn_id: str | None = None, poll_seconds: float | None = None) -> None:
@@ -75,10 +77,7 @@ class CatalogChangeTrigger(BaseEventTrigger):
     def _engine(self) -> Engine:
         from feedrouter.airflow.hooks import FeedrouterHook
 
-        connections = Connections.from_env()
-        if self.catalog_conn_id:
-            connections = Connections(catalog=self.catalog_conn_id, s3=connections.s3)
-        return FeedrouterHook(connections).catalog_engine()
+        return FeedrouterHook(catalog_conn_id=self.catalog_conn_id).catalog_engine()
 
     async def _poll(self, engine: Engine) -> dict[str, int] | None:
         """The stale feeds, or None when the catalog could not be read: that is logged and retried

@@ -13,7 +13,7 @@ import io
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from types import TracebackType
-from typing import Protocol
+from typing import BinaryIO, Protocol
 
 from feedrouter.errors import ObjectNotFoundError, StorageError, error
 from feedrouter.storage.keys import validate_key, validate_prefix
@@ -48,6 +48,16 @@ class ObjectStore(ABC):
         Writers never expose a partial object: readers see the old bytes or the new ones.
         """
         self._put(validate_key(key), data)
+        return self.uri_for(key)
+
+    def put_stream(self, key: str, stream: BinaryIO) -> str:
+        """Write what ``stream`` holds under ``key``, for objects too large to hold whole; returns
+        the object's URI. ``S3Store`` holds one part at a time (a multipart upload from
+        ``s3_multipart_threshold`` bytes on), ``FileStore`` copies in blocks.
+
+        Like :meth:`put`, readers never see a partial object.
+        """
+        self._put_stream(validate_key(key), stream)
         return self.uri_for(key)
 
     def get(self, key: str) -> bytes:
@@ -100,6 +110,10 @@ class ObjectStore(ABC):
 
     @abstractmethod
     def _get(self, key: str) -> bytes: ...
+
+    def _put_stream(self, key: str, stream: BinaryIO) -> None:
+        # stores that cannot stream writes take the whole object; FileStore and S3Store stream
+        self._put(key, stream.read())
 
     def _open(self, key: str) -> ObjectStream:
         # stores that cannot stream read the whole object; FileStore and S3Store stream

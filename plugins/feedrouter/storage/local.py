@@ -10,15 +10,31 @@ from __future__ import annotations
 import errno
 import io
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from feedrouter.errors import error
 from feedrouter.storage.base import ObjectStore, ObjectStream
 from feedrouter.storage.uris import file_path, file_uri
+
+#: Bytes copied at a time by :meth:`FileStore.put_stream`.
+COPY_BLOCK = 1024 * 1024
+
+
+def _process_umask() -> int:
+    # Reading the umask means setting it: set it straight back. Read once, at import, because
+    # the two calls would briefly give any other thread's new files the mode 0666.
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+#: The process umask when feedrouter was imported; files are written 0666 minus it.
+UMASK = _process_umask()
 
 
 class FileStore(ObjectStore):
@@ -41,13 +57,19 @@ class FileStore(ObjectStore):
         return path
 
     def _put(self, key: str, data: bytes) -> None:
+        self._put_stream(key, io.BytesIO(data))
+
+    def _put_stream(self, key: str, stream: BinaryIO) -> None:
         path = self._path(key)
         with _errors(key):
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".part")
             try:
+                # mkstemp makes the file 0600 whatever the umask; a delivered file is read by its
+                # subscriber, so it gets the mode a plain open() would give it
+                os.fchmod(fd, 0o666 & ~UMASK)
                 with os.fdopen(fd, "wb") as handle:
-                    handle.write(data)
+                    shutil.copyfileobj(stream, handle, COPY_BLOCK)
                 os.replace(tmp, path)
             except BaseException:
                 Path(tmp).unlink(missing_ok=True)

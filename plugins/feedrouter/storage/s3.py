@@ -19,16 +19,19 @@ from __future__ import annotations
 
 import contextlib
 import http.client
+import io
 import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, BinaryIO
 from urllib.parse import urlsplit
 
 from feedrouter.errors import StorageError, TransientStorageError, error
+from feedrouter.settings import Settings, load_settings
 from feedrouter.storage.base import ObjectNotFoundError, ObjectStore, ObjectStream
 from feedrouter.storage.keys import validate_key
+from feedrouter.storage.multipart import upload_in_parts
 from feedrouter.storage.uris import canonical_prefix
 
 #: Error codes S3 answers with that a later attempt may not get.
@@ -53,6 +56,10 @@ NOT_FOUND_CODES = frozenset({"NoSuchKey", "404", "NotFound"})
 #: for each, times every retry attempt).
 DEFAULT_CONNECT_TIMEOUT = 5.0
 DEFAULT_READ_TIMEOUT = 30.0
+#: Objects from this size on are uploaded in parts; each part is read, held and sent alone, so an
+#: upload holds one chunk in memory whatever the object's size (S3's minimum part is 5 MiB).
+DEFAULT_MULTIPART_THRESHOLD = 64 * 1024 * 1024
+DEFAULT_MULTIPART_CHUNK = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -74,27 +81,38 @@ class S3Settings:
     max_attempts: int = 5
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
     read_timeout: float = DEFAULT_READ_TIMEOUT
+    multipart_threshold: int = DEFAULT_MULTIPART_THRESHOLD
+    multipart_chunk: int = DEFAULT_MULTIPART_CHUNK
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> S3Settings:
         """Read ``FEEDROUTER_S3_ENDPOINT_URL`` (else ``AWS_ENDPOINT_URL_S3``, ``AWS_ENDPOINT_URL``),
         ``AWS_REGION`` (else ``AWS_DEFAULT_REGION``), ``FEEDROUTER_S3_ADDRESSING_STYLE`` (default
         "path" with a custom endpoint), ``FEEDROUTER_S3_MAX_ATTEMPTS``,
-        ``FEEDROUTER_S3_CONNECT_TIMEOUT`` and ``FEEDROUTER_S3_READ_TIMEOUT`` (seconds).
+        ``FEEDROUTER_S3_CONNECT_TIMEOUT`` and ``FEEDROUTER_S3_READ_TIMEOUT`` (seconds),
+        ``FEEDROUTER_S3_MULTIPART_THRESHOLD`` and ``FEEDROUTER_S3_MULTIPART_CHUNK`` (bytes).
 
         Raises:
-            StorageError: [FR500] a number setting that is not a positive number.
+            SettingsError: [FR700] a setting with an invalid value, named.
         """
         env = os.environ if env is None else env
-        endpoint = _first(env, "FEEDROUTER_S3_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
-        style = env.get("FEEDROUTER_S3_ADDRESSING_STYLE") or ("path" if endpoint else "auto")
+        return cls.from_settings(load_settings(env), env)
+
+    @classmethod
+    def from_settings(cls, settings: Settings, env: Mapping[str, str] | None = None) -> S3Settings:
+        """From feedrouter's settings, with boto3's own endpoint and region variables in ``env``
+        (default ``os.environ``) where the settings name none."""
+        env = os.environ if env is None else env
+        endpoint = settings.s3_endpoint_url or _first(env, "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
         return cls(
             endpoint_url=endpoint,
             region=_first(env, "AWS_REGION", "AWS_DEFAULT_REGION") or "us-east-1",
-            addressing_style=style,
-            max_attempts=int(_number(env, "FEEDROUTER_S3_MAX_ATTEMPTS", 5, whole=True)),
-            connect_timeout=_number(env, "FEEDROUTER_S3_CONNECT_TIMEOUT", DEFAULT_CONNECT_TIMEOUT),
-            read_timeout=_number(env, "FEEDROUTER_S3_READ_TIMEOUT", DEFAULT_READ_TIMEOUT),
+            addressing_style=settings.s3_addressing_style or ("path" if endpoint else "auto"),
+            max_attempts=settings.s3_max_attempts,
+            connect_timeout=settings.s3_connect_timeout,
+            read_timeout=settings.s3_read_timeout,
+            multipart_threshold=settings.s3_multipart_threshold,
+            multipart_chunk=settings.s3_multipart_chunk,
         )
 
     def client(self) -> Any:
@@ -139,15 +157,38 @@ class S3Store(ObjectStore):
     def client(self) -> Any:
         """The boto3 client, created on first use (so a store can be built where boto3 is idle)."""
         if self._client is None:
-            self._client = (self._settings or S3Settings.from_env()).client()
+            self._client = self.settings.client()
         return self._client
 
     def _object_key(self, key: str) -> str:
         return f"{self.prefix}/{key}" if self.prefix else key
 
+    @property
+    def settings(self) -> S3Settings:
+        """The settings this store was given, else the environment's (read once)."""
+        if self._settings is None:
+            self._settings = S3Settings.from_env()
+        return self._settings
+
     def _put(self, key: str, data: bytes) -> None:
+        if len(data) >= self.settings.multipart_threshold:
+            self._put_stream(key, io.BytesIO(data))
+            return
         with _errors(self.bucket, key):
             self.client.put_object(Bucket=self.bucket, Key=self._object_key(key), Body=data)
+
+    def _put_stream(self, key: str, stream: BinaryIO) -> None:
+        # One chunk in memory at a time: an object below the threshold is one PUT, a larger one a
+        # multipart upload (multipart.py), aborted if anything fails so no parts linger unbilled.
+        first = _read_full(stream, self.settings.multipart_threshold)
+        if len(first) < self.settings.multipart_threshold:
+            with _errors(self.bucket, key):
+                self.client.put_object(Bucket=self.bucket, Key=self._object_key(key), Body=first)
+            return
+        with _errors(self.bucket, key):
+            upload_in_parts(
+                self.client, self.bucket, self._object_key(key), _chunks(first, stream, self.settings)
+            )
 
     def _get(self, key: str) -> bytes:
         with _errors(self.bucket, key):
@@ -277,19 +318,37 @@ def _is_cut_short(exc: BaseException) -> bool:
     return isinstance(exc, streaming)
 
 
-def _number(env: Mapping[str, str], name: str, default: float, whole: bool = False) -> float:
-    text = env.get(name)
-    if not text:
-        return default
-    try:
-        value = int(text) if whole else float(text)
-    except ValueError:
-        value = 0
-    if not value > 0 or value != value or value == float("inf"):
-        kind = "a positive whole number" if whole else "a positive number of seconds"
-        raise StorageError(f"{name}={text!r} is not {kind}", code="FR500")
-    return value
-
-
 def _first(env: Mapping[str, str], *names: str) -> str | None:
     return next((env[name] for name in names if env.get(name)), None)
+
+
+def _read_full(stream: BinaryIO, size: int) -> bytes:
+    """Up to ``size`` bytes of ``stream``, fewer only at its end (``read`` may return short)."""
+    chunks, missing = [], size
+    while missing > 0:
+        chunk = stream.read(missing)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        missing -= len(chunk)
+    return b"".join(chunks)
+
+
+def _chunks(first: bytes, stream: BinaryIO, settings: S3Settings) -> Iterator[bytes]:
+    """The parts of an upload: ``first`` cut into chunks, then the rest of ``stream`` chunk by chunk."""
+    size = settings.multipart_chunk
+    view = memoryview(first)
+    # all but the tail of ``first``; the tail joins the stream's next read, so no part but the last
+    # is ever smaller than a chunk (S3 refuses small parts in the middle)
+    whole = len(first) - len(first) % size
+    for start in range(0, whole, size):
+        yield bytes(view[start : start + size])
+    tail = bytes(view[whole:])
+    while True:
+        chunk = tail + _read_full(stream, size - len(tail))
+        tail = b""
+        if not chunk:
+            return
+        yield chunk
+        if len(chunk) < size:
+            return

@@ -13,7 +13,7 @@ from botocore import exceptions as bce
 from botocore.response import StreamingBody
 from urllib3 import exceptions as u3
 
-from feedrouter.errors import StorageError, TransientStorageError
+from feedrouter.errors import SettingsError, TransientStorageError
 from feedrouter.storage.s3 import DEFAULT_READ_TIMEOUT, S3Body, S3Settings, S3Store, classify
 
 CUT_SHORT = [
@@ -69,7 +69,7 @@ def test_timeouts_are_bounded_and_configurable() -> None:
 
 @pytest.mark.parametrize("value", ["0", "-1", "soon", "nan", "inf"])
 def test_a_bad_timeout_setting_is_named(value: str) -> None:
-    with pytest.raises(StorageError, match=f"FEEDROUTER_S3_READ_TIMEOUT='{value}' is not a positive"):
+    with pytest.raises(SettingsError, match=f"FR700.*FEEDROUTER_S3_READ_TIMEOUT='{value}': input should be"):
         S3Settings.from_env({"FEEDROUTER_S3_READ_TIMEOUT": value})
 
 
