@@ -226,13 +226,12 @@ def prepare_submission(
 ) -> Submission:
     """The spark-submit of one batch: conf layers (connection, feed, operator) and the driver's
     environment, secrets only where they stay out of Spark's conf."""
-    from feedrouter.catalog.settings import plans_uri
     from feedrouter.spark.submit import checked_conf, driver_environment, env_becomes_conf, submission
 
     access = hook.s3_access
     env = driver_environment(
         hook.catalog_url(),
-        plans_uri(),
+        hook.plans_store().uri,  # the hook's view: the Airflow config section over the environment
         s3_environment(access.settings) if access else None,
         access.credentials if access else None,
     )
