@@ -11,12 +11,11 @@ What they return goes to XCom as plain JSON: feed names, batch dicts, build and 
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException
@@ -103,23 +102,7 @@ def make_hook(
     catalog_conn_id: str | None = None, s3_conn_id: str | None = None, spark_conn_id: str | None = None
 ) -> FeedrouterHook:
     """The hook on these connection ids (None: the settings' value for that one)."""
-    given = {"catalog_conn_id": catalog_conn_id, "s3_conn_id": s3_conn_id, "spark_conn_id": spark_conn_id}
-    if "catalog_conn_id" in inspect.signature(FeedrouterHook).parameters:
-        return cast(Any, FeedrouterHook)(**given)
-    from dataclasses import replace
-
-    from feedrouter.airflow.settings import Connections  # the hook before its keyword arguments
-
-    defaults = Connections.from_env()
-    return FeedrouterHook(
-        replace(
-            defaults,
-            catalog=catalog_conn_id or defaults.catalog,
-            ui_catalog=catalog_conn_id or defaults.ui_catalog,
-            s3=s3_conn_id or defaults.s3,
-            spark=spark_conn_id or defaults.spark,
-        )
-    )
+    return FeedrouterHook(catalog_conn_id=catalog_conn_id, s3_conn_id=s3_conn_id, spark_conn_id=spark_conn_id)
 
 
 class StaleFeedsOperator(FeedrouterOperator):

@@ -72,20 +72,12 @@ class SparkTarget:
     archive: str | None = None
 
 
-def spark_conn_id(hook: FeedrouterHook) -> str | None:
-    """The spark connection id the hook was given (or read from the settings)."""
-    given = getattr(hook, "spark_conn_id", None)
-    if isinstance(given, str) or (given is None and not hasattr(hook, "connections")):
-        return given
-    return hook.connections.spark  # today's hook: a Connections record
-
-
 def spark_target(hook: FeedrouterHook) -> SparkTarget:
     """Where the hook's spark connection says the batch runs (see the module's table)."""
     from feedrouter.spark.session import is_local
     from feedrouter.spark.submit import connection_conf
 
-    conn_id = spark_conn_id(hook)
+    conn_id = hook.spark_conn_id
     if conn_id is None:
         return SparkTarget("in-task", hook.spark_master())
     conn = hook.get_connection(conn_id)

@@ -49,9 +49,9 @@ def test_operators_pass_their_connection_ids_to_the_hook() -> None:
         spark_conf={"spark.executor.memory": "4g"},
     )
 
-    assert task.hook.connections.catalog == "warehouse_pg"
-    assert task.hook.connections.s3 == "lake"
-    assert routing.spark_conn_id(task.hook) == "emr"
+    assert task.hook.catalog_conn_id == "warehouse_pg"
+    assert task.hook.s3_conn_id == "lake"
+    assert task.hook.spark_conn_id == "emr"
     assert task.spark_conf == {"spark.executor.memory": "4g"}
     assert {"batch", "spark_conf", "spark_archive"} <= set(task.template_fields)
 
@@ -62,9 +62,9 @@ def test_a_connection_id_left_out_is_the_settings_value(monkeypatch: pytest.Monk
 
     hook = make_hook(s3_conn_id="lake")
 
-    assert routing.spark_conn_id(hook) == "spark_from_settings"
-    assert hook.connections.catalog == "catalog_from_settings"
-    assert hook.connections.s3 == "lake"
+    assert hook.spark_conn_id == "spark_from_settings"
+    assert hook.catalog_conn_id == "catalog_from_settings"
+    assert hook.s3_conn_id == "lake"
 
 
 # -- where the batch runs -------------------------------------------------------------------------

@@ -191,10 +191,15 @@ def test_exit_statuses_say_whether_a_retry_can_help() -> None:
 
 
 def test_the_stores_take_s3_settings_from_the_environment() -> None:
-    stores = store_opener({"FEEDROUTER_S3_ENDPOINT_URL": "http://minio:9000", "AWS_ACCESS_KEY_ID": "id"})
+    env = {
+        "FEEDROUTER_S3_ENDPOINT_URL": "http://minio:9000",
+        "AWS_ACCESS_KEY_ID": "AKIDEXAMPLE",
+        "AWS_SECRET_ACCESS_KEY": "hunter2",
+    }
+    stores = store_opener(env)
 
     assert stores.s3 is not None and stores.s3.endpoint_url == "http://minio:9000"
-    assert "id" not in repr(stores)  # credentials, when the opener carries them, stay out of its repr
+    assert "hunter2" not in repr(stores) and "AKIDEXAMPLE" not in repr(stores)
 
 
 def test_the_application_runs_as_a_file_as_spark_submit_runs_it() -> None:
