@@ -83,3 +83,63 @@ def test_an_aws_connection_gives_a_path_style_client_and_hidden_credentials(
     assert (access.settings.endpoint_url, access.settings.region) == ("http://minio:9000", "eu-west-1")
     assert access.credentials == {"AWS_ACCESS_KEY_ID": "AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY": "s3cr3t-key"}
     assert "s3cr3t" not in repr(access)
+
+
+def test_the_hook_takes_connection_ids_as_arguments_over_the_settings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from feedrouter.airflow.hooks import FeedrouterHook
+
+    monkeypatch.setenv("AIRFLOW_CONN_CAT_ARG", "postgresql://fr@arg.example:5432/catalog")
+    monkeypatch.setenv("AIRFLOW_CONN_CAT_ENV", "postgresql://fr@env.example:5432/catalog")
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_SPARK_ARG", json.dumps({"conn_type": "spark", "host": "spark://m", "port": 7077})
+    )
+    monkeypatch.setenv("FEEDROUTER_CATALOG_CONN_ID", "cat_env")
+    monkeypatch.setenv("FEEDROUTER_S3_CONN_ID", "s3_env")
+    monkeypatch.delenv("FEEDROUTER_SPARK_CONN_ID", raising=False)
+    monkeypatch.delenv("FEEDROUTER_UI_CATALOG_CONN_ID", raising=False)
+
+    defaults = FeedrouterHook()
+    assert (defaults.catalog_conn_id, defaults.s3_conn_id, defaults.spark_conn_id) == (
+        "cat_env",
+        "s3_env",
+        None,
+    )
+    assert defaults.ui_catalog_conn_id == "cat_env"
+    assert "env.example" in defaults.catalog_url()
+
+    given = FeedrouterHook(catalog_conn_id="cat_arg", spark_conn_id="spark_arg")
+    assert (given.catalog_conn_id, given.s3_conn_id, given.spark_conn_id) == (
+        "cat_arg",
+        "s3_env",
+        "spark_arg",
+    )
+    assert "arg.example" in given.catalog_url()
+    assert given.spark_master() == "spark://m:7077"
+    assert given.connections.catalog == "cat_arg"  # the older record spelling agrees
+
+
+def test_the_airflow_config_section_reaches_the_hook(monkeypatch: pytest.MonkeyPatch) -> None:
+    from feedrouter.airflow.hooks import FeedrouterHook
+
+    for name in ("FEEDROUTER_CATALOG_CONN_ID", "FEEDROUTER_DATABASE_URL", "FEEDROUTER_SPARK_CONN_ID"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AIRFLOW__FEEDROUTER__DATABASE_URL", "postgresql://fr@cfg.example/catalog")
+    monkeypatch.setenv("AIRFLOW__FEEDROUTER__SPARK_MASTER", "local[3]")
+    hook = FeedrouterHook()
+    assert hook.catalog_url() == "postgresql+psycopg://fr@cfg.example/catalog"
+    assert hook.spark_master() == "local[3]"
+
+
+def test_a_bad_setting_fails_the_hook_at_start_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    from feedrouter.airflow.hooks import FeedrouterHook
+    from feedrouter.errors import SettingsError
+
+    monkeypatch.setenv("AIRFLOW__FEEDROUTER__S3_MAX_ATTEMPTS", "many")
+    monkeypatch.delenv("FEEDROUTER_S3_MAX_ATTEMPTS", raising=False)
+    with pytest.raises(SettingsError, match=r"\[feedrouter\] s3_max_attempts .*='many': input should be"):
+        FeedrouterHook()
+    monkeypatch.setenv("FEEDROUTER_S3_MAX_ATTEMPTS", "0")  # the environment wins, and is checked too
+    with pytest.raises(SettingsError, match=r"FEEDROUTER_S3_MAX_ATTEMPTS='0'"):
+        FeedrouterHook(s3_conn_id="any")

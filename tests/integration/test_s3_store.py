@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import gzip
+import io
+import os
+from dataclasses import replace
+from typing import Any
 
 import pytest
 
 from feedrouter.errors import StorageError
 from feedrouter.storage import ObjectNotFoundError, component, join_key, open_store
+from feedrouter.storage.s3 import S3Settings, S3Store
 
 pytestmark = pytest.mark.integration
 
@@ -71,3 +76,59 @@ def test_open_reads_a_body_cut_short_or_stalled_as_fr502(
         assert rule.hits == 1 and caught.value.code == "FR502"
         with store.open("in/a.xml") as stream:  # the next read is whole
             assert stream.read().endswith(b"</m>")
+
+
+MIB = 1024 * 1024
+
+
+def _small_parts_store(bucket: str) -> S3Store:
+    """A store that uploads in parts from 5 MiB on (S3's minimum part size), in 5 MiB parts."""
+    settings = replace(S3Settings.from_env(), multipart_threshold=5 * MIB, multipart_chunk=5 * MIB)
+    return S3Store.from_uri(f"s3://{bucket}/parts", settings=settings)
+
+
+def test_a_part_above_the_threshold_arrives_intact_as_a_multipart_upload(s3_bucket: str) -> None:
+    store = _small_parts_store(s3_bucket)
+    data = os.urandom(12 * MIB + 123)
+    store.put("big/part-0.xml", data)
+    assert store.get("big/part-0.xml") == data
+    head = store.client.head_object(Bucket=s3_bucket, Key="parts/big/part-0.xml")
+    assert head["ETag"].strip('"').endswith("-3")  # S3's ETag of a 3-part upload: it went in parts
+    store.put("big/small.xml", b"<a/>")  # below the threshold: one PUT
+    head = store.client.head_object(Bucket=s3_bucket, Key="parts/big/small.xml")
+    assert "-" not in head["ETag"]
+
+
+def test_put_stream_uploads_a_stream_in_parts(s3_bucket: str) -> None:
+    store = _small_parts_store(s3_bucket)
+    data = os.urandom(11 * MIB)
+    store.put_stream("big/stream.xml", io.BufferedReader(io.BytesIO(data), buffer_size=64 * 1024))
+    assert store.get("big/stream.xml") == data
+    store.put_stream("big/short.xml", io.BytesIO(b"<short/>"))
+    assert store.get("big/short.xml") == b"<short/>"
+
+
+class _BrokenStream(io.RawIOBase):
+    """Gives ``size`` bytes, then fails like a source that went away mid-upload."""
+
+    def __init__(self, size: int) -> None:
+        self.left = size
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self.left <= 0:
+            raise OSError("the source went away")
+        n = min(len(buffer), self.left)
+        buffer[:n] = b"x" * n
+        self.left -= n
+        return n
+
+
+def test_an_unfinished_upload_is_aborted_and_publishes_nothing(s3_bucket: str) -> None:
+    store = _small_parts_store(s3_bucket)
+    with pytest.raises(OSError, match="went away"):
+        store.put_stream("big/broken.xml", io.BufferedReader(_BrokenStream(12 * MIB)))
+    assert not store.exists("big/broken.xml")
+    assert store.client.list_multipart_uploads(Bucket=s3_bucket).get("Uploads", []) == []

@@ -122,7 +122,11 @@ def config_section(env: Mapping[str, str], config: ConfigParser | None = None) -
             f"[{SECTION}] {', '.join(unknown)}: not a feedrouter setting (known: "
             f"{', '.join(sorted(Settings.model_fields))})",
         )
-    values = {key: config.get(SECTION, key, fallback=None) for key in keys}
+    # a plain AIRFLOW__FEEDROUTER__X of ``env`` is read from it (so a given env is the whole
+    # environment); Airflow resolves the rest: airflow.cfg, ``_CMD``, ``_SECRET``, secrets backends
+    values = {
+        key: env.get(AIRFLOW_PREFIX + key.upper()) or config.get(SECTION, key, fallback=None) for key in keys
+    }
     return {key: str(value) for key, value in values.items() if value not in (None, "")}
 
 

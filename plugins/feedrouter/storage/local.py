@@ -7,6 +7,7 @@ is refused.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import io
 import os
@@ -25,16 +26,16 @@ from feedrouter.storage.uris import file_path, file_uri
 COPY_BLOCK = 1024 * 1024
 
 
-def _process_umask() -> int:
-    # Reading the umask means setting it: set it straight back. Read once, at import, because
-    # the two calls would briefly give any other thread's new files the mode 0666.
+def process_umask() -> int:
+    """The process umask, read where the kernel shows it (Linux ``/proc``): ``os.umask`` can only
+    read it by setting it, which would briefly give other threads' new files the mode 0666."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
-
-
-#: The process umask when feedrouter was imported; files are written 0666 minus it.
-UMASK = _process_umask()
 
 
 class FileStore(ObjectStore):
@@ -67,7 +68,7 @@ class FileStore(ObjectStore):
             try:
                 # mkstemp makes the file 0600 whatever the umask; a delivered file is read by its
                 # subscriber, so it gets the mode a plain open() would give it
-                os.fchmod(fd, 0o666 & ~UMASK)
+                os.fchmod(fd, 0o666 & ~process_umask())
                 with os.fdopen(fd, "wb") as handle:
                     shutil.copyfileobj(stream, handle, COPY_BLOCK)
                 os.replace(tmp, path)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 from pathlib import Path
 
@@ -66,3 +67,22 @@ def test_open_store_understands_uris_and_paths(tmp_path: Path) -> None:
     for bad in ("file://host/path", "file:relative", "http://example.com/x"):
         with pytest.raises(StorageError):
             open_store(bad)
+
+
+@pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o027, 0o640), (0o077, 0o600)])
+def test_files_get_the_mode_the_umask_says(store: FileStore, umask: int, mode: int) -> None:
+    previous = os.umask(umask)
+    try:
+        store.put("out/part-0.xml", b"<a/>")
+        store.put_stream("out/part-1.xml", io.BytesIO(b"<b/>"))
+    finally:
+        os.umask(previous)
+    assert (store.root / "out/part-0.xml").stat().st_mode & 0o777 == mode
+    assert (store.root / "out/part-1.xml").stat().st_mode & 0o777 == mode
+
+
+def test_put_stream_copies_a_large_stream_and_leaves_no_temp_file(store: FileStore) -> None:
+    data = os.urandom(3 * 1024 * 1024 + 17)
+    assert store.put_stream("big/blob", io.BytesIO(data)) == f"{store.uri}/big/blob"
+    assert store.get("big/blob") == data
+    assert [p.name for p in (store.root / "big").iterdir()] == ["blob"]
