@@ -62,6 +62,7 @@ __all__ = [
 @click.version_option(package_name="feedrouter")
 @click.option(
     "--log-format",
+    metavar="[text|json]",
     callback=lambda ctx, param, value: _log_format(value),
     help="How log records go to stderr: text (default), or json (one object per line, the batch's "
     "fields as keys). Default: the FEEDROUTER_LOG_FORMAT setting.",
