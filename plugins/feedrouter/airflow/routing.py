@@ -25,13 +25,12 @@ so the scheduler, the triggerer and the API server never import pyspark.
 
 from __future__ import annotations
 
-import inspect
 import logging
 import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal
 
 from feedrouter.airflow.hooks import FeedrouterHook, master_url
 from feedrouter.airflow.hours import HourBatch
@@ -125,50 +124,29 @@ def route(
     stores = store_opener(hook)
     engine = hook.catalog_engine()
     try:
-        with legacy_credentials(hook, stores):
-            report = route_batch(
-                engine,
-                batch.feed,
-                batch.hour,
-                plans_store=hook.plans_store(),
-                options=BatchOptions(master=master),
-                stores=stores,
-                session=lambda: task_session(master, dict(conf or {})),
-            )
+        report = route_batch(
+            engine,
+            batch.feed,
+            batch.hour,
+            plans_store=hook.plans_store(),
+            options=BatchOptions(master=master),
+            stores=stores,
+            session=lambda: task_session(master, dict(conf or {})),
+        )
     finally:
         engine.dispose()
     return report.summary()
 
 
-def opener_takes_credentials() -> bool:
-    """True when StoreOpener carries credentials to the tasks (the Spark Connect-ready job)."""
-    from feedrouter.spark.stores import StoreOpener
-
-    return "credentials" in inspect.signature(StoreOpener).parameters
-
-
 def store_opener(hook: FeedrouterHook) -> StoreOpener | None:
-    """The stores of the driver and the tasks: the aws connection's settings and credentials, or
-    None (the environment's, boto3's standard chain)."""
+    """The stores of the driver and the tasks: the aws connection's settings and credentials (which
+    travel inside the job), or None (the environment's settings, boto3's standard chain)."""
     from feedrouter.spark.stores import StoreOpener
 
     access = hook.s3_access
     if access is None:
         return None
-    if opener_takes_credentials():
-        return cast(Any, StoreOpener)(access.settings, credentials=dict(access.credentials))
-    return StoreOpener(access.settings)
-
-
-@contextmanager
-def legacy_credentials(hook: FeedrouterHook, stores: StoreOpener | None) -> Iterator[None]:
-    """Credentials in the driver's environment, for a StoreOpener that cannot carry them."""
-    access = hook.s3_access
-    if access is None or not access.credentials or opener_takes_credentials():
-        yield
-        return
-    with exported(access.credentials):
-        yield
+    return StoreOpener(access.settings, credentials=access.credentials)
 
 
 @contextmanager
@@ -187,23 +165,6 @@ def task_session(master: str | None, conf: dict[str, str]) -> Iterator[SparkSess
         yield session
     finally:
         session.stop()
-
-
-@contextmanager
-def exported(variables: Mapping[str, str]) -> Iterator[None]:
-    """Set environment variables for the duration of the block, then restore the old values."""
-    import os
-
-    saved = {name: os.environ.get(name) for name in variables}
-    os.environ.update(variables)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 # -- spark-submit -----------------------------------------------------------------------------------

@@ -38,7 +38,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import IntEnum
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from feedrouter.errors import FeedrouterError
 
@@ -113,11 +113,7 @@ def store_opener(env: Mapping[str, str]) -> StoreOpener:
     from feedrouter.storage.s3 import S3Settings
 
     credentials = {name: env[name] for name in CREDENTIAL_VARIABLES if env.get(name)}
-    settings = S3Settings.from_env(env)
-    try:
-        return cast(Any, StoreOpener)(settings, credentials=credentials)
-    except TypeError:  # a StoreOpener without credentials: executors use their own chain
-        return StoreOpener(settings)
+    return StoreOpener(S3Settings.from_env(env), credentials=credentials)
 
 
 def submitted_session() -> SparkSession:
