@@ -188,3 +188,43 @@ def test_a_build_on_postgres_resolves_shared_folders_and_owned_prefixes(
         ("alice", "titles"),
         ("bob", "heads"),
     ]
+
+
+SPARK_CONF = "UPDATE feedrouter.feeds SET spark_conf = CAST(:c AS jsonb) WHERE name = 'f'"
+
+
+@pytest.mark.parametrize(
+    ("conf", "why"),
+    [
+        ('["spark.executor.memory"]', "not an object"),
+        ('"spark.executor.memory=4g"', "not an object"),
+        ('{"executor.memory": "4g"}', "a key without the spark. prefix"),
+        ('{"Spark.executor.memory": "4g"}', "the prefix is case-sensitive"),
+        ('{"spark.executor.cores": 4}', "a number, not a string"),
+        ('{"spark.dynamicAllocation.enabled": true}', "a boolean, not a string"),
+        ('{"spark.executor.memory": null}', "null"),
+        ('{"spark.a": {"b": "c"}}', "a nested object"),
+    ],
+)
+def test_feed_spark_conf_is_an_object_of_spark_strings(catalog: Engine, conf: str, why: str) -> None:
+    _insert(catalog, "INSERT INTO feedrouter.feeds (name, input_prefix) VALUES ('f', 's3://in-bucket/f')")
+    with pytest.raises(IntegrityError, match="ck_feeds_spark_conf"):
+        _insert(catalog, SPARK_CONF, c=conf)
+
+
+def test_feed_spark_conf_defaults_to_empty_and_reads_back_as_strings(catalog: Engine) -> None:
+    from feedrouter.catalog.repository import feed_spark_conf
+    from feedrouter.errors import CatalogError
+
+    _insert(catalog, "INSERT INTO feedrouter.feeds (name, input_prefix) VALUES ('f', 's3://in-bucket/f')")
+    with catalog.connect() as conn:
+        assert feed_spark_conf(conn, "f") == {}
+    conf = '{"spark.executor.memory": "4g", "spark.dynamicAllocation.enabled": "true"}'
+    _insert(catalog, SPARK_CONF, c=conf)
+    with catalog.connect() as conn:
+        assert feed_spark_conf(conn, "f") == {
+            "spark.executor.memory": "4g",
+            "spark.dynamicAllocation.enabled": "true",
+        }
+        with pytest.raises(CatalogError, match=r"\[FR405\].*'nope'"):
+            feed_spark_conf(conn, "nope")

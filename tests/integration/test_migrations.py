@@ -153,7 +153,7 @@ def test_the_hardening_migration_names_rows_that_break_its_checks(fresh_database
         migrate.upgrade(fresh_database)
     with engine.begin() as conn:
         conn.execute(text("UPDATE feedrouter.subscriptions SET name = 'titles'"))
-    migrate.upgrade(fresh_database)
+    migrate.upgrade(fresh_database, "0004")
     with engine.connect() as conn:
         assert conn.scalar(text("SELECT version_num FROM feedrouter.alembic_version")) == "0004"
     engine.dispose()

@@ -72,6 +72,12 @@ URI_RE = f"^({S3_URI}|{FILE_URI})$"
 #: become %XX per UTF-8 byte, so the encoded length is computable in SQL.
 SAFE_NAME_CHARS = "[A-Za-z0-9._=-]"
 XML_NAME_RE = "^[A-Za-z_][A-Za-z0-9._:-]*$"
+#: ``feeds.spark_conf``: a JSON object whose keys start with ``spark.`` and whose values are strings
+#: (a JSON path, since Postgres allows no subquery such as ``jsonb_each`` in a check).
+SPARK_CONF_CHECK = (
+    "jsonb_typeof(spark_conf) = 'object' AND NOT jsonb_path_exists(spark_conf, "
+    "'$.keyvalue() ? (!(@.key starts with \"spark.\") || @.value.type() != \"string\")')"
+)
 
 
 def _pg_check(sql: str, name: str) -> CheckConstraint:
@@ -161,6 +167,7 @@ class Feed(Base):
     ``max_document_result_bytes`` what one document delivers to all subscriptions together (FR311);
     ``invalid_documents`` says what happens to a document the feed's DTD does not validate:
     "fallback" routes it with the DTD-free plan, "quarantine" sets it aside with its reason.
+    ``spark_conf`` holds Spark settings for the feed's batches (keys ``spark.…``, string values).
     """
 
     __tablename__ = "feeds"
@@ -176,6 +183,7 @@ class Feed(Base):
         _pg_check(f"record_element IS NULL OR record_element ~ '{XML_NAME_RE}'", "record_element_shape"),
         CheckConstraint("max_result_bytes > 0 AND max_document_result_bytes > 0", name="result_limits"),
         CheckConstraint(_in("invalid_documents", INVALID_DOCUMENT_POLICIES), name="invalid_documents"),
+        _pg_check(SPARK_CONF_CHECK, "spark_conf"),
     )
 
     id: Mapped[int] = mapped_column(Id, primary_key=True)
@@ -193,6 +201,10 @@ class Feed(Base):
         BigInteger, nullable=False, server_default=str(DEFAULT_MAX_DOCUMENT_RESULT_BYTES)
     )
     invalid_documents: Mapped[str] = mapped_column(String(16), nullable=False, server_default="fallback")
+    # Spark conf of the feed's routing batches, layered between the connection's and the operator's.
+    spark_conf: Mapped[dict[str, str]] = mapped_column(
+        Json, nullable=False, server_default=text("'{}'")
+    )
     created_at: Mapped[datetime] = _created()
     updated_at: Mapped[datetime] = _updated()
 

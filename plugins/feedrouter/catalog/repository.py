@@ -115,6 +115,20 @@ def require_feed(conn: Connection, name: str) -> FeedRecord:
     return FeedRecord(row.id, config, row.dtd_text, row.root_element)
 
 
+def feed_spark_conf(conn: Connection, feed: str) -> dict[str, str]:
+    """The Spark conf the catalog holds for ``feed``'s batches (``feeds.spark_conf``; ``{}`` if none).
+
+    The column's check guarantees ``spark.`` keys and string values, so this only copies them.
+
+    Raises:
+        CatalogError: [FR405] no feed of that name (terminal).
+    """
+    conf = conn.scalar(select(Feed.spark_conf).where(Feed.name == feed))
+    if conf is None:
+        raise error("FR405", f"no feed named {feed!r} in the catalog")
+    return {str(key): str(value) for key, value in conf.items()}
+
+
 def feed_locations(conn: Connection) -> list[FeedConfig]:
     """Every feed's name, input and quarantine prefixes (the locations subscribers must stay out of)."""
     rows = conn.execute(select(Feed.name, Feed.input_prefix, Feed.layout, Feed.quarantine_prefix))
