@@ -5,6 +5,8 @@ Airflow connections — plus the empty hour, the missing plan and the input dead
 from __future__ import annotations
 
 import importlib.util
+import os
+from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -159,3 +161,70 @@ def test_a_missing_input_marker_fails_after_the_deadline_naming_the_prefix(
     s3_client(wire).put_object(Bucket=wire["bucket"], Key=marker, Body=b"")
     done = late.poke({})
     assert done and done.xcom_value == {"prefix": prefix, "objects": 3}
+
+
+@pytest.fixture(scope="module")
+def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A standalone master with two workers on loopback, for the spark connection."""
+    pytest.importorskip("pyspark")
+    from tests.integration.spark_support import StandaloneCluster
+
+    cluster = StandaloneCluster(tmp_path_factory.mktemp("airflow-spark-cluster"), workers=2)
+    try:
+        yield cluster.start()
+    finally:
+        cluster.stop()
+
+
+@needs_spark
+def test_a_spark_connection_submits_the_hour_with_spark_submit(
+    wire: dict[str, str],
+    catalog: Engine,
+    dagbag: Any,
+    standalone: Any,
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The route task on a ``spark`` connection to a standalone master: SparkSubmitHook submits the
+    application with the packed environment (the connection's ``feedrouter-archive`` extra) and the
+    connection's conf; the deliveries and the ledger are the in-task run's."""
+    import json
+    import sys
+
+    from tests.integration.spark_support import FAST_JVM
+    from tests.integration.submit_support import packed_environment
+
+    package = packed_environment(request.config)
+    conf = {
+        "spark.executor.cores": "1",
+        "spark.executor.memory": "512m",
+        "spark.cores.max": "2",
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.driver.extraJavaOptions": FAST_JVM,
+        "spark.executor.extraJavaOptions": FAST_JVM,
+        "spark.ui.enabled": "false",
+    }
+    extra = {"deploy-mode": "client", "feedrouter-archive": str(package.archive), "conf": conf}
+    connection = {"conn_type": "spark", "host": "spark://127.0.0.1", "port": standalone.port, "extra": extra}
+    monkeypatch.setenv("AIRFLOW_CONN_FEEDROUTER_SPARK", json.dumps(connection))
+    monkeypatch.setenv("FEEDROUTER_SPARK_CONN_ID", "feedrouter_spark")
+    monkeypatch.delenv("FEEDROUTER_SPARK_MASTER", raising=False)
+    monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
+    monkeypatch.setenv("SPARK_LOCAL_IP", "127.0.0.1")
+    monkeypatch.setenv("SPARK_HOME", str(standalone.home))
+    # spark-submit as the hook runs it: from PATH (the venv's, next to this interpreter)
+    monkeypatch.setenv("PATH", f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ['PATH']}")
+    upload_hour(wire, HOUR, MESSAGES)
+    assert run_dag(dagbag, "feedrouter_plans").state == "success"
+
+    run = route_hour(dagbag, HOUR)
+
+    assert run.state == "success", task_states(run)
+    keys = set(iter_keys(s3_client(wire), wire["bucket"], "out/acme/"))
+    hour_prefix = f"wire/dt={HOUR:%Y-%m-%d}/hour={HOUR:%H}/"
+    for subscription in ("titles", "bodies"):
+        assert f"out/acme/{subscription}/{hour_prefix}_SUCCESS" in keys
+    assert [(row["status"], row["documents"]) for row in ledger(catalog)] == [("succeeded", 3)]
+    # submitted, not routed in the task: the cluster ran an application with the archive unpacked
+    assert list(standalone.folder.glob("work-*/app-*/*/environment/bin/python"))

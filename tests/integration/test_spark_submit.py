@@ -74,8 +74,11 @@ def package(request: pytest.FixtureRequest) -> Package:
 
 def submitted_environment(env: dict[str, str]) -> dict[str, str]:
     """This process's environment for spark-submit, minus what would pick the executors' Python."""
+    import pyspark
+
     base = {name: value for name, value in os.environ.items() if not name.startswith("PYSPARK_")}
-    return {**base, "SPARK_LOCAL_IP": "127.0.0.1", **env}
+    spark_home = str(Path(pyspark.__file__).parent)  # pip's pyspark is the Spark distribution
+    return {**base, "SPARK_HOME": spark_home, "SPARK_LOCAL_IP": "127.0.0.1", **env}
 
 
 def test_the_packed_environment_holds_feedrouter_and_arrow_but_not_pyspark(package: Package) -> None:

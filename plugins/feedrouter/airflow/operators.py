@@ -275,7 +275,7 @@ class RouteBatchOperator(FeedrouterOperator):
                 "Routing %s: %s; Spark %s (%s)",
                 batch.label,
                 self.hook.describe(),
-                target.master or "local",
+                routing.shown_master(target.master),
                 target.mode,
             )
             if target.mode == "submit":

@@ -31,6 +31,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import quote
 
 from feedrouter.airflow.hooks import FeedrouterHook, master_url
 from feedrouter.airflow.hours import HourBatch
@@ -80,15 +81,32 @@ def spark_target(hook: FeedrouterHook) -> SparkTarget:
     if conn_id is None:
         return SparkTarget("in-task", hook.spark_master())
     conn = hook.get_connection(conn_id)
-    if conn.conn_type == "spark_connect":
-        from airflow.providers.apache.spark.hooks.spark_connect import SparkConnectHook
-
-        return SparkTarget("in-task", SparkConnectHook(conn_id).get_connection_url(), conn_id)
     extra = conn.extra_dejson
+    if conn.conn_type == "spark_connect":
+        return SparkTarget("in-task", connect_url(conn_id, extra), conn_id)
     master = master_url(conn.conn_type, conn.host, conn.port)
     mode: Literal["in-task", "submit"] = "in-task" if is_local(master) else "submit"
     conf = connection_conf(extra)
     return SparkTarget(mode, master, conn_id, extra.get("deploy-mode"), conf, extra.get(ARCHIVE_EXTRA))
+
+
+def connect_url(conn_id: str, extra: Mapping[str, Any]) -> str:
+    """The ``sc://`` URL of a spark_connect connection as the provider builds it (user, token,
+    SSL), plus its ``x-…`` extras as headers (Databricks' ``x-databricks-cluster-id``)."""
+    from airflow.providers.apache.spark.hooks.spark_connect import SparkConnectHook
+
+    url = SparkConnectHook(conn_id).get_connection_url()
+    headers = [f"{key}={quote(str(value))}" for key, value in sorted(extra.items()) if key.startswith("x-")]
+    if not headers:
+        return url
+    return f"{url}{';' if url.split('/', 3)[-1] else ''}{';'.join(headers)}"
+
+
+def shown_master(master: str | None) -> str:
+    """``master`` fit for a log: a Spark Connect URL without its parameters (a token among them)."""
+    if master is None:
+        return "local"
+    return master.split(";", 1)[0] + (";…" if ";" in master else "")
 
 
 def feed_conf(hook: FeedrouterHook, feed: str) -> dict[str, str]:

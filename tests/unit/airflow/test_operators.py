@@ -217,3 +217,27 @@ def test_a_terminal_exit_status_fails_the_task_and_others_are_retried() -> None:
     assert isinstance(terminal, AirflowFailException) and "exit status 1" in str(terminal)
     assert submit_failure(batch, transient) is transient
     assert submit_failure(batch, lost) is lost
+
+
+def test_a_spark_connect_connection_passes_x_extras_as_headers_and_logs_no_token(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    extra = {"use_ssl": True, "x-databricks-cluster-id": "0123-456789-abc"}
+    conn_id = spark_connection(
+        monkeypatch,
+        "dbx",
+        conn_type="spark_connect",
+        host="adb-1.azuredatabricks.net",
+        port=443,
+        password="dapiSECRET",
+        extra=extra,
+    )
+
+    master = routing.spark_target(make_hook(spark_conn_id=conn_id)).master
+
+    assert master is not None and master.startswith("sc://adb-1.azuredatabricks.net:443/;")
+    assert {"token=dapiSECRET", "use_ssl=True", "x-databricks-cluster-id=0123-456789-abc"} <= set(
+        master.split("/;", 1)[1].split(";")
+    )
+    assert routing.shown_master(master) == "sc://adb-1.azuredatabricks.net:443/;…"
+    assert routing.shown_master(None) == "local"
