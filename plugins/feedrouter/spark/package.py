@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 from feedrouter.errors import error
 
@@ -158,6 +159,38 @@ def _run(command: list[str]) -> None:
         )
 
 
+def spark_submit_hint(package: Package) -> str:
+    """How to submit with what :func:`build_package` wrote."""
+    return (
+        f"spark-submit --archives {package.archives_argument} "
+        f"--conf spark.pyspark.python=./environment/bin/python {package.application} "
+        "--feed FEED --hour YYYY-MM-DDTHH"
+    )
+
+
+def package_command() -> Any:
+    """``feedrouter spark package``: the click command (registered by :mod:`feedrouter.spark.cli`)."""
+    import click
+
+    @click.command("package")
+    @click.option("--out", type=click.Path(path_type=Path), default=Path("dist"), show_default=True)
+    @click.option("--source", type=click.Path(path_type=Path), help="feedrouter's source tree.")
+    @click.option("--python", help="Interpreter to make the environment from (the cluster's version).")
+    @click.option("--python-prefix", help="Where the cluster's nodes keep that Python (e.g. /usr).")
+    def command(out: Path, source: Path | None, python: str | None, python_prefix: str | None) -> None:
+        """Build the wheel and the packed executor environment for spark-submit --archives."""
+        from feedrouter.console import echo, reported
+
+        with reported():
+            package = build_package(out, source=source, python=python, python_prefix=python_prefix)
+        echo(f"wheel:       {package.wheel}")
+        echo(f"environment: {package.archive}")
+        echo(f"application: {package.application}")
+        echo(spark_submit_hint(package))
+
+    return command
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m feedrouter.spark.package``: build into ``--out`` and print the spark-submit arguments."""
     parser = argparse.ArgumentParser(prog="feedrouter.spark.package", description=__doc__.split("\n")[0])
@@ -172,10 +205,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"wheel:       {package.wheel}")
     print(f"environment: {package.archive}")
     print(f"application: {package.application}")
-    print(
-        f"spark-submit --archives {package.archives_argument} "
-        f"--conf spark.pyspark.python=./environment/bin/python {package.application} --feed FEED --hour HOUR"
-    )
+    print(spark_submit_hint(package))
     return 0
 
 
