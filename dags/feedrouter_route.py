@@ -10,10 +10,15 @@ Hourly, for the hour that just ended (the run's data interval, UTC), and for eac
      the producer's marker (e.g. `_SUCCESS`) exists under the hour's prefix. Without the marker by
      the deadline (`FEEDROUTER_INPUT_DEADLINE`, 6 hours after the hour) it fails, naming the prefix.
      It waits in reschedule mode, holding no worker slot;
-   - `route_batch` routes the hour with the feed's **latest plan build** on Spark (local, or the
-     cluster of the `FEEDROUTER_SPARK_CONN_ID` connection) and records the `batches`/`deliveries`
-     ledger. An hour without input is recorded as an explicit `empty` batch; a feed without a plan
-     build fails at once, saying to run `feedrouter_plans`;
+   - `route_batch` routes the hour with the feed's **latest plan build** on Spark and records the
+     `batches`/`deliveries` ledger. Where it runs follows the `FEEDROUTER_SPARK_CONN_ID`
+     connection: none or a `local[…]` master: in the task; a `spark_connect` connection: in the
+     task against its `sc://` endpoint; any other master (standalone, YARN, Kubernetes):
+     spark-submit of `feedrouter.spark.app` through the apache-spark provider's hook, with the
+     connection's deploy mode and conf, the feed's `spark_conf` from the catalog and the packed
+     environment of the connection's `feedrouter-archive` extra (see docs/deploy.md). An hour
+     without input is recorded as an explicit `empty` batch; a feed without a plan build fails at
+     once, saying to run `feedrouter_plans`;
 3. `ledger_report` checks every batch reached the ledger and logs what each one delivered.
 
 **Backfills**: `catchup` is on; create a backfill from the DAG's page (*Trigger* → *Backfill*) for a
@@ -103,7 +108,8 @@ with DAG(
             task_id="route_batch",
             batch=batch,
             execution_timeout=timedelta(hours=2),
-            doc_md="Routes the hour with the feed's latest plan build on Spark and records the "
+            doc_md="Routes the hour with the feed's latest plan build on Spark (in the task, or "
+            "spark-submit to the spark connection's cluster) and records the "
             "`batches`/`deliveries` ledger; deliveries are exactly-once, so a retry or a re-run "
             "rewrites identical objects. Terminal errors (no plan build, a refused artifact) fail "
             "at once; transient ones (S3 throttling, a lost connection) are retried with backoff.",
