@@ -55,21 +55,27 @@ for document in sorted(folder.glob("*.xml")):
     s3.load_file(str(document), key, bucket_name=bucket, replace=True)
 PY
 
-# The DAGs appear once the dag-processor has parsed them: retry until Airflow knows them.
+# The DAGs appear once the dag-processor has parsed them: wait until Airflow knows the DAG (unpause
+# alone says nothing: it exits 0 for a DAG it does not know), then unpause it.
 wait_for_dag() {
   for _ in $(seq 60); do
-    airflow dags unpause "$1" >/dev/null 2>&1 && return 0
+    if airflow dags details "$1" >/dev/null 2>&1; then
+      airflow dags unpause "$1" >/dev/null
+      return 0
+    fi
     sleep 5
   done
   echo "DAG $1 was not parsed within 5 minutes: see docker compose logs airflow-dag-processor" >&2
   return 1
 }
 
-# The state of one run, from `airflow dags list-runs` (empty while it does not exist yet).
+# The state of one run, from `airflow dags list-runs` (empty while it does not exist yet). The CLI
+# may print warnings on stdout before its JSON: read the line that holds the list.
 run_state() {
   airflow dags list-runs "$1" -o json 2>/dev/null | python -c '
 import json, sys
-runs = {run["run_id"]: run["state"] for run in json.load(sys.stdin)}
+listing = [line for line in sys.stdin if line.startswith("[")]
+runs = {run["run_id"]: run["state"] for run in json.loads(listing[-1] if listing else "[]")}
 print(runs.get(sys.argv[1], ""))' "$2"
 }
 

@@ -427,7 +427,7 @@ def test_the_stack_routes_the_demo_hour_and_shows_the_page(stack: Stack) -> None
     assert status == 200 and "<html" in page.lower()
     status, text = http(f"{stack.base}/feedrouter/api/feeds", token=token)
     assert status == 200, text
-    news = next(feed for feed in json.loads(text) if feed["feed"] == "news")
+    news = next(feed for feed in json.loads(text)["feeds"] if feed["feed"] == "news")
     assert news["plan_builds"] and news["problems"]  # the sample's two invalid subscriptions
     assert any(batch["status"] == "succeeded" for batch in news["batches"])
     assert http(f"{stack.base}/feedrouter/api/feeds")[0] == 401  # the page's data needs a login
