@@ -3,7 +3,6 @@ check that the ledger and the store agree."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -49,14 +48,15 @@ def route_inline(engine: Engine, plans: ObjectStore, **options: Any) -> BatchRep
 def when_free(call: Callable[[], T], timeout: float = 60) -> T:
     """``call()``, retried while another run's lease on the hour is still live (what a scheduler's
     retry does); a lease left by a killed run expires after its ttl."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            return call()
-        except BatchBusyError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.5)
+    from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
+
+    retrying = Retrying(
+        retry=retry_if_exception_type(BatchBusyError),
+        stop=stop_after_delay(timeout),
+        wait=wait_fixed(0.5),
+        reraise=True,  # the last BatchBusyError itself, not tenacity's RetryError
+    )
+    return retrying(call)
 
 
 def assert_ledger_matches_store(engine: Engine, out: ObjectStore, feed: str = "news") -> None:
