@@ -406,18 +406,28 @@ class Router:
             "dfa_states": self._dfa.size,
         }
 
-    def explain(self, subscription_id: str) -> str:
-        """A readable account of a subscription: its paths, the NFA states it shares, its plan."""
+    def compiled(self, subscription_id: str) -> tuple[SubscriptionPlan, PlanGroup]:
+        """A subscription's compiled plan and the group of subscriptions that share it (what
+        :meth:`explain` reads), for tools that account for a plan in their own words.
+
+        Raises:
+            CompileError: [FR301] no such subscription in this router.
+        """
         sid = str(subscription_id)
         plan = self._plans.get(sid)
         if plan is None:
             raise CompileError(f"no subscription {sid!r} is compiled in this router", code="FR301")
+        return plan, self._shared.group_of(plan)
+
+    def explain(self, subscription_id: str) -> str:
+        """A readable account of a subscription: its paths, the NFA states it shares, its plan."""
+        sid = str(subscription_id)
+        plan, group = self.compiled(sid)
         kind = "FLWR" if plan.is_flwr else "filter"
         lines = [
             f"subscription {sid} ({kind}), strategy {self.strategy.value}, optimize {self.optimize.value}"
         ]
         lines.extend(f"  {note}" for note in plan.notes)
-        group = self._shared.group_of(plan)
         if len(group.members) > 1:
             others = len(group.members) - 1
             lines.append(f"  shares its whole plan and result with {others} other subscription(s)")

@@ -34,8 +34,7 @@ def check_known(path: Path, ids: list[str], wanted_id: str) -> None:
 def plain_explanation(router: Router, sid: str, *, with_dtd: bool) -> list[str]:
     """What a user asks first, without the paper's vocabulary: what the subscription shares with
     the others, why it is fast, and what the DTD let it skip (or that there was none)."""
-    plan = router._plans[sid]  # the router's compiled plans: explain() reads the same ones
-    group = router._shared.group_of(plan)
+    plan, group = router.compiled(sid)
     lines = [f"subscription {escape_name(sid)}:", "  shared with other subscriptions:"]
     lines += [f"    {line}" for line in _shared_parts(router, plan, len(group.members) - 1)]
     lines.append("  why it is fast:")
