@@ -18,8 +18,10 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
 import time
 import urllib.request
+import zipfile
 from collections.abc import Iterator, Mapping
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -227,6 +229,45 @@ def pyproject_requirements() -> dict[str, Requirement]:
         if requirement.specifier or requirement.name not in requirements:
             requirements[requirement.name] = requirement
     return requirements
+
+
+def test_what_the_image_copies_builds_the_package_it_installs(tmp_path: Path) -> None:
+    """The files the image gets before its ``pip install /opt/feedrouter[airflow]`` are enough to
+    build feedrouter with its package data and plugin entry point (pip's isolated build, as there)."""
+    context = tmp_path / "feedrouter"
+    for source in ("pyproject.toml", "README.md", "plugins/feedrouter"):
+        assert source in dockerfile_copies(), source
+        target = context / source
+        if (ROOT / source).is_dir():
+            shutil.copytree(ROOT / source, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / source, target)
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "wheel",
+        "--no-deps",
+        "--quiet",
+        "-w",
+        str(tmp_path),
+        str(context),
+    ]
+    built = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert built.returncode == 0, built.stderr[-4000:]
+    [wheel] = tmp_path.glob("feedrouter-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        entry_points = next(archive.read(n).decode() for n in names if n.endswith("entry_points.txt"))
+    assert {
+        "feedrouter/airflow/ui/page.html",
+        "feedrouter/spark/app.py",
+        "feedrouter/workload/dtds/news.dtd",
+    } <= names
+    assert (
+        "[airflow.plugins]" in entry_points and "feedrouter.airflow.plugin:FeedrouterPlugin" in entry_points
+    )
 
 
 def test_the_dockerfile_versions_are_pyprojects_pins() -> None:
