@@ -338,3 +338,116 @@ class StandaloneCluster:
                 return int(json.load(response).get("aliveworkers", 0))
         except (OSError, ValueError):
             return 0
+
+
+#: AWS variables a Spark Connect server must not inherit: the test's credentials travel in the job.
+AWS_VARIABLES = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE")
+
+
+class ConnectServer:
+    """A Spark Connect server (``local[2]`` behind it) in its own process, from the installed
+    pyspark's ``SparkConnectServer``; its Python workers run this interpreter. It gets no AWS
+    credentials: a batch's tasks must use those the job carries (StoreOpener.credentials)."""
+
+    def __init__(self, folder: Path, master: str = "local[2]") -> None:
+        import pyspark
+
+        self.home = Path(pyspark.__file__).parent
+        self.folder = folder
+        self.master = master
+        self.port = free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"sc://127.0.0.1:{self.port}"
+
+    def start(self) -> ConnectServer:
+        conf = {
+            "spark.connect.grpc.binding.address": "127.0.0.1",
+            "spark.connect.grpc.binding.port": str(self.port),
+            "spark.driver.host": "127.0.0.1",
+            "spark.driver.bindAddress": "127.0.0.1",
+            "spark.ui.enabled": "false",
+            "spark.speculation": "false",
+            "spark.python.worker.reuse": "true",
+            "spark.pyspark.python": sys.executable,
+            "spark.driver.extraJavaOptions": FAST_JVM,
+        }
+        command = [
+            str(self.home / "bin" / "spark-submit"),
+            "--class",
+            "org.apache.spark.sql.connect.service.SparkConnectServer",
+            "--master",
+            self.master,
+            *(item for key, value in conf.items() for item in ("--conf", f"{key}={value}")),
+        ]
+        env = {key: value for key, value in os.environ.items() if key not in AWS_VARIABLES}
+        env |= {"SPARK_HOME": str(self.home), "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
+        log = (self.folder / "connect-server.log").open("wb")
+        self.process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
+        self._wait_for_port()
+        return self
+
+    def stop(self) -> None:
+        if self.process is None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+    def _wait_for_port(self, timeout: float = 120) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            assert self.process is not None
+            if self.process.poll() is not None:
+                break
+            with socket.socket() as sock:
+                if sock.connect_ex(("127.0.0.1", self.port)) == 0:
+                    return
+            time.sleep(0.5)
+        log = (self.folder / "connect-server.log").read_text(errors="replace")[-3000:]
+        raise RuntimeError(f"the Spark Connect server did not start: {log}")
+
+
+def assert_interrupted_by_its_tag(spark: Any, folder: Path) -> None:
+    """A run's Spark operation that stalls is interrupted by its JobCanceller (what a lost lease
+    fires), through the operation's job tag, on classic Spark and on Connect alike."""
+    import threading
+
+    from feedrouter.spark.job import tagged
+    from feedrouter.spark.lease import JobCanceller
+
+    started = folder / "started"
+
+    def stall(batches: Any) -> Any:  # nested: pickled by value, runs in the session's Python workers
+        import pathlib
+        import time
+
+        for batch in batches:
+            pathlib.Path(str(started)).touch()
+            time.sleep(600)
+            yield batch
+
+    canceller, outcome = JobCanceller(), {}
+
+    def run() -> None:
+        try:
+            with canceller.armed(spark, "feedrouter-test-stall"), tagged(spark, "feedrouter-test-stall"):
+                spark.range(1).mapInArrow(stall, "id bigint").collect()
+            outcome["finished"] = True
+        except Exception as exc:  # what the interrupted action raises
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 120
+    while not started.exists() and time.monotonic() < deadline and thread.is_alive():
+        time.sleep(0.2)
+    assert started.exists(), outcome
+    canceller()  # the heartbeat's on_lost
+    thread.join(180)
+    assert not thread.is_alive(), "the stalled operation was not interrupted"
+    assert canceller.fired.is_set() and "error" in outcome and "finished" not in outcome

@@ -31,6 +31,7 @@ from tests.integration.spark_support import (
     PART_BYTES,
     NewsFeed,
     add_feed,
+    assert_interrupted_by_its_tag,
     assert_ledger_matches,
     batches,
     build,
@@ -309,3 +310,8 @@ def test_two_runs_of_one_hour_never_interleave(
     assert caught.value.transient and caught.value.code == "FR605"
     assert batches(catalog) == []  # the refused run recorded nothing
     assert route(catalog, plans, spark).status == "succeeded"  # the lock is free again
+
+
+def test_a_lost_lease_interrupts_the_runs_spark_jobs_by_tag(spark: Any, tmp_path: Path) -> None:
+    """The overtaken run's jobs are cancelled (its job tag), not left writing beside the new run."""
+    assert_interrupted_by_its_tag(spark, tmp_path)

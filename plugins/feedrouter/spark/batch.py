@@ -15,12 +15,13 @@
 
 An hour without input objects is an ``empty`` batch (no Spark job). A failure after the plan is
 loaded marks the batch ``failed`` with its error and is raised again; a run that lost its lease
-(LockLostError) writes nothing more.
+(LockLostError) writes nothing more, and its running Spark operations are interrupted by their job
+tag (:class:`~feedrouter.spark.lease.JobCanceller`). Log records of a run carry its feed, hour and
+batch id as fields (:mod:`feedrouter.spark.batchlog`).
 """
 
 from __future__ import annotations
 
-import logging
 import re
 import time
 from collections.abc import Callable, Iterable
@@ -45,22 +46,21 @@ from feedrouter.errors import (
     error,
 )
 from feedrouter.hours import batch_prefix, format_hour, to_hour
+from feedrouter.spark.batchlog import batch_fields, log, set_batch_id
 from feedrouter.spark.errors import DeliveryConflictError
-from feedrouter.spark.job import JobOutput, Slicing, run_inline, run_job
-from feedrouter.spark.lease import hour_lock
+from feedrouter.spark.job import JobOutput, Slicing, job_tag, run_inline, run_job
+from feedrouter.spark.lease import JobCanceller, hour_lock
 from feedrouter.spark.progress import ProgressCallback
 from feedrouter.spark.publish import Delivered, withdraw
 from feedrouter.spark.quarantine import prune
 from feedrouter.spark.session import batch_session, check_no_speculation
-from feedrouter.spark.spec import Fault, JobSpec
+from feedrouter.spark.spec import ArtifactRef, Fault, JobSpec
 from feedrouter.spark.stores import StoreOpener
 from feedrouter.spark.tasks import Undelivered
 from feedrouter.storage import ObjectStore
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
-
-log = logging.getLogger("feedrouter.spark")
 
 #: Opens the Spark session of a batch that has input (a caller's own, e.g. with worker settings).
 SessionFactory = Callable[[], AbstractContextManager["SparkSession"]]
@@ -150,13 +150,14 @@ class EarlierRuns:
 
 @dataclass(frozen=True)
 class LoadedPlan:
-    """The feed's latest plan build: its row, artifact bytes (for the tasks) and its summary (the
-    driver reads the feed settings and targets, never the router)."""
+    """The feed's latest plan build: its row, artifact bytes (for in-process runs), where the tasks
+    read them, and its summary (the driver reads the feed settings and targets, never the router)."""
 
     feed_id: int
     build: PlanBuildResult
     artifact: bytes
     plan: PlanSummary
+    location: ArtifactRef | None = None
 
     @property
     def ref(self) -> PlanRef:
@@ -203,26 +204,31 @@ def route_batch(
     started, clock = datetime.now(timezone.utc), time.perf_counter()
     hour = to_hour(hour, strict=True)  # before anything is opened: a wrong hour costs nothing
     options, stores = options or BatchOptions(), stores or StoreOpener.from_env()
-    loaded = load_plan_build(engine, feed, plans_store)
-    check_targets(loaded.plan)
-    spec = job_spec(loaded, hour, stores, options)
-    ttl = timedelta(seconds=options.lease_seconds)
-    with hour_lock(engine, feed, spec.hour, ttl) as lease:
-        try:
-            keys = list_inputs(stores.open(spec.input_uri))  # the one listing of the hour's input
-            earlier = earlier_runs(engine, loaded.feed_id, spec.hour)
-            ledger.mark_running(engine, _running(spec, loaded, started), lease)
-            sessions = session or (lambda: batch_session(spark, options.master))
-            output = _run(spec, loaded, keys, sessions, options, progress) if keys else JobOutput()
-            leases.confirm(engine, lease)  # before withdrawing anything: a new holder's folders are its own
-            cleanup = _clean_up(engine, spec, loaded, output, earlier, plans_store)
-            entry = _entry(spec, loaded, keys, output, cleanup.rows, started)
-            batch_id = ledger.record(engine, entry, lease)
-        except Exception as exc:
-            _record_failure(engine, spec, loaded, started, exc, lease)
-            raise
-    report = _report(batch_id, spec, entry, keys, output, cleanup.withdrawn, time.perf_counter() - clock)
-    log.info("%s", report.describe())
+    with batch_fields(feed, format_hour(hour)):
+        loaded = load_plan_build(engine, feed, plans_store)
+        check_targets(loaded.plan)
+        spec = job_spec(loaded, hour, stores, options)
+        cancel = JobCanceller()
+        ttl = timedelta(seconds=options.lease_seconds)
+        with hour_lock(engine, feed, spec.hour, ttl, on_lost=cancel) as lease:
+            try:
+                keys = list_inputs(stores.open(spec.input_uri))  # the one listing of the hour's input
+                earlier = earlier_runs(engine, loaded.feed_id, spec.hour)
+                set_batch_id(ledger.mark_running(engine, _running(spec, loaded, started), lease))
+                sessions = session or (lambda: batch_session(spark, options.master))
+                output = JobOutput()
+                if keys:
+                    output = _run(spec, loaded, keys, sessions, options, progress, cancel)
+                # before withdrawing anything: a new holder's folders are its own
+                leases.confirm(engine, lease)
+                cleanup = _clean_up(engine, spec, loaded, output, earlier, plans_store)
+                entry = _entry(spec, loaded, keys, output, cleanup.rows, started)
+                batch_id = ledger.record(engine, entry, lease)
+            except Exception as exc:
+                _record_failure(engine, spec, loaded, started, exc, lease)
+                raise
+        report = _report(batch_id, spec, entry, keys, output, cleanup.withdrawn, time.perf_counter() - clock)
+        log.info("%s", report.describe())
     return report
 
 
@@ -246,7 +252,8 @@ def load_plan_build(engine: Engine, feed: str, plans_store: ObjectStore) -> Load
     artifact = plans_store.get(plans_store.key_of(build.artifact_uri))
     # the artifact must be this feed's: a plan_builds row pointed at another feed's file is refused
     plan = decode_summary(artifact, build.digest, source=build.artifact_uri, feed=feed, feed_id=record.id)
-    return LoadedPlan(record.id, build, artifact, plan)
+    location = ArtifactRef(plans_store.uri, plans_store.key_of(build.artifact_uri))
+    return LoadedPlan(record.id, build, artifact, plan, location)
 
 
 def check_targets(plan: PlanSummary) -> None:
@@ -276,6 +283,7 @@ def job_spec(loaded: LoadedPlan, hour: datetime, stores: StoreOpener, options: B
         max_message_bytes=options.max_message_bytes,
         fault=options.fault,
         targets=loaded.plan.targets,  # the delivery tasks read their targets here, not from the plan
+        artifact=loaded.location,  # the routing tasks read the plan from the plans store
     )
 
 
@@ -291,21 +299,37 @@ def _run(
     sessions: SessionFactory,
     options: BatchOptions,
     progress: ProgressCallback | None,
+    cancel: JobCanceller | None = None,
 ) -> JobOutput:
     if options.inline:
         log.info("routing %d objects of %s %s in this process", len(keys), spec.feed, spec.hour_text)
         return run_inline(spec, loaded.artifact, keys)
+    cancel = cancel or JobCanceller()
     with sessions() as session:
         check_no_speculation(session)
-        slicing = Slicing.default(session.sparkContext, len(keys), options.input_tasks, options.output_tasks)
-        log.info("routing %d objects of %s %s in %s", len(keys), spec.feed, spec.hour_text, slicing)
+        slicing = Slicing.default(session, len(keys), options.input_tasks, options.output_tasks)
+        tag = job_tag(spec)
+        log.info(
+            "routing %d objects of %s %s in %s (tag %s)", len(keys), spec.feed, spec.hour_text, slicing, tag
+        )
         try:
-            return run_job(session, spec, loaded.artifact, keys, slicing, progress)
+            with cancel.armed(session, tag):
+                _check_held(spec, cancel)
+                return run_job(session, spec, keys, slicing, progress, tag)
         except Exception as exc:
+            _check_held(spec, cancel, exc)
             raised = task_error(exc)
             if raised is None:
                 raise
             raise raised from exc
+
+
+def _check_held(spec: JobSpec, cancel: JobCanceller, cause: Exception | None = None) -> None:
+    """Raise LockLostError (FR606, transient) once the run's lease was lost: its Spark operations
+    were interrupted (or must not start)."""
+    if cancel.fired.is_set() and not isinstance(cause, LockLostError):
+        lost = error("FR606", f"the run of {spec.feed} {spec.hour_text} lost its hour lease to another run")
+        raise lost from cause
 
 
 #: The last line of a Python traceback that ends in one of feedrouter's errors.

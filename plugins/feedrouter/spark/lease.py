@@ -8,26 +8,33 @@ for a whole run and :class:`Heartbeat` keeps it alive from a daemon thread.
 
 from __future__ import annotations
 
-import logging
+import contextvars
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import Engine
 
 from feedrouter.catalog import lease as leases
 from feedrouter.catalog.lease import DEFAULT_LEASE_SECONDS, Lease, first_line
+from feedrouter.spark.batchlog import log
 
-log = logging.getLogger("feedrouter.spark")
-
-__all__ = ["DEFAULT_LEASE_SECONDS", "Heartbeat", "Lease", "hour_lock"]
+__all__ = ["DEFAULT_LEASE_SECONDS", "Heartbeat", "JobCanceller", "Lease", "hour_lock"]
 
 
 @contextmanager
-def hour_lock(engine: Engine, feed: str, hour: datetime, ttl: timedelta | None = None) -> Iterator[Lease]:
+def hour_lock(
+    engine: Engine,
+    feed: str,
+    hour: datetime,
+    ttl: timedelta | None = None,
+    on_lost: Callable[[], None] | None = None,
+) -> Iterator[Lease]:
     """Hold the (feed, hour) lease for a whole run, renewed in the background, so two runs of one
     hour never interleave and a run that lost it cannot commit (:mod:`feedrouter.catalog.lease`).
+    ``on_lost`` is called (from the heartbeat's thread) once another run has taken the lease over.
 
     Raises:
         BatchBusyError: [FR605] another run holds the lease (transient).
@@ -35,7 +42,7 @@ def hour_lock(engine: Engine, feed: str, hour: datetime, ttl: timedelta | None =
     """
     held = leases.acquire(engine, feed, hour, ttl)
     try:
-        with Heartbeat(engine, held):
+        with Heartbeat(engine, held, on_lost):
             yield held
     finally:
         leases.release(engine, held)
@@ -44,17 +51,21 @@ def hour_lock(engine: Engine, feed: str, hour: datetime, ttl: timedelta | None =
 class Heartbeat:
     """Renews a lease every third of its ttl in a daemon thread until stopped.
 
-    ``lost`` is set once another run has taken the lease over; a renewal that fails for another
-    reason (the database briefly unreachable) is logged and tried again at the next beat. Either
-    way the ledger commit checks the lease itself, so the heartbeat only keeps a live run's lease.
+    ``lost`` is set, and ``on_lost`` called, once another run has taken the lease over; a renewal
+    that fails for another reason (the database briefly unreachable) is logged and tried again at
+    the next beat. Either way the ledger commit checks the lease itself, so the heartbeat only keeps
+    a live run's lease (and cancels a lost run's Spark jobs early, :class:`JobCanceller`).
     """
 
-    def __init__(self, engine: Engine, lease: Lease) -> None:
+    def __init__(self, engine: Engine, lease: Lease, on_lost: Callable[[], None] | None = None) -> None:
         self.engine = engine
         self.lease = lease
         self.lost = threading.Event()
+        self._on_lost = on_lost
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._beat, name=f"lease {lease.label}", daemon=True)
+        # in a copy of the starter's context: its log records carry the batch's fields
+        run, name = contextvars.copy_context().run, f"lease {lease.label}"
+        self._thread = threading.Thread(target=run, args=(self._beat,), name=name, daemon=True)
 
     def __enter__(self) -> Heartbeat:
         self._thread.start()
@@ -75,4 +86,43 @@ class Heartbeat:
             if not held:
                 log.error("the hour lease of %s was taken over by another run", self.lease.label)
                 self.lost.set()
+                if self._on_lost is not None:
+                    self._on_lost()
                 return
+
+
+class JobCanceller:
+    """Interrupts a run's tagged Spark operations once its lease is lost (``interruptTag`` works on
+    classic Spark and on Connect), so an overtaken run stops writing instead of racing the run
+    that took the hour over. Callable: pass it as ``hour_lock``'s ``on_lost``.
+    """
+
+    def __init__(self) -> None:
+        self.fired = threading.Event()
+        self._lock = threading.Lock()
+        self._running: tuple[Any, str] | None = None
+
+    def __call__(self) -> None:
+        with self._lock:
+            self.fired.set()
+            running = self._running
+        if running is not None:
+            self._interrupt(*running)
+
+    @contextmanager
+    def armed(self, spark: Any, tag: str) -> Iterator[None]:
+        """Cancel the operations tagged ``tag`` on ``spark`` if the lease is lost during the block."""
+        with self._lock:
+            self._running = (spark, tag)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._running = None
+
+    def _interrupt(self, spark: Any, tag: str) -> None:
+        log.warning("the hour lease was lost: interrupting the Spark operations tagged %s", tag)
+        try:
+            spark.interruptTag(tag)
+        except Exception as exc:  # the commit checks the lease anyway: nothing is recorded
+            log.warning("could not interrupt the Spark operations tagged %s: %s", tag, first_line(exc))

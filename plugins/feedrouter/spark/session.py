@@ -1,10 +1,13 @@
-"""The Spark session of a batch: a local one by default, or the cluster a master URL names.
+"""The Spark session of a batch: a local one by default, the cluster a master URL names, or a
+Spark Connect server (``sc://host:port``).
 
 Executors must run the project's Python (the one with feedrouter, lxml and boto3 installed), so
-``PYSPARK_PYTHON`` is this interpreter unless ``FEEDROUTER_SPARK_PYTHON`` names another path (a
-cluster whose workers install the project elsewhere). The pyspark Python files must also belong to
-the Spark JVM they drive: the Airflow apache-spark provider pulls in ``pyspark-client``, whose files
-overwrite pyspark's; :func:`check_versions` refuses such a mix with the command that repairs it.
+classic sessions set ``spark.pyspark.python`` to this interpreter unless ``FEEDROUTER_SPARK_PYTHON``
+names another path (a cluster whose workers install the project elsewhere). A Connect server's
+Python workers are the server's business (its ``PYSPARK_PYTHON`` / ``spark.pyspark.python``); the
+client only sends runtime SQL conf. The pyspark Python files must also belong to the Spark JVM they
+drive: the Airflow apache-spark provider pulls in ``pyspark-client``, whose files overwrite
+pyspark's; :func:`check_versions` refuses such a mix with the command that repairs it.
 """
 
 from __future__ import annotations
@@ -28,6 +31,11 @@ MASTER_ENV = "FEEDROUTER_SPARK_MASTER"
 def is_local(master: str | None) -> bool:
     """True for the embedded default and ``local[…]`` masters."""
     return master is None or master.startswith("local")
+
+
+def is_connect(master: str | None) -> bool:
+    """True for a Spark Connect endpoint (``sc://host:port``)."""
+    return master is not None and master.startswith("sc://")
 
 
 def executor_python() -> str:
@@ -60,18 +68,27 @@ def session_conf(master: str | None, extra: Mapping[str, str] | None = None) -> 
 def spark_session(
     master: str | None = None, *, app_name: str = "feedrouter", conf: Mapping[str, str] | None = None
 ) -> SparkSession:
-    """A Spark session on ``master`` (default ``local[2]``), with pyspark checked against its JVM.
+    """A Spark session on ``master``: ``local[…]`` (default ``local[2]``), ``spark://…`` (or any
+    classic master URL), or ``sc://…`` (Spark Connect; ``conf`` then carries runtime SQL conf only),
+    with pyspark checked against the server's version.
 
-    A session already running in this process is returned as it is (Spark allows one per process).
+    A classic session already running in this process is returned as it is (Spark allows one per
+    process).
     """
     from pyspark.sql import SparkSession
 
-    os.environ["PYSPARK_PYTHON"] = executor_python()
-    builder = SparkSession.builder.master(master or DEFAULT_MASTER).appName(app_name)
-    for key, value in session_conf(master, conf).items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("WARN")
+    if master is not None and is_connect(master):
+        builder = SparkSession.builder.remote(master)
+        for key, value in (conf or {}).items():
+            builder = builder.config(key, value)
+        spark = builder.getOrCreate()
+    else:
+        os.environ["PYSPARK_PYTHON"] = executor_python()
+        builder = SparkSession.builder.master(master or DEFAULT_MASTER).appName(app_name)
+        for key, value in session_conf(master, conf).items():
+            builder = builder.config(key, value)
+        spark = builder.getOrCreate()
+        spark.sparkContext.setLogLevel("WARN")
     check_versions(spark)
     return spark
 
@@ -84,7 +101,7 @@ def batch_session(spark: SparkSession | None, master: str | None) -> Iterator[Sp
         return
     from pyspark.sql import SparkSession
 
-    active = SparkSession.getActiveSession()
+    active = None if is_connect(master) else SparkSession.getActiveSession()
     if active is not None:
         yield active
         return
@@ -97,8 +114,9 @@ def batch_session(spark: SparkSession | None, master: str | None) -> Iterator[Sp
 
 def check_no_speculation(spark: SparkSession) -> None:
     """Refuse a session that runs speculative task copies: two attempts of one delivery task
-    would write the same folder at the same time (the sessions made here turn it off)."""
-    if spark.sparkContext.getConf().get("spark.speculation", "false").lower() == "true":
+    would write the same folder at the same time (the sessions made here turn it off). Read
+    through ``spark.conf``, which classic and Connect sessions both answer."""
+    if str(spark.conf.get("spark.speculation", "false")).lower() == "true":
         raise SparkVersionError(
             "spark.speculation is on: exactly-once delivery needs it off for route-batch "
             "(two attempts of one task would write the same delivery folder at once)"

@@ -1,9 +1,10 @@
 """What every task of a batch needs to know, shipped with the tasks (small, plain, picklable).
 
-The router is not in here: its artifact bytes are broadcast once, and each Python worker process of
-the routing stage decodes them once (:func:`feedrouter.spark.tasks.plan_for`). What the driver and
-the delivery stage need of the plan build (the feed's settings, each subscription's delivery
-target) is, so neither has to unpickle the router for it.
+The router is not in here: the spec names its artifact in the plans store (:class:`ArtifactRef`),
+and each Python worker process of the routing stage reads it from there and decodes it once,
+digest-checked (:func:`feedrouter.spark.tasks.plan_for`); nothing is broadcast, so the same job
+runs on Spark Connect. What the driver and the delivery stage need of the plan build (the feed's
+settings, each subscription's delivery target) is in here, so neither unpickles the router.
 """
 
 from __future__ import annotations
@@ -46,6 +47,14 @@ def maybe_fail(fault: Fault | None, phase: str) -> None:
 
 
 @dataclass(frozen=True)
+class ArtifactRef:
+    """Where the tasks read the plan build's artifact: the plans store's URI and the key in it."""
+
+    store_uri: str
+    key: str
+
+
+@dataclass(frozen=True)
 class JobSpec:
     """One batch as its tasks see it.
 
@@ -62,6 +71,8 @@ class JobSpec:
         targets: each subscription's delivery target by router id, as the plan build saw it
             (:attr:`CompiledPlan.targets <feedrouter.catalog.CompiledPlan.targets>`); None: the
             delivery tasks decode the plan to find them.
+        artifact: where tasks read the plan's artifact (checked against ``plan.digest``); None
+            only for callers that hand the tasks the artifact's bytes themselves.
     """
 
     feed: str
@@ -74,6 +85,7 @@ class JobSpec:
     max_message_bytes: int
     fault: Fault | None = None
     targets: dict[str, Target] | None = None
+    artifact: ArtifactRef | None = None
 
     def without_targets(self) -> JobSpec:
         """This spec for the routing tasks, which have no use for the targets (smaller tasks)."""

@@ -3,9 +3,10 @@
 Stage 1 (:func:`route_partition`) opens its input objects as streams (:meth:`ObjectStore.open
 <feedrouter.storage.base.ObjectStore.open>`), runs the routing loop on them
 (:func:`~feedrouter.delivery.routing.route_objects`, shared with local runs and the command line)
-and emits one record per result, keyed by ``(subscription id, object ordinal, message index)``,
-plus one statistics record per object (key ``STATS``). Refused messages, and results refused to
-one subscription, are quarantined on the spot.
+and emits one record per result, keyed by ``(subscription id, object ordinal, message index)`` with
+the value ``(message digest, result bytes, source key)``, plus one statistics record per object
+(key ``STATS``). Refused messages, and results refused to one subscription, are quarantined on the
+spot.
 
 The shuffle partitions by subscription and sorts by the whole key, so stage 2
 (:func:`deliver_partition`) sees each subscription's results together, in input order, and writes
@@ -17,16 +18,17 @@ policy, a full disk) costs that subscription its delivery only: the task reports
 as a whole unavailable after the client's retries) still fails the task, and so the batch, for a
 retry.
 
-The plan arrives as broadcast artifact bytes and is decoded (digest-checked) once per Python worker
+The plan is read from the plans store by the URI in the spec (:attr:`JobSpec.artifact
+<feedrouter.spark.spec.JobSpec.artifact>`) and decoded (digest-checked) once per Python worker
 process, then served from :data:`_PLANS` to every later task of that process. Only stage 1 decodes
 it: stage 2 finds each subscription's delivery target in the job spec (:attr:`JobSpec.targets
-<feedrouter.spark.spec.JobSpec.targets>`).
+<feedrouter.spark.spec.JobSpec.targets>`). Results carry their source key, so no task needs the
+hour's listing. The Arrow side (what ``mapInArrow`` passes) is :mod:`feedrouter.spark.frames`.
 """
 
 from __future__ import annotations
 
 import itertools
-import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -34,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from feedrouter import heap
 from feedrouter.delivery import Result, Splitter, dtd_text_of
 from feedrouter.delivery.routing import Routed, route_objects
-from feedrouter.errors import StorageError, TransientStorageError
+from feedrouter.errors import StorageError, TransientStorageError, error
 from feedrouter.spark.publish import Delivered, publish
 from feedrouter.spark.quarantine import Quarantine
 from feedrouter.spark.spec import JobSpec, maybe_fail
@@ -88,13 +90,15 @@ class Undelivered:
     reason: str
 
 
-def plan_for(spec: JobSpec, artifact: Any) -> CompiledPlan:
-    """The batch's plan, decoded from the broadcast ``artifact`` at most once per process."""
+def plan_for(spec: JobSpec, artifact: Any = None) -> CompiledPlan:
+    """The batch's plan, decoded at most once per process from ``artifact.value`` (bytes a caller
+    holds already) or, when ``artifact`` is None, read from the plans store the spec names."""
     plan = _PLANS.get(spec.plan.digest)
     if plan is None:
         from feedrouter.catalog.artifact import decode
 
-        plan = decode(artifact.value, spec.plan.digest, source=f"plan build {spec.plan.id}", feed=spec.feed)
+        data = artifact.value if artifact is not None else read_artifact(spec)
+        plan = decode(data, spec.plan.digest, source=f"plan build {spec.plan.id}", feed=spec.feed)
         if _PLANS:
             heap.release()  # the old plan goes: let the collector reach it again
         _PLANS.clear()  # a new build replaces the old one: keep one plan in memory
@@ -103,20 +107,26 @@ def plan_for(spec: JobSpec, artifact: Any) -> CompiledPlan:
     return plan
 
 
+def read_artifact(spec: JobSpec) -> bytes:
+    """The plan build's artifact bytes from the plans store (the digest is checked on decoding)."""
+    if spec.artifact is None:
+        raise error("FR600", f"the job spec of {spec.feed} {spec.hour_text} names no plan artifact")
+    return spec.stores.open(spec.artifact.store_uri).get(spec.artifact.key)
+
+
 def splitter_for(plan: CompiledPlan, max_message_bytes: int) -> Splitter:
     """How the feed's objects are cut into messages: its record element, its DTD's entities."""
     return Splitter(plan.feed.record_element, dtd_text_of(plan.router), max_message_bytes)
 
 
-def subscription_partition(key: Key) -> int:
-    """The shuffle partition of a record: by subscription, stable in every process (no hash seed)."""
-    return zlib.crc32(key[0].encode("utf-8"))
-
-
 def route_partition(
     spec: JobSpec, artifact: Any, items: Iterable[tuple[int, str]]
 ) -> Iterator[tuple[Key, Any]]:
-    """Stage 1: route the objects ``(ordinal, key)`` of one partition."""
+    """Stage 1: route the objects ``(ordinal, key)`` of one partition.
+
+    ``artifact``: None (the plan is read from the plans store), or an object whose ``value`` is
+    the artifact's bytes (in-process runs that hold them already).
+    """
     plan = plan_for(spec, artifact)
     splitter = splitter_for(plan, spec.max_message_bytes)
     inputs = spec.stores.open(spec.input_uri)
@@ -143,25 +153,27 @@ def _route_object(
             if routed.error is not None or routed.failures:  # set aside, with why, in the quarantine
                 stats.quarantine_keys.extend(quarantine.put(routed))
             for sid, body in routed.results.items():
-                yield (sid, ordinal, routed.message.index), (routed.message.digest, body)
+                yield (sid, ordinal, routed.message.index), (routed.message.digest, body, key)
     yield (STATS, ordinal, 0), stats
 
 
 def deliver_partition(
-    spec: JobSpec, artifact: Any, sources: Any, records: Iterable[tuple[Key, Any]]
+    spec: JobSpec, records: Iterable[tuple[Key, Any]], artifact: Any = None
 ) -> Iterator[tuple[str, ObjectStats | Delivered | Undelivered]]:
-    """Stage 2: write the folders of this partition's subscriptions; pass statistics through.
+    """Stage 2: write the folders of this partition's subscriptions (``records`` sorted by key);
+    pass statistics through.
 
     The targets come from the spec; only a spec made without them (``targets=None``) has the
-    plan decoded here for them.
+    plan decoded here for them (from ``artifact`` as in :func:`route_partition`).
     """
-    targets = spec.targets if spec.targets is not None else plan_for(spec, artifact).targets
+    targets = spec.targets
     for sid, group in itertools.groupby(records, key=lambda record: record[0][0]):
         if sid == STATS:
             yield from (("stats", stats) for _, stats in group)
             continue
-        keys = sources.value
-        results = (Result(keys[o], i, digest, body) for (_, o, i), (digest, body) in group)
+        if targets is None:
+            targets = plan_for(spec, artifact).targets
+        results = (Result(source, i, digest, body) for (_, _, i), (digest, body, source) in group)
         yield deliver_one(spec, targets[sid], sid, results)
 
 

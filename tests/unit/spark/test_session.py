@@ -36,8 +36,7 @@ def test_a_pyspark_that_is_not_its_jvm_is_refused() -> None:
 
 def test_speculation_is_refused() -> None:
     def context(value: str) -> SimpleNamespace:
-        conf = SimpleNamespace(get=lambda key, default: value)
-        return SimpleNamespace(sparkContext=SimpleNamespace(getConf=lambda: conf))
+        return SimpleNamespace(conf=SimpleNamespace(get=lambda key, default: value))
 
     session.check_no_speculation(context("false"))  # type: ignore[arg-type]
     with pytest.raises(SparkVersionError, match="speculation"):

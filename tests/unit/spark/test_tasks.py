@@ -31,7 +31,7 @@ FOLDER = "titles/news/dt=2026-11-22/hour=16"
 
 @dataclass
 class Shipped:
-    """Stands in for a Spark broadcast variable."""
+    """The artifact's bytes, as an in-process run hands them to the tasks."""
 
     value: Any
 
@@ -86,7 +86,7 @@ def test_the_plan_is_decoded_once_per_process(batch: tuple[JobSpec, Shipped]) ->
 def test_delivering_writes_parts_manifest_and_success(batch: tuple[JobSpec, Shipped], tmp_path: Path) -> None:
     spec, artifact = batch
     records = sorted(routed(spec, artifact), key=lambda record: record[0])
-    out = list(tasks.deliver_partition(spec, artifact, Shipped(["a.xml", "b.xml.gz"]), records))
+    out = list(tasks.deliver_partition(spec, records, artifact))
     assert [kind for kind, _ in out] == ["stats", "stats", "delivery"]
     delivered = out[-1][1]
     store = FileStore(tmp_path / "out" / "alice")
@@ -106,8 +106,7 @@ def test_a_delivery_failing_half_way_is_untrusted_until_its_retry(
     spec, artifact = batch
     store = FileStore(tmp_path / "out" / "alice")
     records = sorted(routed(spec, artifact), key=lambda record: record[0])
-    sources = Shipped(["a.xml", "b.xml.gz"])
-    list(tasks.deliver_partition(spec, artifact, sources, records))
+    list(tasks.deliver_partition(spec, records, artifact))
     complete = {key: store.get(key) for key in store.list()}
     store.put(f"{FOLDER}/part-00007.xml", b"left over")
     flag = tmp_path / "flag"
@@ -115,9 +114,9 @@ def test_a_delivery_failing_half_way_is_untrusted_until_its_retry(
     failing = JobSpec(**{**spec.__dict__, "fault": Fault("deliver", str(flag))})
 
     with pytest.raises(InjectedFailure):
-        list(tasks.deliver_partition(failing, artifact, sources, records))
+        list(tasks.deliver_partition(failing, records, artifact))
     assert not store.exists(f"{FOLDER}/{SUCCESS}")  # withdrawn while the folder is rewritten
-    list(tasks.deliver_partition(failing, artifact, sources, records))  # the retry
+    list(tasks.deliver_partition(failing, records, artifact))  # the retry
     assert {key: store.get(key) for key in store.list()} == complete
 
     assert withdraw(store, FOLDER) == 1 and list(store.list()) == []
@@ -143,7 +142,7 @@ def test_a_refused_subscriber_store_costs_that_subscription_alone(
         lambda self, uri: refusing if "/out/" in uri else FileStore(Path(uri.removeprefix("file://"))),
     )
     records = sorted(routed(spec, artifact), key=lambda record: record[0])
-    out = list(tasks.deliver_partition(spec, artifact, Shipped(["a.xml", "b.xml.gz"]), records))
+    out = list(tasks.deliver_partition(spec, records, artifact))
     [(kind, failed)] = [(kind, value) for kind, value in out if kind != "stats"]
     assert kind == "failure" and isinstance(failed, tasks.Undelivered)
     assert (failed.subscription_id, failed.subscription, failed.code) == ("1", "titles", "FR500")
@@ -151,7 +150,7 @@ def test_a_refused_subscriber_store_costs_that_subscription_alone(
 
     refusing.error = TransientStorageError("S3 unavailable")
     with pytest.raises(TransientStorageError):  # the store as a whole: the task fails, is retried
-        list(tasks.deliver_partition(spec, artifact, Shipped(["a.xml", "b.xml.gz"]), records))
+        list(tasks.deliver_partition(spec, records, artifact))
 
 
 def test_a_result_refused_by_its_limit_is_reported_and_the_others_delivered(tmp_path: Path) -> None:
@@ -194,9 +193,7 @@ def test_delivery_tasks_take_the_targets_from_the_spec_and_never_decode_the_plan
     out = (tmp_path / "out" / "bob").as_uri()
     carried = JobSpec(**{**spec.__dict__, "targets": {"1": Target(1, "titles", "bob", out)}})
     tasks._PLANS.clear()
-    delivered = list(
-        tasks.deliver_partition(carried, Shipped(b"not a plan"), Shipped(["a.xml", "b.xml.gz"]), records)
-    )
+    delivered = list(tasks.deliver_partition(carried, records, Shipped(b"not a plan")))
     assert [kind for kind, _ in delivered] == ["stats", "stats", "delivery"] and tasks._PLANS == {}
     assert delivered[-1][1].prefix_uri == out  # the spec's target, not the plan's (alice)
     assert carried.without_targets().targets is None and spec.without_targets() is spec

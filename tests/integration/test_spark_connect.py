@@ -1,0 +1,97 @@
+"""The batch through Spark Connect: a Connect server (``local[2]`` behind it) started by the test in
+its own process, the job driven from this one over ``sc://``. Its deliveries are byte-identical to
+the local loop's, as the ``local[2]`` batches (``test_spark_batch``) and the standalone cluster's
+(``test_spark_cluster``) are: the same job, DataFrames only.
+
+The server gets no AWS credentials: the tasks sign their S3 calls with those the job carries
+(``StoreOpener.credentials``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine
+
+from feedrouter.spark import BatchOptions, StoreOpener, route_batch
+from feedrouter.spark.progress import is_connect
+from feedrouter.storage import FileStore, open_store
+from feedrouter.storage.s3 import S3Settings
+from tests.integration.spark_support import (
+    AWS_ENV,
+    HOUR,
+    PART_BYTES,
+    ConnectServer,
+    NewsFeed,
+    assert_interrupted_by_its_tag,
+    assert_ledger_matches,
+    build,
+    expected_outputs,
+    local_run,
+    news_catalog,
+    news_inputs,
+    snapshot,
+    upload,
+)
+
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("spark")]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConnectServer]:
+    pytest.importorskip("pyspark.sql.connect.session")
+    server = ConnectServer(tmp_path_factory.mktemp("spark-connect"))
+    try:
+        yield server.start()
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def spark(server: ConnectServer) -> Iterator[Any]:
+    from feedrouter.spark import spark_session
+
+    session = spark_session(server.url)
+    try:
+        yield session
+    finally:
+        session.stop()
+
+
+def test_a_connect_server_delivers_the_same_bytes(
+    spark: Any, catalog: Engine, s3_bucket: str, plans_dir: Path
+) -> None:
+    feed = NewsFeed("news", f"s3://{s3_bucket}/in/news", f"s3://{s3_bucket}/out")
+    news_catalog(catalog, feed)
+    inputs = news_inputs()
+    upload(open_store(feed.hour_prefix), inputs)
+    plans = FileStore(plans_dir)
+    ref, plan = build(catalog, plans)
+    credentials = {name: AWS_ENV[name] for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")}
+    stores = StoreOpener(S3Settings.from_env(), credentials=credentials)
+    seen: list[tuple[int, int]] = []
+
+    report = route_batch(
+        catalog,
+        "news",
+        HOUR,
+        plans_store=plans,
+        spark=spark,
+        options=BatchOptions(max_part_bytes=PART_BYTES),
+        stores=stores,
+        progress=lambda finished, total: seen.append((finished, total)),
+    )
+
+    assert is_connect(spark) and report.status == "succeeded"
+    run = local_run(plan, inputs)
+    expected = expected_outputs(plan, ref, run, "news")
+    assert snapshot(open_store(feed.output_base)) == expected
+    assert_ledger_matches(catalog, plan, run, expected)
+    assert seen and all(0 <= finished <= total for finished, total in seen)
+
+
+def test_a_lost_lease_interrupts_the_connect_operations_by_tag(spark: Any, tmp_path: Path) -> None:
+    assert_interrupted_by_its_tag(spark, tmp_path)
