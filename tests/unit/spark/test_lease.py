@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
+from types import SimpleNamespace
 
 import pytest
 from sqlalchemy import Engine, update
@@ -11,7 +13,7 @@ from sqlalchemy import Engine, update
 from feedrouter.catalog import lease as leases
 from feedrouter.catalog.models import HourLease
 from feedrouter.errors import BatchBusyError
-from feedrouter.spark.lease import Heartbeat, hour_lock
+from feedrouter.spark.lease import Heartbeat, JobCanceller, hour_lock
 from tests.unit.catalog.test_lease import HOUR, engine, expire
 
 __all__ = ["engine"]  # the catalog's fixture: feed news with one plan build
@@ -19,11 +21,17 @@ __all__ = ["engine"]  # the catalog's fixture: feed news with one plan build
 
 def test_the_heartbeat_keeps_a_short_lease_and_notices_a_takeover(engine: Engine) -> None:
     held = leases.acquire(engine, "news", HOUR, timedelta(seconds=0.3))
-    with Heartbeat(engine, held) as beat:
+    canceller = JobCanceller()
+    interrupted: list[str] = []
+    called = threading.Event()
+    spark = SimpleNamespace(interruptTag=lambda tag: (interrupted.append(tag), called.set()))
+    with Heartbeat(engine, held, on_lost=canceller) as beat, canceller.armed(spark, "the-run"):
         expire(engine)
         with engine.begin() as conn:  # another run takes the expired lease over
             conn.execute(update(HourLease).values(token=held.token + 1))
         assert beat.lost.wait(30)
+        assert canceller.fired.wait(30) and called.wait(30)
+    assert interrupted == ["the-run"]  # the run's Spark operations, by their tag
 
 
 def test_the_embedded_catalog_locks_the_hour_too(engine: Engine) -> None:
