@@ -3,14 +3,19 @@
 ``feedrouter route-batch --feed NAME --hour 2026-11-22T16 [--master URL]`` (:mod:`.cli`) calls
 :func:`route_batch`. Modules by side:
 
-* driver: :mod:`.batch` (the whole batch), :mod:`.job` (the Spark job), :mod:`.lease` (holding the
-  hour's lease: ``hour_lock`` and its heartbeat; the rows are :mod:`feedrouter.catalog.lease`, the
-  ledger :mod:`feedrouter.catalog.ledger`), :mod:`.session` (local default, version check),
-  :mod:`.progress`;
-* tasks: :mod:`.tasks` (route, deliver), :mod:`.publish` (a delivery folder), :mod:`.quarantine`;
-* both: :mod:`.spec` (what tasks are told), :mod:`.stores` (stores by URI, streaming reads).
+* driver: :mod:`.batch` (the whole batch), :mod:`.job` (the Spark job, DataFrames only),
+  :mod:`.lease` (holding the hour's lease: ``hour_lock``, its heartbeat, and the ``JobCanceller``
+  that interrupts a lost run's operations by job tag; the rows are :mod:`feedrouter.catalog.lease`,
+  the ledger :mod:`feedrouter.catalog.ledger`), :mod:`.session` (``local[…]``, ``spark://…`` or
+  Spark Connect ``sc://…``; version check), :mod:`.progress`, :mod:`.batchlog` (log fields);
+* tasks: :mod:`.tasks` (route, deliver), :mod:`.frames` (their ``mapInArrow`` side),
+  :mod:`.publish` (a delivery folder), :mod:`.quarantine`;
+* both: :mod:`.spec` (what tasks are told), :mod:`.stores` (stores by URI, streaming reads, S3
+  credentials carried to the tasks).
 
-pyspark is imported only when a session is made, so importing this package is cheap.
+The job uses only what Spark Connect offers (no RDD, broadcast variable or SparkContext), so the
+same code runs in local mode, on a cluster and against an ``sc://`` endpoint. pyspark is imported
+only when a session is made, so importing this package is cheap.
 """
 
 from importlib import import_module
