@@ -173,6 +173,31 @@ def test_the_spark_connection_submits_to_the_standalone_master() -> None:
     assert spark["extra"]["spark.driver.host"] == compose_model()["services"]["airflow-scheduler"]["hostname"]
 
 
+def image_environment() -> dict[str, str]:
+    """The ``ENV`` the Dockerfile sets (``NAME=value`` pairs of its ENV instructions)."""
+    text = DOCKERFILE.read_text().replace("\\\n", " ")
+    pairs = [
+        word.split("=", 1)
+        for line in text.splitlines()
+        if line.startswith("ENV ")
+        for word in line.split()[1:]
+    ]
+    return {name: value for name, value in pairs}
+
+
+def test_every_service_of_the_image_has_valid_feedrouter_settings() -> None:
+    from feedrouter.settings import load_settings
+
+    for name, service in compose_model()["services"].items():
+        if "build" not in service:
+            continue
+        env = image_environment() | {key: str(value) for key, value in service.get("environment", {}).items()}
+        settings = load_settings(env)  # raises SettingsError naming the variable
+        if name.startswith("airflow-"):
+            assert settings.catalog_conn_id and settings.spark_conn_id == "feedrouter_spark", name
+            assert settings.plans_uri and settings.plans_uri.startswith("s3://"), name
+
+
 def test_every_file_the_stack_mounts_exists() -> None:
     for name, service in compose_model()["services"].items():
         for volume in service.get("volumes", []):
