@@ -116,7 +116,7 @@ class FeedrouterHook(BaseHook):
         return postgres_url(conn_id)
 
     def catalog_engine(self, conn_id: str | None = None) -> Engine:
-        """An engine on the catalog; the embedded SQLite catalog gets its tables on first use."""
+        """An engine on the catalog (the embedded catalog is started and migrated on first use)."""
         from feedrouter.catalog import open_catalog
 
         return open_catalog(self.catalog_url(conn_id))
@@ -190,7 +190,7 @@ def _environment_catalog_url() -> str:
         raise error(
             "FR401",
             f"no catalog configured: set {CATALOG_CONN_ENV} to the Airflow connection of the catalog, "
-            f"or {DATABASE_URL_ENV} to its URL ('{EMBEDDED}' for the embedded SQLite catalog)",
+            f"or {DATABASE_URL_ENV} to its URL ('{EMBEDDED}' for the embedded catalog)",
         ) from None
 
 

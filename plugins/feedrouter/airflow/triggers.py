@@ -2,7 +2,7 @@
 
 Nothing shipped with Airflow watches a SQL table. :class:`CatalogChangeTrigger` polls the catalog
 for feeds whose catalog version differs from the version of their latest plan build (one small
-query; the Postgres triggers keep the versions, the embedded catalog computes fingerprints) and
+query; the catalog's triggers keep the versions) and
 fires one event per change it has not fired for yet. Used through an ``AssetWatcher``, each event
 becomes an asset event that schedules the ``feedrouter_plans`` DAG.
 
@@ -65,7 +65,7 @@ class CatalogChangeTrigger(BaseEventTrigger):
                 stale = await self._poll(engine)
                 if stale is not None:
                     news = unseen(stale, fired)
-                    # Forget feeds that were built since: the same version may come back (SQLite).
+                    # Forget feeds that were built since, so a later change to them fires again.
                     fired = stale
                     if news:
                         log.info("Catalog changed: %s", news)

@@ -5,6 +5,8 @@ The round trips against an S3 API server are in tests/integration/test_s3_store.
 
 from __future__ import annotations
 
+import io
+
 import pytest
 
 pytest.importorskip("botocore")
@@ -117,3 +119,26 @@ def test_an_s3_store_refuses_a_non_canonical_uri(uri: str) -> None:
     with pytest.raises(StorageError) as caught:
         open_store(uri, client=object())
     assert caught.value.code == "FR503"
+
+
+@pytest.mark.parametrize(
+    ("size", "threshold", "chunk", "parts"),
+    [
+        (12, 5, 5, [5, 5, 2]),
+        (10, 5, 5, [5, 5]),
+        (7, 5, 4, [4, 3]),  # the threshold's tail joins the stream's next read
+        (11, 8, 3, [3, 3, 3, 2]),
+        (5, 5, 16, [5]),
+    ],
+)
+def test_upload_parts_are_whole_chunks_but_the_last(
+    size: int, threshold: int, chunk: int, parts: list[int]
+) -> None:
+    from feedrouter.storage.s3 import _chunks, _read_full
+
+    data = bytes(range(size))
+    settings = S3Settings(multipart_threshold=threshold, multipart_chunk=chunk)
+    stream = io.BufferedReader(io.BytesIO(data), buffer_size=2)  # short reads, as sockets give
+    first = _read_full(stream, threshold)
+    chunks = list(_chunks(first, stream, settings))
+    assert [len(c) for c in chunks] == parts and b"".join(chunks) == data
