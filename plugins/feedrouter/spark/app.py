@@ -15,10 +15,11 @@ it everywhere: the catalog ``FEEDROUTER_DATABASE_URL``, the plans ``FEEDROUTER_P
 one spark-submit configured (master, deploy mode, conf): this module sets no Spark conf of its own.
 
 The exit status says whether a retry can help, for schedulers that only see the process:
-0 routed (or an empty hour), 75 transient (``EX_TEMPFAIL``: S3 throttling, a lost catalog
-connection, another run holding the hour), 1 terminal (no plan build, a refused artifact, an
-unknown feed: the same every time), 2 wrong arguments, 70 an unexpected failure (a bug, a Spark
-failure that is none of feedrouter's errors). The last line on stderr names the error's code.
+0 routed (or an empty hour), 75 transient (``EX_TEMPFAIL``: S3 throttling, an unreachable
+catalog or a lost connection to it, another run holding the hour), 1 terminal (no plan build, a
+refused artifact, an unknown feed: the same every time), 2 wrong arguments, 70 an unexpected
+failure (a bug, a Spark failure that is none of feedrouter's errors). Its line on stderr,
+``feedrouter: exit status 1 (terminal: …): [FR601] …``, says which and names the error's code.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ if __name__ == "__main__":  # run as a file by spark-submit: keep this folder's 
 import argparse
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from enum import IntEnum
@@ -69,6 +71,11 @@ class ExitCode(IntEnum):
         """The status a failure ends the application with."""
         if isinstance(exc, FeedrouterError):
             return cls.TRANSIENT if exc.transient else cls.TERMINAL
+        from sqlalchemy.exc import InterfaceError, OperationalError
+
+        # the catalog unreachable or its connection lost (the driver says so, not feedrouter)
+        if isinstance(exc, (OperationalError, InterfaceError)):
+            return cls.TRANSIENT
         return cls.INTERNAL
 
     @property
@@ -116,16 +123,20 @@ def store_opener(env: Mapping[str, str]) -> StoreOpener:
     return StoreOpener(S3Settings.from_env(env), credentials=credentials)
 
 
-def submitted_session() -> SparkSession:
+@contextmanager
+def submitted_session() -> Iterator[SparkSession]:
     """The session spark-submit configured (or ``SPARK_REMOTE``'s Connect server), pyspark checked
-    against it."""
+    against it; stopped on exit. Made only for an hour with input (``route_batch`` decides)."""
     from pyspark.sql import SparkSession
 
     from feedrouter.spark.session import check_versions
 
     spark = SparkSession.builder.appName("feedrouter").getOrCreate()
-    check_versions(spark)
-    return spark
+    try:
+        check_versions(spark)
+        yield spark
+    finally:
+        spark.stop()
 
 
 def route(arguments: Arguments, env: Mapping[str, str]) -> dict[str, Any]:
@@ -138,13 +149,14 @@ def route(arguments: Arguments, env: Mapping[str, str]) -> dict[str, Any]:
     engine = open_catalog()
     try:
         plans = stores.open(plans_uri())
-        spark = submitted_session()
-        try:
-            report = route_batch(
-                engine, arguments.feed, arguments.hour, plans_store=plans, spark=spark, stores=stores
-            )
-        finally:
-            spark.stop()
+        report = route_batch(
+            engine,
+            arguments.feed,
+            arguments.hour,
+            plans_store=plans,
+            stores=stores,
+            session=submitted_session,
+        )
     finally:
         engine.dispose()
     log.info("%s", report.describe())
@@ -172,7 +184,7 @@ def report_failure(exc: BaseException) -> int:
         ExitCode.TRANSIENT: "transient: a retry may succeed",
         ExitCode.INTERNAL: "unexpected: see the log above",
     }.get(code, "terminal: the same on every attempt")
-    print(f"feedrouter: {exc} ({kind}; exit status {int(code)})", file=sys.stderr, flush=True)
+    print(f"feedrouter: exit status {int(code)} ({kind}): {exc}", file=sys.stderr, flush=True)
     return code
 
 

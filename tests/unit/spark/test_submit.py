@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+from sqlalchemy.exc import OperationalError
 
 from feedrouter.errors import HourError, SettingsError, TransientStorageError, error
 from feedrouter.spark.app import ExitCode, main, parse_arguments, store_opener
@@ -173,7 +174,7 @@ def test_a_date_for_an_hour_exits_terminal_before_opening_anything(
 
     assert status == ExitCode.TERMINAL == 1
     last = capsys.readouterr().err.strip().splitlines()[-1]
-    assert "[FR608]" in last and "terminal" in last and "exit status 1" in last
+    assert last.startswith("feedrouter: exit status 1 (terminal: the same on every attempt): [FR608]")
 
 
 def test_a_missing_argument_exits_with_the_usage_status() -> None:
@@ -186,6 +187,7 @@ def test_exit_statuses_say_whether_a_retry_can_help() -> None:
     assert ExitCode.of(error("FR601", "no plan build")) is ExitCode.TERMINAL
     assert ExitCode.of(TransientStorageError("throttled")) is ExitCode.TRANSIENT
     assert ExitCode.of(RuntimeError("bug")) is ExitCode.INTERNAL
+    assert ExitCode.of(OperationalError("SELECT 1", {}, OSError("connection refused"))) is ExitCode.TRANSIENT
     assert ExitCode.TRANSIENT.retryable and ExitCode.INTERNAL.retryable
     assert not ExitCode.TERMINAL.retryable
 
