@@ -143,3 +143,11 @@ def test_a_bad_setting_fails_the_hook_at_start_naming_it(monkeypatch: pytest.Mon
     monkeypatch.setenv("FEEDROUTER_S3_MAX_ATTEMPTS", "0")  # the environment wins, and is checked too
     with pytest.raises(SettingsError, match=r"FEEDROUTER_S3_MAX_ATTEMPTS='0'"):
         FeedrouterHook(s3_conn_id="any")
+
+
+def test_a_spark_connect_connection_names_its_sc_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    from feedrouter.airflow.hooks import FeedrouterHook
+
+    connection = {"conn_type": "spark_connect", "host": "connect.example", "port": 15002}
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_CONNECT_TEST", json.dumps(connection))
+    assert FeedrouterHook(spark_conn_id="spark_connect_test").spark_master() == "sc://connect.example:15002/"

@@ -162,10 +162,16 @@ class FeedrouterHook(BaseHook):
 
     def spark_master(self) -> str | None:
         """The master URL of the spark connection, else ``FEEDROUTER_SPARK_MASTER``, else None
-        (the library's local session)."""
+        (the library's local session). A ``spark_connect`` connection gives its ``sc://`` URL as
+        the apache-spark provider builds it, which may carry the connection's token: pass it on,
+        never log it."""
         if self.spark_conn_id is None:
             return self.settings.spark_master
         conn = self.get_connection(self.spark_conn_id)
+        if conn.conn_type == "spark_connect":
+            from airflow.providers.apache.spark.hooks.spark_connect import SparkConnectHook
+
+            return str(SparkConnectHook(conn_id=self.spark_conn_id).get_connection_url())
         return master_url(conn.conn_type, conn.host, conn.port)
 
     def describe(self) -> str:
