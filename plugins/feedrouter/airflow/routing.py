@@ -110,16 +110,17 @@ def shown_master(master: str | None) -> str:
 
 
 def feed_conf(hook: FeedrouterHook, feed: str) -> dict[str, str]:
-    """The feed's Spark conf in the catalog (``feedrouter.feeds.spark_conf``)."""
-    from feedrouter.catalog import repository
+    """The feed's Spark conf in the catalog (``feedrouter.feeds.spark_conf``; ``{}`` when none).
 
-    reader = getattr(repository, "feed_spark_conf", None)
-    if reader is None:  # a catalog without per-feed conf yet
-        return {}
+    Raises:
+        CatalogError: [FR405] no feed of that name.
+    """
+    from feedrouter.catalog.repository import feed_spark_conf
+
     engine = hook.catalog_engine()
     try:
         with engine.connect() as conn:
-            return dict(reader(conn, feed))
+            return feed_spark_conf(conn, feed)
     finally:
         engine.dispose()
 

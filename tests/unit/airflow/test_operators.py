@@ -241,3 +241,32 @@ def test_a_spark_connect_connection_passes_x_extras_as_headers_and_logs_no_token
     )
     assert routing.shown_master(master) == "sc://adb-1.azuredatabricks.net:443/;…"
     assert routing.shown_master(None) == "local"
+
+
+class CatalogHook:
+    """The catalog side of FeedrouterHook, on the tests' Postgres catalog."""
+
+    def __init__(self, engine: Any) -> None:
+        self.engine = engine
+
+    def catalog_engine(self) -> Any:
+        from feedrouter.catalog.database import create_catalog_engine
+
+        return create_catalog_engine(self.engine.url.render_as_string(hide_password=False))
+
+
+def test_the_feeds_spark_conf_comes_from_the_catalog(catalog: Any) -> None:
+    from sqlalchemy import text
+
+    with catalog.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO feedrouter.feeds (name, input_prefix, spark_conf) VALUES"
+                " ('news', 's3://inbox/news', '{\"spark.executor.memory\": \"8g\"}'),"
+                " ('wire', 's3://inbox/wire', DEFAULT)"
+            )
+        )
+
+    hook: Any = CatalogHook(catalog)
+    assert routing.feed_conf(hook, "news") == {"spark.executor.memory": "8g"}
+    assert routing.feed_conf(hook, "wire") == {}
