@@ -210,6 +210,8 @@ def prepare_submission(
     assert target.master is not None
     if env_becomes_conf(target.master, target.deploy_mode):
         env = without_secrets(env, target)
+    if target.master.startswith("spark://") and target.deploy_mode == "cluster":
+        env = without_environment(env, target)
     layers = (
         target.conf,
         feed_conf(hook, batch.feed),
@@ -239,6 +241,18 @@ def without_secrets(env: Mapping[str, str], target: SparkTarget) -> dict[str, st
             ", ".join(left_out),
         )
     return {name: value for name, value in env.items() if name not in SECRET_VARIABLES}
+
+
+def without_environment(env: Mapping[str, str], target: SparkTarget) -> dict[str, str]:
+    """No environment at all: SparkSubmitHook refuses ``env_vars`` in standalone cluster mode."""
+    if env:
+        log.warning(
+            "%s in cluster deploy mode takes no driver environment: %s are not passed; the "
+            "workers must provide them (spark-env.sh), or use client mode (docs/deploy.md)",
+            target.master,
+            ", ".join(sorted(env)),
+        )
+    return {}
 
 
 def s3_environment(settings: S3Settings) -> dict[str, str]:

@@ -176,6 +176,22 @@ def test_secrets_stay_out_where_the_hook_would_make_them_conf(submit_hook: Any) 
     assert job.conf["spark.pyspark.python"] == "./environment/bin/python"
 
 
+def test_standalone_cluster_mode_gets_no_environment_which_the_hook_would_refuse(
+    submit_hook: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    extra = {"deploy-mode": "cluster"}
+    conn_id = spark_connection(
+        monkeypatch, "standalone", conn_type="spark", host="spark://h", port=7077, extra=extra
+    )
+    target = routing.spark_target(make_hook(spark_conn_id=conn_id))
+    assert (target.master, target.deploy_mode) == ("spark://h:7077", "cluster")
+
+    job = routing.prepare_submission(submit_hook, HourBatch("news", HOUR), target)
+
+    assert job.env_vars == {}
+    routing.submit_hook(job, target)._build_spark_submit_command(job.application)  # no AirflowException
+
+
 def test_operator_conf_that_is_no_spark_setting_fails_naming_it(submit_hook: Any) -> None:
     target = routing.SparkTarget("submit", "spark://h:7077")
     with pytest.raises(SettingsError, match=r"the operator's spark_conf: 'executor\.memory'"):
