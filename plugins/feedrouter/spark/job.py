@@ -16,8 +16,8 @@ plan_for`), the delivery tasks find the subscriptions' targets in the job spec. 
 driver collects is small (manifests and counts, never results); the Arrow batches between the
 stages are bounded by bytes (:mod:`feedrouter.spark.frames`).
 
-The job's operations carry a job tag (:func:`job_tag`): a run that loses its hour's lease
-interrupts them with ``interruptTag``, on classic Spark and on Connect.
+The job's operations carry a job tag (:func:`job_tag`, :func:`tagged`): a run that loses its
+hour's lease cancels them (:func:`interrupt`), on classic Spark and on Connect.
 
 :func:`run_inline` runs the same two stages in the driver process without Spark (one partition
 each, the shuffle done by sorting in memory): for tests and hours small enough for one process.
@@ -42,7 +42,7 @@ from feedrouter.spark.frames import (
     reported,
     route_arrow,
 )
-from feedrouter.spark.progress import ProgressCallback, watching
+from feedrouter.spark.progress import ProgressCallback, is_connect, watching
 from feedrouter.spark.publish import Delivered
 from feedrouter.spark.spec import JobSpec
 from feedrouter.spark.tasks import ObjectStats, Undelivered, deliver_partition, route_partition
@@ -150,12 +150,34 @@ def run_inline(spec: JobSpec, artifact: bytes, keys: list[str]) -> JobOutput:
 
 @contextmanager
 def tagged(spark: Any, tag: str) -> Iterator[None]:
-    """Tag the operations this thread starts on ``spark`` within the block."""
-    spark.addTag(tag)
+    """Tag the operations this thread starts on ``spark`` within the block, so :func:`interrupt`
+    can cancel them from another thread (the lease heartbeat's).
+
+    Connect: a session operation tag (``addTag``). Classic: a job tag of the context as well,
+    because a classic session's tags are per thread (``interruptTag`` called from another
+    thread finds none of them), while ``cancelJobsWithTag`` cancels from anywhere.
+    """
+    if is_connect(spark):
+        spark.addTag(tag)
+        try:
+            yield
+        finally:
+            spark.removeTag(tag)
+        return
+    context = spark.sparkContext
+    context.addJobTag(tag)
     try:
         yield
     finally:
-        spark.removeTag(tag)
+        context.removeJobTag(tag)
+
+
+def interrupt(spark: Any, tag: str) -> None:
+    """Cancel the running operations :func:`tagged` ``tag`` on ``spark`` (from any thread)."""
+    if is_connect(spark):
+        spark.interruptTag(tag)
+    else:
+        spark.sparkContext.cancelJobsWithTag(tag)
 
 
 @contextmanager

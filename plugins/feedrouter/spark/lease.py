@@ -92,9 +92,9 @@ class Heartbeat:
 
 
 class JobCanceller:
-    """Interrupts a run's tagged Spark operations once its lease is lost (``interruptTag`` works on
-    classic Spark and on Connect), so an overtaken run stops writing instead of racing the run
-    that took the hour over. Callable: pass it as ``hour_lock``'s ``on_lost``.
+    """Cancels a run's tagged Spark operations once its lease is lost (:func:`feedrouter.spark.job.
+    interrupt`: classic Spark and Connect), so an overtaken run stops writing instead of racing
+    the run that took the hour over. Callable: pass it as ``hour_lock``'s ``on_lost``.
     """
 
     def __init__(self) -> None:
@@ -121,8 +121,10 @@ class JobCanceller:
                 self._running = None
 
     def _interrupt(self, spark: Any, tag: str) -> None:
+        from feedrouter.spark.job import interrupt
+
         log.warning("the hour lease was lost: interrupting the Spark operations tagged %s", tag)
         try:
-            spark.interruptTag(tag)
+            interrupt(spark, tag)
         except Exception as exc:  # the commit checks the lease anyway: nothing is recorded
             log.warning("could not interrupt the Spark operations tagged %s: %s", tag, first_line(exc))

@@ -24,7 +24,8 @@ def test_the_heartbeat_keeps_a_short_lease_and_notices_a_takeover(engine: Engine
     canceller = JobCanceller()
     interrupted: list[str] = []
     called = threading.Event()
-    spark = SimpleNamespace(interruptTag=lambda tag: (interrupted.append(tag), called.set()))
+    cancel = SimpleNamespace(cancelJobsWithTag=lambda tag: (interrupted.append(tag), called.set()))
+    spark = SimpleNamespace(sparkContext=cancel)  # a classic session: its context cancels by tag
     with Heartbeat(engine, held, on_lost=canceller) as beat, canceller.armed(spark, "the-run"):
         expire(engine)
         with engine.begin() as conn:  # another run takes the expired lease over
