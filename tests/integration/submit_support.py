@@ -9,6 +9,7 @@ them changed.
 from __future__ import annotations
 
 import hashlib
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -43,4 +44,7 @@ def packed_environment(config: pytest.Config) -> Package:
     archive, application = folder / ARCHIVE_NAME, folder / APPLICATION_NAME
     if wheels and archive.is_file() and application.is_file():
         return Package(wheels[0], archive, application)
+    for stale in base.iterdir():  # packages of older sources: 170 MB each
+        if stale != folder:
+            shutil.rmtree(stale, ignore_errors=True)
     return build_package(folder, compress_level=1)

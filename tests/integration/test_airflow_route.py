@@ -176,6 +176,16 @@ def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         cluster.stop()
 
 
+def master_state(cluster: Any) -> dict[str, Any]:
+    """The standalone master's JSON state (applications, workers)."""
+    import json
+    import urllib.request
+
+    with urllib.request.urlopen(f"http://127.0.0.1:{cluster.ui_port}/json/", timeout=10) as response:
+        state: dict[str, Any] = json.load(response)
+    return state
+
+
 @needs_spark
 def test_a_spark_connection_submits_the_hour_with_spark_submit(
     wire: dict[str, str],
@@ -215,6 +225,8 @@ def test_a_spark_connection_submits_the_hour_with_spark_submit(
     monkeypatch.setenv("SPARK_HOME", str(standalone.home))
     # spark-submit as the hook runs it: from PATH (the venv's, next to this interpreter)
     monkeypatch.setenv("PATH", f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ['PATH']}")
+    with catalog.begin() as conn:  # the feed's conf overrides the connection's 512m
+        conn.execute(text("""UPDATE feedrouter.feeds SET spark_conf = '{"spark.executor.memory": "600m"}'"""))
     upload_hour(wire, HOUR, MESSAGES)
     assert run_dag(dagbag, "feedrouter_plans").state == "success"
 
@@ -226,5 +238,9 @@ def test_a_spark_connection_submits_the_hour_with_spark_submit(
     for subscription in ("titles", "bodies"):
         assert f"out/acme/{subscription}/{hour_prefix}_SUCCESS" in keys
     assert [(row["status"], row["documents"]) for row in ledger(catalog)] == [("succeeded", 3)]
+    state = master_state(standalone)
+    [app] = state["completedapps"] + state["activeapps"]  # the driver may still be saying goodbye
+    assert app["name"] == "feedrouter-wire-2026-11-01T10"
+    assert app.get("memoryperexecutor", app.get("memoryperslave")) == 600
     # submitted, not routed in the task: the cluster ran an application with the archive unpacked
     assert list(standalone.folder.glob("work-*/app-*/*/environment/bin/python"))

@@ -131,7 +131,7 @@ def submitted_session() -> Iterator[SparkSession]:
 
     from feedrouter.spark.session import check_versions
 
-    spark = SparkSession.builder.appName("feedrouter").getOrCreate()
+    spark = SparkSession.builder.getOrCreate()  # spark-submit's --name stays the application's
     try:
         check_versions(spark)
         yield spark
