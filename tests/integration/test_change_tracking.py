@@ -136,3 +136,21 @@ def test_constraints_refuse_bad_rows(news: Engine) -> None:
     for statement in bad:
         with pytest.raises(Exception, match="violates"):
             _sql(news, statement)
+
+
+@pytest.mark.parametrize(
+    "change",
+    ["max_result_bytes = 30", "max_document_result_bytes = 100", "invalid_documents = 'quarantine'"],
+)
+def test_a_feed_setting_the_plan_carries_bumps_the_version(news: Engine, change: str) -> None:
+    before = _versions(news)
+    _sql(news, f"UPDATE feedrouter.feeds SET {change} WHERE name = 'news'")
+    after = _versions(news)
+    assert after["news"] == before["news"] + 1 and after["sports"] == before["sports"]
+
+
+def test_the_feeds_spark_conf_is_no_plan_change(news: Engine) -> None:
+    before = _versions(news)
+    conf = '{"spark.executor.memory": "4g"}'
+    _sql(news, "UPDATE feedrouter.feeds SET spark_conf = CAST(:c AS jsonb) WHERE name = 'news'", c=conf)
+    assert _versions(news) == before

@@ -13,8 +13,8 @@ with the transaction (safe with connection pools and PgBouncer's transaction mod
 left — the holder commits between our snapshot and our lock — ends in a unique-key or serialization
 failure, which is retried.
 
-On SQLite the transaction starts with ``BEGIN IMMEDIATE``: the database's write lock serializes
-builds and gives a consistent read.
+The retries (a fresh snapshot after waiting for the lock, after a serialization failure, a
+deadlock or a racing build's row) are tenacity's: :class:`_Budget` counts the two kinds apart.
 
 Nothing a batch could fail on reaches a plan: before compiling, each subscription's delivery target
 is checked (:mod:`feedrouter.catalog.validation`: its encoded name, its subscriber's canonical
@@ -36,12 +36,12 @@ from typing import Any
 from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
+from tenacity import RetryCallState, Retrying, retry_if_exception
 
 import feedrouter
 from feedrouter.catalog import locks, repository
 from feedrouter.catalog.artifact import FORMAT_VERSION, SUFFIX, encode, gc_paused, load_plan
 from feedrouter.catalog.compiled import CompiledPlan
-from feedrouter.catalog.database import SQLITE_BEGIN, is_postgres
 from feedrouter.catalog.outcomes import Outcome, classify, explain_all
 from feedrouter.catalog.repository import FeedRecord, PlanBuildResult, SubscriptionRecord
 from feedrouter.catalog.validation import (
@@ -99,23 +99,41 @@ def build_plan(
         StorageError: the artifact could not be written (TransientStorageError: retry later).
     """
     engine = _engine_of(bind)
-    options = BuildOptions(strategy, explain)
-    failures = waits = 0
-    while True:
-        try:
-            return _attempt(engine, feed_name, store, options)
-        except _LockWasBusy:
-            waits += 1
-            if waits > MAX_WAITS:
-                # another build of the feed held its lock all along: a later retry will find it free
-                raise error("FR402", f"plan build of {feed_name!r}: another build held its lock") from None
-        except DBAPIError as exc:
-            failures += 1
-            retryable = _sqlstate(exc) in RETRYABLE_SQLSTATES or _sqlite_busy(exc)
-            if not retryable or failures >= attempts:
-                transient = retryable or _connection_problem(exc)
-                code = "FR402" if transient else "FR400"
-                raise error(code, f"plan build of {feed_name!r} failed: {exc.orig}") from exc
+    retrying = Retrying(retry=retry_if_exception(_retryable), stop=_Budget(attempts), reraise=True)
+    try:
+        return retrying(_attempt, engine, feed_name, store, BuildOptions(strategy, explain))
+    except _LockWasBusy:
+        # another build of the feed held its lock all along: a later retry will find it free
+        raise error("FR402", f"plan build of {feed_name!r}: another build held its lock") from None
+    except DBAPIError as exc:
+        transient = _sqlstate(exc) in RETRYABLE_SQLSTATES or _connection_problem(exc)
+        code = "FR402" if transient else "FR400"
+        raise error(code, f"plan build of {feed_name!r} failed: {exc.orig}") from exc
+
+
+@dataclass
+class _Budget:
+    """tenacity's stop condition of a build: at most ``attempts`` failed transactions and
+    :data:`MAX_WAITS` waits for another build's lock, counted apart."""
+
+    attempts: int
+    failures: int = 0
+    waits: int = 0
+
+    def __call__(self, state: RetryCallState) -> bool:
+        failed = state.outcome.exception() if state.outcome is not None else None
+        if isinstance(failed, _LockWasBusy):
+            self.waits += 1
+        else:
+            self.failures += 1
+        return self.waits > MAX_WAITS or self.failures >= self.attempts
+
+
+def _retryable(exc: BaseException) -> bool:
+    """Waiting for the lock, or a failure a fresh snapshot can get past."""
+    return isinstance(exc, _LockWasBusy) or (
+        isinstance(exc, DBAPIError) and _sqlstate(exc) in RETRYABLE_SQLSTATES
+    )
 
 
 def load_latest_plan(
@@ -190,10 +208,6 @@ def _attempt(engine: Engine, feed_name: str, store: ObjectStore, options: BuildO
 
 @contextmanager
 def _build_transaction(engine: Engine, feed_name: str) -> Iterator[Connection]:
-    if not is_postgres(engine):
-        with engine.connect().execution_options(**{SQLITE_BEGIN: "IMMEDIATE"}) as conn, conn.begin():
-            yield conn
-        return
     with engine.connect().execution_options(isolation_level="REPEATABLE READ") as conn, conn.begin():
         if not locks.try_build_lock(conn, feed_name):
             locks.wait_for_build_lock(conn, feed_name)  # wait for the other build to end
@@ -207,8 +221,8 @@ def _build(conn: Connection, feed_name: str, store: ObjectStore, options: BuildO
     latest = repository.latest_build(conn, feed_name)
     if latest is not None and _is_current(latest, version) and _artifact_present(store, latest.artifact_uri):
         return latest
-    # Built before but no longer the latest (SQLite fingerprints can return to an earlier value,
-    # A -> B -> A), or its artifact is gone: build again and overwrite that row.
+    # Built before but its artifact is gone (or the row is not the latest): build again and
+    # overwrite that row.
     existing = repository.find_build(conn, feed.id, version, FORMAT_VERSION, feedrouter.__version__)
     started = time.perf_counter()
     records = repository.active_subscriptions(conn, feed.id)
@@ -276,7 +290,3 @@ def _connection_problem(exc: DBAPIError) -> bool:
     """The server could not be reached or went away (psycopg leaves sqlstate empty for those)."""
     state = getattr(exc.orig, "sqlstate", "not psycopg")
     return exc.connection_invalidated or state is None or str(state).startswith(("08", "57P"))
-
-
-def _sqlite_busy(exc: DBAPIError) -> bool:
-    return "database is locked" in str(exc.orig)

@@ -3,12 +3,14 @@
 ``feedrouter.cli`` registers them with ``register(main)``:
 
 * ``feedrouter build-plan --feed NAME``: build (or reuse) the feed's plan;
-* ``feedrouter db upgrade`` / ``db downgrade``: migrate the Postgres catalog (on the embedded SQLite
-  catalog, ``upgrade`` creates the tables);
+* ``feedrouter db upgrade`` / ``db downgrade``: migrate the catalog;
+* ``feedrouter db start`` / ``db stop`` / ``db status``: the embedded PostgreSQL server under
+  ``$FEEDROUTER_HOME`` (:mod:`feedrouter.catalog.embedded`; any use of the embedded catalog starts
+  it too, and it keeps running until ``db stop``);
 * ``feedrouter catalog status``: catalog versions, latest builds, invalid subscriptions;
 * ``feedrouter catalog init-sample``: insert a sample DTD, feed, subscribers and subscriptions.
 
-The catalog is ``FEEDROUTER_DATABASE_URL`` (embedded SQLite when unset); it is deliberately not a
+The catalog is ``FEEDROUTER_DATABASE_URL`` (``embedded``: the embedded server); it is deliberately not a
 command-line option, so a password never shows up in a process list. SQLAlchemy and boto3 are
 imported inside the commands, so ``feedrouter route`` does not pay for them.
 """
@@ -23,6 +25,7 @@ import click
 from feedrouter.console import echo, escape_name, reported
 
 if TYPE_CHECKING:
+    from feedrouter.catalog.embedded import EmbeddedStatus
     from feedrouter.catalog.repository import PlanBuildResult
 
 STRATEGIES = ["auto", "F", "FW", "FWR"]
@@ -71,7 +74,7 @@ def db_group() -> None:
 @db_group.command("upgrade")
 @click.option("--revision", default="head", show_default=True)
 def db_upgrade(revision: str) -> None:
-    """Apply the migrations up to REVISION (SQLite: create the tables from the models)."""
+    """Apply the migrations up to REVISION."""
     from feedrouter.catalog import migrate
 
     with reported():
@@ -81,12 +84,62 @@ def db_upgrade(revision: str) -> None:
 @db_group.command("downgrade")
 @click.option("--revision", required=True, help='Target revision; "base" removes the catalog schema objects.')
 def db_downgrade(revision: str) -> None:
-    """Revert the Postgres catalog to REVISION."""
+    """Revert the catalog to REVISION."""
     from feedrouter.catalog import migrate
 
     with reported():
         migrate.downgrade(None, revision)
     click.echo(f"downgraded the catalog to {escape_name(revision)}")
+
+
+@db_group.command("start")
+def db_start() -> None:
+    """Start the embedded PostgreSQL server under FEEDROUTER_HOME and migrate its catalog."""
+    from feedrouter.catalog import embedded
+    from feedrouter.catalog.settings import home
+
+    with reported():
+        folder = home()
+        embedded.ensure_started(folder)
+        _describe_embedded(embedded.status(folder))
+
+
+@db_group.command("stop")
+def db_stop() -> None:
+    """Stop the embedded PostgreSQL server under FEEDROUTER_HOME."""
+    from feedrouter.catalog import embedded
+    from feedrouter.catalog.settings import home
+
+    with reported():
+        folder = home()
+        stopped = embedded.stop(folder)
+    echo(
+        f"stopped the embedded catalog in {embedded.data_folder(folder)}"
+        if stopped
+        else f"the embedded catalog in {embedded.data_folder(folder)} was not running"
+    )
+
+
+@db_group.command("status")
+def db_status() -> None:
+    """Say whether the embedded PostgreSQL server under FEEDROUTER_HOME runs (exit 3 if not)."""
+    from feedrouter.catalog import embedded
+    from feedrouter.catalog.settings import home
+
+    with reported():
+        state = embedded.status(home())
+    _describe_embedded(state)
+    if not state.running:
+        raise SystemExit(3)
+
+
+def _describe_embedded(state: EmbeddedStatus) -> None:
+    if state.running:
+        echo(f"the embedded catalog runs (pid {state.pid}) in {state.pgdata}: {state.url}")
+    elif state.initialized:
+        echo(f"the embedded catalog in {state.pgdata} is stopped (`feedrouter db start` starts it)")
+    else:
+        echo(f"no embedded catalog in {state.pgdata} yet (`feedrouter db start` creates it)")
 
 
 @click.group("catalog")

@@ -1,7 +1,7 @@
 """The hour lease: at most one run of a (feed, hour) may commit its ledger, even across lost
 connections, stalls and crashes.
 
-A lease is a row of ``hour_leases`` (plain rows: Postgres and the embedded SQLite catalog alike):
+A lease is a row of ``hour_leases``:
 
 * :func:`acquire` takes it in a short transaction of its own: a free or expired lease gets a new,
   larger fencing ``token`` and an expiry ``ttl`` ahead; a live one held by another run is
@@ -15,8 +15,7 @@ A lease is a row of ``hour_leases`` (plain rows: Postgres and the embedded SQLit
   second run took over, therefore commits nothing.
 * :func:`release` ends it; it logs and never raises (the run's own outcome matters more).
 
-Times are the database's clock on Postgres (every run compares against one clock) and this
-machine's UTC clock on SQLite (the embedded catalog serves one machine).
+Times are the database server's clock, so every run compares against one clock.
 """
 
 from __future__ import annotations
@@ -28,12 +27,11 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 
 from sqlalchemy import ColumnElement, Connection, Engine, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from feedrouter.catalog.database import SQLITE_BEGIN, is_postgres
 from feedrouter.catalog.models import HourLease
 from feedrouter.catalog.repository import require_feed
 from feedrouter.errors import BatchBusyError, LockLostError
@@ -156,18 +154,14 @@ def release(engine: Engine, lease: Lease) -> None:
 
 @contextmanager
 def write_transaction(engine: Engine) -> Iterator[Connection]:
-    """A transaction that will write: on SQLite it takes the write lock at BEGIN (IMMEDIATE), so two
-    runs reading the lease and then writing it wait for each other instead of failing with
-    "database is locked"; on Postgres a plain transaction (rows are locked FOR UPDATE)."""
-    with engine.connect().execution_options(**{SQLITE_BEGIN: "IMMEDIATE"}) as conn, conn.begin():
+    """A transaction that will write (the lease row is locked FOR UPDATE inside it)."""
+    with engine.begin() as conn:
         yield conn
 
 
 def database_now(conn: Connection) -> datetime:
-    """The current time, aware, in UTC: the server's clock on Postgres, this machine's on SQLite."""
-    if is_postgres(conn):
-        return as_utc(conn.execute(select(func.clock_timestamp())).scalar_one())
-    return datetime.now(timezone.utc)
+    """The current time, aware, in UTC, from the server's clock (one clock for every run)."""
+    return as_utc(conn.execute(select(func.clock_timestamp())).scalar_one())
 
 
 def _take(conn: Connection, feed: str, feed_id: int, hour: datetime, holder: str, ttl: timedelta) -> int:
@@ -186,7 +180,7 @@ def _take(conn: Connection, feed: str, feed_id: int, hour: datetime, holder: str
             f"another run of {feed} {format_hour(hour)} is in progress ({row.holder} holds the hour's "
             f"lease until {as_utc(row.expires_at):%H:%M:%S} UTC)"
         )
-    # Only if nobody took it since we looked (SQLite has no FOR UPDATE): the token only grows.
+    # Only if nobody took it since we looked: the token only grows.
     taken = conn.execute(
         update(HourLease)
         .where(*_key(feed_id, hour), HourLease.token == row.token)

@@ -14,7 +14,7 @@
   ``delivery_version``. Re-running a batch that delivers the same content adds nothing; a re-run
   after a plan change (a new batch) or with changed input records the next version.
 
-Core SQLAlchemy on both backends (Postgres, the embedded SQLite catalog).
+Core SQLAlchemy.
 """
 
 from __future__ import annotations

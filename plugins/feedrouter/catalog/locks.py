@@ -1,8 +1,8 @@
-"""The catalog's locks on Postgres: every advisory-lock key feedrouter takes is made here.
+"""The catalog's locks: every advisory-lock key feedrouter takes is made here.
 
 A plan build of a feed holds ``pg_advisory_xact_lock(advisory_key(feed))`` for its transaction (see
 :mod:`feedrouter.catalog.builder`). Runs of one hour do not use an advisory lock: they hold a lease,
-a row of ``hour_leases`` that also works on the embedded SQLite catalog and outlives a connection
+a row of ``hour_leases`` that outlives a connection
 (:mod:`feedrouter.catalog.lease`).
 """
 

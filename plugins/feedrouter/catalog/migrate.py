@@ -1,5 +1,5 @@
-"""Run the catalog's Alembic migrations from code (``feedrouter db upgrade``) or create the embedded
-SQLite schema.
+"""Run the catalog's Alembic migrations from code (``feedrouter db upgrade``, the embedded
+server's first start).
 
 The migrations live in the source tree (``migrations/``, with their SQL in ``sql/``) beside
 ``plugins/``; ``FEEDROUTER_MIGRATIONS`` points elsewhere (e.g. an image that copies them).
@@ -7,12 +7,11 @@ The migrations live in the source tree (``migrations/``, with their SQL in ``sql
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from feedrouter.catalog.database import create_catalog_engine, create_embedded_schema, is_postgres, safe_url
-from feedrouter.catalog.settings import resolve_url
+from feedrouter.catalog.database import create_catalog_engine, safe_url
+from feedrouter.catalog.settings import migrations_folder, resolve_url
 from feedrouter.errors import CatalogError
 
 if TYPE_CHECKING:
@@ -23,8 +22,7 @@ MIGRATIONS_ENV = "FEEDROUTER_MIGRATIONS"
 
 def migrations_dir() -> Path:
     """The Alembic script folder: ``$FEEDROUTER_MIGRATIONS`` or ``migrations/`` of the checkout."""
-    configured = os.environ.get(MIGRATIONS_ENV)
-    folder = Path(configured) if configured else Path(__file__).resolve().parents[3] / "migrations"
+    folder = migrations_folder() or Path(__file__).resolve().parents[3] / "migrations"
     if not (folder / "env.py").is_file():
         raise CatalogError(f"no Alembic migrations at {folder}: set {MIGRATIONS_ENV}", code="FR400")
     return folder
@@ -41,25 +39,27 @@ def alembic_config(url: str | None = None) -> Config:
     return config
 
 
+def head_revision() -> str | None:
+    """The newest revision of the migrations."""
+    from alembic.script import ScriptDirectory
+
+    return ScriptDirectory(str(migrations_dir())).get_current_head()
+
+
 def upgrade(url: str | None = None, revision: str = "head") -> str:
     """Bring the catalog at ``url`` to ``revision``; returns what was done, for the CLI."""
+    from alembic import command
+
     url = resolve_url(url)
     engine = create_catalog_engine(url)
     where = safe_url(engine)  # the password masked: this ends up in logs
-    try:
-        if not is_postgres(engine):
-            create_embedded_schema(engine)
-            return f"created the embedded SQLite catalog {where} from the models"
-    finally:
-        engine.dispose()
-    from alembic import command
-
+    engine.dispose()
     command.upgrade(alembic_config(url), revision)
     return f"migrated the catalog {where} to {revision}"
 
 
 def downgrade(url: str | None, revision: str) -> None:
-    """Take the Postgres catalog back to ``revision`` ("base" removes it)."""
+    """Take the catalog back to ``revision`` ("base" removes it)."""
     from alembic import command
 
     command.downgrade(alembic_config(url), revision)

@@ -2,9 +2,9 @@
 
 The models are the reference the migrations mirror (``tests/integration`` compares them with
 Alembic's autogenerate). Constraints that plain SQL can check live here too, so they hold for rows
-inserted by hand: unique names, prefix shapes, status values, non-negative counts. Checks that need
-Postgres regular expressions are emitted on Postgres only (``ddl_if``); the embedded SQLite catalog
-gets the portable ones.
+inserted by hand: unique names, prefix shapes, status values, non-negative counts. The catalog is
+PostgreSQL everywhere (a server of yours or the embedded one), so checks may use its regular
+expressions and JSON paths.
 
 Change tracking (triggers bumping ``catalog_versions`` and NOTIFY) is raw SQL in ``sql/`` run by the
 migrations; it is not part of the models.
@@ -16,7 +16,6 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
-    JSON,
     BigInteger,
     Boolean,
     CheckConstraint,
@@ -60,11 +59,10 @@ SUBSCRIPTION_STATUSES = ("pending", "valid", "invalid", "never-matches")
 INVALID_DOCUMENT_POLICIES = ("fallback", "quarantine")
 BATCH_STATUSES = ("pending", "running", "succeeded", "empty", "failed")
 
-#: SQLite only turns ``INTEGER PRIMARY KEY`` into an auto-incrementing row id.
-Id = BigInteger().with_variant(Integer(), "sqlite")
-Json = JSON().with_variant(JSONB(), "postgresql")
+Id = BigInteger()
+Json = JSONB()
 
-# Postgres regular expressions (ARE) for the shapes the portable checks cannot express.
+# Postgres regular expressions (ARE) for the shapes LIKE cannot express.
 NAME_RE = "^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 # A canonical store URI (feedrouter.storage.uris): one spelling per folder, no escape from the root.
 URI_RE = f"^({S3_URI}|{FILE_URI})$"
@@ -81,7 +79,7 @@ SPARK_CONF_CHECK = (
 
 
 def _pg_check(sql: str, name: str) -> CheckConstraint:
-    return CheckConstraint(sql, name=name).ddl_if(dialect="postgresql")
+    return CheckConstraint(sql, name=name)
 
 
 def _in(column: str, values: tuple[str, ...]) -> str:
@@ -89,8 +87,8 @@ def _in(column: str, values: tuple[str, ...]) -> str:
 
 
 def prefix_scheme_sql(column: str) -> str:
-    """The portable part of a canonical prefix (SQLite too): scheme, no dot or empty segment, no
-    query or fragment, bounded length. The build checks the rest again in Python."""
+    """The LIKE part of a canonical prefix: scheme, no dot or empty segment, no query or
+    fragment, bounded length. The build checks the rest again in Python."""
     return (
         f"({column} LIKE 's3://%' OR {column} LIKE 'file:///%') AND {column} NOT LIKE '%..%'"
         f" AND {column} NOT LIKE '%/./%' AND {column} NOT LIKE '%/.' AND {column} NOT LIKE '%?%'"
@@ -203,7 +201,7 @@ class Feed(Base):
     invalid_documents: Mapped[str] = mapped_column(String(16), nullable=False, server_default="fallback")
     # Spark conf of the feed's routing batches, layered between the connection's and the operator's.
     spark_conf: Mapped[dict[str, str]] = mapped_column(
-        Json, nullable=False, server_default=text("'{}'")
+        JSONB, nullable=False, server_default=text("'{}'::jsonb")
     )
     created_at: Mapped[datetime] = _created()
     updated_at: Mapped[datetime] = _updated()

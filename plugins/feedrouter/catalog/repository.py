@@ -1,4 +1,4 @@
-"""Reading and writing the catalog rows a plan build and its users need (Core queries, both backends).
+"""Reading and writing the catalog rows a plan build and its users need (Core queries).
 
 Every statement is built with SQLAlchemy expressions or bound parameters; no value is ever spliced
 into SQL text.
@@ -6,15 +6,14 @@ into SQL text.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, func, insert, select, text, true, update
+from sqlalchemy import Connection, func, insert, select, text, true, update
 
 from feedrouter.catalog.compiled import FeedConfig, Target
-from feedrouter.catalog.database import is_postgres
 from feedrouter.catalog.models import Dtd, Feed, PlanBuild, Subscriber, Subscription
 from feedrouter.catalog.outcomes import Outcome
 from feedrouter.errors import NoPlanBuildError, error
@@ -164,10 +163,7 @@ def write_outcomes(
     ]
     if not changed:
         return 0
-    if is_postgres(conn):
-        _update_by_arrays(conn, changed)
-    else:
-        _update_many(conn, changed)
+    _update_by_arrays(conn, changed)
     return len(changed)
 
 
@@ -231,8 +227,8 @@ def build_artifact(conn: Connection, build_id: int) -> tuple[str, str]:
 def save_build(conn: Connection, values: dict[str, Any], replace_id: int | None = None) -> dict[str, Any]:
     """Insert a ``plan_builds`` row, or overwrite row ``replace_id``; returns the row's values.
 
-    ``built_at`` is set here, with microseconds: it orders the builds ("latest"), and SQLite's own
-    CURRENT_TIMESTAMP has whole seconds only.
+    ``built_at`` is set here, from this process's clock with microseconds: it orders the builds
+    ("latest"); the server default would be the transaction's start, the same for a whole retry.
     """
     values = {**values, "built_at": datetime.now(timezone.utc)}
     if replace_id is None:
@@ -314,13 +310,3 @@ def _update_by_arrays(conn: Connection, changed: list[dict[str, Any]]) -> None:
         columns,
     )
 
-
-def _update_many(conn: Connection, changed: Iterable[dict[str, Any]]) -> None:
-    stmt = (
-        update(Subscription)
-        .where(Subscription.id == bindparam("_id"))
-        .values({name: bindparam(f"_{name}") for name in _OUTCOME_COLUMNS})
-        # Keep updated_at (the ORM's onupdate would touch it): a build is not a user's change.
-        .values(updated_at=Subscription.updated_at)
-    )
-    conn.execute(stmt, [{f"_{key}": value for key, value in row.items()} for row in changed])

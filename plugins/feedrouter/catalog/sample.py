@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, func, select
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects import postgresql
 
 from feedrouter.catalog.models import Base, Dtd, Feed, Subscriber, Subscription
 
@@ -67,10 +67,9 @@ def _subscription_rows(spec: SampleSpec, feed_id: int, subscriber_ids: list[int]
 
 
 def _insert_ignore(conn: Connection, table: type[Base], rows: Iterable[dict[str, Any]]) -> None:
-    """INSERT … ON CONFLICT DO NOTHING, in the dialect at hand (both spell it the same way)."""
+    """INSERT … ON CONFLICT DO NOTHING."""
     rows = list(rows)
     if not rows:
         return
-    dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
     # executemany: SQLAlchemy batches the rows into multi-row INSERTs within the driver's limits.
-    conn.execute(dialect.insert(table).on_conflict_do_nothing(), rows)
+    conn.execute(postgresql.insert(table).on_conflict_do_nothing(), rows)

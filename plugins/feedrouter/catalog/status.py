@@ -185,5 +185,5 @@ def _json_value(value: Any) -> Any:
     if isinstance(value, Decimal):
         value = int(value) if value == value.to_integral_value() else float(value)
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) > JS_SAFE_INTEGER:
-        return str(value)  # the embedded catalog's 60-bit versions would lose digits in JavaScript
+        return str(value)  # a BIGINT past 2**53 would lose digits in JavaScript
     return value

@@ -1,5 +1,5 @@
 """A component with no catalog configured fails loudly (FR401) naming both settings, instead of
-creating an empty SQLite file in its working directory."""
+creating anything in its working directory."""
 
 from __future__ import annotations
 
@@ -58,8 +58,12 @@ def test_the_trigger_fails_instead_of_polling_an_empty_catalog(nothing_configure
 def test_the_explicit_embedded_mode_uses_feedrouter_home(
     nothing_configured: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Which server the hook asks for; starting one is test_embedded.py's (it takes seconds).
+    from feedrouter.catalog import embedded
+
+    started: list[Path] = []
+    monkeypatch.setattr(embedded, "ensure_started", lambda home: started.append(home) or "postgresql://x")
     monkeypatch.setenv("FEEDROUTER_DATABASE_URL", "embedded")
     monkeypatch.setenv("FEEDROUTER_HOME", str(nothing_configured / "state"))
-    assert (
-        FeedrouterHook(Connections()).catalog_url() == f"sqlite:///{nothing_configured}/state/feedrouter.db"
-    )
+    assert FeedrouterHook(Connections()).catalog_url() == "postgresql://x"
+    assert started == [nothing_configured / "state"]

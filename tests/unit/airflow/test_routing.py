@@ -22,7 +22,7 @@ HOUR = datetime(2026, 11, 22, 16, tzinfo=timezone.utc)
 
 
 class FakeHook:
-    """What the route step asks of FeedrouterHook, on an embedded catalog and file:// stores."""
+    """What the route step asks of FeedrouterHook, on the test catalog and file:// stores."""
 
     s3_access = None
 
@@ -44,9 +44,9 @@ class FakeHook:
 
 
 @pytest.fixture
-def hook(tmp_path: Path) -> FakeHook:
+def hook(tmp_path: Path, catalog_db_url: str) -> FakeHook:
     """Feed news (input under tmp/in) with one subscription; news has a plan build, wire none."""
-    url = f"sqlite:///{tmp_path / 'catalog.db'}"
+    url = catalog_db_url
     engine = open_catalog(url)
     inputs, outputs = (tmp_path / "in").as_uri(), (tmp_path / "out").as_uri()
     with engine.begin() as conn:

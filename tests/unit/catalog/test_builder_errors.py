@@ -11,6 +11,9 @@ from feedrouter.catalog import builder
 from feedrouter.errors import TransientCatalogError
 from feedrouter.storage import FileStore
 
+#: An engine that is never connected: the build's attempt is replaced.
+NOWHERE = "postgresql+psycopg://nobody@127.0.0.1:1/none"
+
 
 def test_a_lock_kept_busy_is_a_transient_catalog_error(monkeypatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
     def busy(*_args: object) -> None:
@@ -19,7 +22,7 @@ def test_a_lock_kept_busy_is_a_transient_catalog_error(monkeypatch, tmp_path) ->
     monkeypatch.setattr(builder, "_attempt", busy)
     monkeypatch.setattr(builder, "MAX_WAITS", 2)
     with pytest.raises(TransientCatalogError) as caught:
-        builder.build_plan(create_engine("sqlite://"), "news", FileStore(tmp_path))
+        builder.build_plan(create_engine(NOWHERE), "news", FileStore(tmp_path))
     assert caught.value.code == "FR402" and caught.value.transient
 
 
@@ -30,5 +33,5 @@ def test_a_lost_connection_is_a_transient_catalog_error(monkeypatch, tmp_path) -
     monkeypatch.setattr(builder, "_attempt", lost)
     monkeypatch.setattr(builder, "_connection_problem", lambda exc: True)
     with pytest.raises(TransientCatalogError) as caught:
-        builder.build_plan(create_engine("sqlite://"), "news", FileStore(tmp_path), attempts=1)
+        builder.build_plan(create_engine(NOWHERE), "news", FileStore(tmp_path), attempts=1)
     assert caught.value.code == "FR402"

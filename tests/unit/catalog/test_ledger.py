@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine, select, text
@@ -25,9 +24,9 @@ BUILD = (
 
 
 @pytest.fixture
-def engine(tmp_path: Path) -> Engine:
+def engine(catalog_db_url: str) -> Engine:
     """A catalog with feed news, subscriber alice, subscriptions titles and quiet, builds 1 and 2."""
-    engine = open_catalog(f"sqlite:///{tmp_path / 'catalog.db'}")
+    engine = open_catalog(catalog_db_url)
     with engine.begin() as conn:
         conn.execute(text("INSERT INTO feeds (id, name, input_prefix) VALUES (1, 'news', 'file:///in')"))
         conn.execute(

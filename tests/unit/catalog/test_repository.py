@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import ast
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine, text
@@ -33,12 +32,12 @@ BUILD = (
 
 
 @pytest.fixture
-def engine(tmp_path: Path) -> Engine:
+def engine(catalog_db_url: str) -> Engine:
     """Feeds news (builds 1, 2 at the same time and 3 earlier) and wire (build 4), sports (none)."""
-    engine = open_catalog(f"sqlite:///{tmp_path / 'catalog.db'}")
+    engine = open_catalog(catalog_db_url)
     with engine.begin() as conn:
         for name in ("news", "wire", "sports"):
-            conn.execute(text(FEED), {"n": name, "p": f"s3://in/{name}/"})
+            conn.execute(text(FEED), {"n": name, "p": f"s3://in-bucket/{name}/"})
         builds = [(1, 1, 5, HOUR), (2, 1, 6, HOUR), (3, 1, 7, HOUR - timedelta(days=1)), (4, 2, 1, HOUR)]
         for build, feed, version, at in builds:
             conn.execute(
@@ -84,7 +83,7 @@ def test_an_unknown_feed_is_fr405_wherever_it_is_asked(engine: Engine) -> None:
 
 def test_the_input_prefix_comes_from_the_feeds_layout(engine: Engine) -> None:
     with engine.connect() as conn:
-        assert status.batch_prefix(conn, "news", HOUR) == "s3://in/news/2026-11-22/16/"
+        assert status.batch_prefix(conn, "news", HOUR) == "s3://in-bucket/news/2026-11-22/16/"
 
 
 @pytest.mark.parametrize("name", ["latest_build", "require_feed", "require_plan_build", "advisory_key"])

@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 
 from feedrouter.catalog.settings import database_url, home, normalize_url, plans_uri
-from feedrouter.errors import CatalogError
+from feedrouter.errors import CatalogError, SettingsError
 
 
-def test_the_embedded_mode_lives_under_feedrouter_home(tmp_path: Path) -> None:
+def test_the_plans_live_under_feedrouter_home(tmp_path: Path) -> None:
+    # (the embedded server's data folder below it: test_embedded.py)
     env = {"FEEDROUTER_DATABASE_URL": "embedded", "FEEDROUTER_HOME": str(tmp_path)}
-    assert database_url(env) == f"sqlite:///{tmp_path}/feedrouter.db"
     assert plans_uri(env) == (tmp_path / "plans").as_uri()
 
 
@@ -40,7 +40,7 @@ def test_the_home_folder_is_never_relative_to_the_working_directory(tmp_path: Pa
     assert home({}) == Path.home() / ".local" / "state" / "feedrouter"
     assert home({"XDG_STATE_HOME": str(tmp_path)}) == tmp_path / "feedrouter"
     assert home({"XDG_STATE_HOME": "relative"}) == Path.home() / ".local" / "state" / "feedrouter"
-    with pytest.raises(CatalogError, match=r"FR401.*relative path"):
+    with pytest.raises(SettingsError, match=r"FR700.*FEEDROUTER_HOME='var'"):
         home({"FEEDROUTER_HOME": "var"})
 
 
