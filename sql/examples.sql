@@ -1,9 +1,8 @@
--- Example catalog rows for Postgres (schema feedrouter), the same as in docs/catalog.md.
+-- Example catalog rows (schema feedrouter), the same as the README's catalog section.
 -- Run with:  psql "$FEEDROUTER_DATABASE_URL" -v ON_ERROR_STOP=1 -f sql/examples.sql
--- tests/integration/test_examples.py runs this file and builds the plan it describes.
---
--- On the embedded SQLite catalog, write the table names without "feedrouter." and quote texts with
--- '...' instead of $q$...$q$ (double any ' inside).
+-- (the embedded catalog's URL: `feedrouter db status`).
+-- tests/integration/test_examples.py runs this file and builds the plan it describes;
+-- tests/integration/test_readme_sql.py runs the README's SQL on the embedded catalog.
 
 BEGIN;
 

@@ -133,13 +133,37 @@ def db_status() -> None:
         raise SystemExit(3)
 
 
+@db_group.command("psql", context_settings={"ignore_unknown_options": True})
+@click.argument("psql_args", nargs=-1, type=click.UNPROCESSED)
+def db_psql(psql_args: tuple[str, ...]) -> None:
+    """Open psql on the catalog (the embedded server's psql when none is on PATH); extra
+    arguments go to psql, e.g. ``feedrouter db psql -f sql/examples.sql``."""
+    import os
+    import shutil
+
+    from feedrouter.catalog import embedded
+    from feedrouter.catalog.settings import database_url
+
+    with reported():
+        url = embedded.libpq_url(database_url())
+        psql = shutil.which("psql") or str(embedded.psql_path())
+    os.execv(psql, [psql, "-v", "ON_ERROR_STOP=1", *psql_args, url])
+
+
 def _describe_embedded(state: EmbeddedStatus) -> None:
-    if state.running:
-        echo(f"the embedded catalog runs (pid {state.pid}) in {state.pgdata}: {state.url}")
+    if state.running and state.url:
+        echo(f"the embedded catalog runs (pid {state.pid}) in {state.pgdata}")
+        echo(f"  psql: psql '{embedded_libpq(state.url)}' (or: feedrouter db psql)")
     elif state.initialized:
         echo(f"the embedded catalog in {state.pgdata} is stopped (`feedrouter db start` starts it)")
     else:
         echo(f"no embedded catalog in {state.pgdata} yet (`feedrouter db start` creates it)")
+
+
+def embedded_libpq(url: str) -> str:
+    from feedrouter.catalog.embedded import libpq_url
+
+    return libpq_url(url)
 
 
 @click.group("catalog")

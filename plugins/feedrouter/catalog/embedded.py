@@ -108,6 +108,16 @@ def catalog_url(socket_dir: Path) -> str:
     return f"postgresql+psycopg://{USER}@/{DATABASE}?host={quote(str(socket_dir), safe='/')}"
 
 
+def libpq_url(url: str) -> str:
+    """``url`` as psql and libpq take it (no SQLAlchemy driver name)."""
+    return url.replace("postgresql+psycopg://", "postgresql://", 1)
+
+
+def psql_path() -> Path:
+    """The ``psql`` shipped with the embedded server (used when none is on PATH)."""
+    return Path(_library().POSTGRES_BIN_PATH) / "psql"
+
+
 def _start(pgdata: Path) -> Path:
     """Start (initdb first if new) the server; its socket folder. Caller holds the file lock."""
     info = _postmaster(pgdata)
