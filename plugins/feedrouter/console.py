@@ -136,7 +136,10 @@ def catalog_unreachable(exc: Exception) -> FeedrouterError:
     address = CatalogAddress.configured()
     reason = _reason(exc)
     if address.host is None:
-        check = f"can the file {address.database} be opened? check FEEDROUTER_DATABASE_URL, FEEDROUTER_HOME"
+        check = (
+            f"does the server of {address.database} run (`feedrouter db status`)? "
+            "check FEEDROUTER_DATABASE_URL"
+        )
     else:
         check = f"is the database at {address.host} running? check FEEDROUTER_DATABASE_URL"
     return error("FR402", f"the catalog {address.url} cannot be reached ({reason}): {check}")
@@ -145,7 +148,8 @@ def catalog_unreachable(exc: Exception) -> FeedrouterError:
 @dataclass(frozen=True)
 class CatalogAddress:
     """The configured catalog as messages may show it: the URL with its password hidden,
-    ``HOST:PORT`` (None for the SQLite file), and the password only to blank it out of messages."""
+    ``HOST:PORT`` (None for the embedded server's socket), and the password only to blank it out of
+    messages."""
 
     url: str
     host: str | None
@@ -158,16 +162,12 @@ class CatalogAddress:
         which this module must not import: the catalog's commands import it)."""
         configured = os.environ.get("FEEDROUTER_DATABASE_URL", "").strip()
         if configured in ("", "embedded"):
-            return cls("the embedded catalog", None, "$FEEDROUTER_HOME/feedrouter.db")
+            return cls("the embedded catalog", None, "$FEEDROUTER_HOME/postgres")
         try:
             from sqlalchemy.engine import make_url
 
             url = make_url(configured)
-            host = (
-                None
-                if url.get_backend_name() == "sqlite"
-                else f"{url.host or 'localhost'}:{url.port or 5432}"
-            )
+            host = f"{url.host}:{url.port or 5432}" if url.host else None  # None: a Unix socket
             return cls(url.render_as_string(hide_password=True), host, url.database, url.password)
         except Exception:  # it was usable a moment ago; if not now, name the setting only
             return cls("(FEEDROUTER_DATABASE_URL)", "the configured host")

@@ -1,5 +1,6 @@
 """The main-job command on embedded defaults: ``python -m feedrouter.airflow.demo`` generates an
-hour, inserts the catalog with SQL, runs both DAGs (local Spark, SQLite, ``file://``) and reports."""
+hour, inserts the catalog with SQL, runs both DAGs (local Spark, the embedded PostgreSQL catalog,
+``file://``) and reports."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """The main job on embedded defaults, through the real DAGs: ``python -m feedrouter.airflow.demo``.
 
-No service is needed: the catalog is the embedded SQLite file, the object store a local folder,
-Spark a local session, Airflow's metadata a SQLite file, and the DAGs run with ``dag.test()``:
+No service is needed: the catalog is the embedded PostgreSQL server that feedrouter starts itself
+(data under ``--home``, stopped at the end), the object store a local folder, Spark a local
+session, Airflow's metadata a SQLite file, and the DAGs run with ``dag.test()``:
 
 1. generate one hour of a sample news feed into the local store (``file://…/input/news/…``);
 2. insert a DTD, the feed, subscribers and subscriptions with SQL into the embedded catalog (two
@@ -31,12 +32,12 @@ from feedrouter.hours import format_hour
 #: The checkout's root: dags/ and plugins/ are found there.
 ROOT = Path(__file__).resolve().parents[3]
 
-#: One subscription written by hand, as the README shows (the embedded SQLite catalog has no
-#: schema: the tables are named without the "feedrouter." prefix Postgres needs).
+#: One subscription written by hand, exactly as the README writes them.
 HAND_WRITTEN = """
-INSERT INTO subscriptions (subscriber_id, feed_id, name, query)
-SELECT s.id, f.id, 'all-titles', '//head/title'
-FROM subscribers s, feeds f WHERE s.name = 'news-subscriber-1' AND f.name = 'news'
+INSERT INTO feedrouter.subscriptions (subscriber_id, feed_id, name, query)
+SELECT s.id, f.id, 'all-titles', $q$//head/title$q$
+FROM feedrouter.subscribers s, feedrouter.feeds f
+WHERE s.name = 'news-subscriber-1' AND f.name = 'news'
 """
 
 
@@ -45,14 +46,25 @@ def main(argv: list[str] | None = None) -> int:
     home = args.home.resolve()
     hour = _last_complete_hour()
     _configure(home, args.spark_master)  # before Airflow is imported: it reads its config once
-    input_prefix = _generate_input(home, hour, args.documents)
-    _insert_catalog(home, input_prefix, args.subscriptions)
-    plans = _run_dag("feedrouter_plans")
-    route = _run_dag(
-        "feedrouter_route", logical_date=hour, run_conf={"feed": "news", "hour": format_hour(hour)}
-    )
-    _summarize(home, hour)
+    try:
+        input_prefix = _generate_input(home, hour, args.documents)
+        _insert_catalog(home, input_prefix, args.subscriptions)
+        plans = _run_dag("feedrouter_plans")
+        route = _run_dag(
+            "feedrouter_route", logical_date=hour, run_conf={"feed": "news", "hour": format_hour(hour)}
+        )
+        _summarize(home, hour)
+    finally:
+        _stop_catalog(home)
     return 0 if plans.state == route.state == "success" else 1
+
+
+def _stop_catalog(home: Path) -> None:
+    """Stop the demo's embedded catalog (any later use, e.g. the UI, starts it again)."""
+    from feedrouter.catalog import embedded
+
+    if embedded.stop(home):
+        print(f"  stopped the embedded catalog in {embedded.data_folder(home)}")
 
 
 def _arguments(argv: list[str] | None) -> argparse.Namespace:
@@ -80,6 +92,7 @@ def _configure(home: Path, spark_master: str) -> None:
     # Keep the output to the point: libraries' deprecation notices are not the demo's business.
     warnings.filterwarnings("ignore", category=DeprecationWarning)
     warnings.filterwarnings("ignore", category=FutureWarning)
+    _stop_catalog(home)  # a previous run's server must not keep running on a deleted folder
     shutil.rmtree(home, ignore_errors=True)
     airflow_home = home / "airflow"
     airflow_home.mkdir(parents=True)
@@ -129,7 +142,7 @@ def _generate_input(home: Path, hour: datetime, count: int) -> str:
 
 
 def _insert_catalog(home: Path, input_prefix: str, count: int) -> None:
-    """The sample catalog, inserted with SQL into the embedded SQLite catalog."""
+    """The sample catalog, inserted with SQL into the embedded catalog (started on this first use)."""
     from sqlalchemy import text
 
     from feedrouter.catalog import open_catalog
