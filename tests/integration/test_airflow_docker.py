@@ -345,6 +345,29 @@ def test_the_demo_scripts_python_compiles() -> None:
         compile(block, "docker/demo.sh", "exec")
 
 
+def script_commands(path: Path, program: str) -> list[list[str]]:
+    """The words of each ``program …`` command line of a shell script (continuations joined)."""
+    text = path.read_text().replace("\\\n", " ")
+    lines = [line.split("#")[0].strip() for line in text.splitlines()]
+    return [line.split() for line in lines if line.startswith(program + " ")]
+
+
+def test_the_demo_uses_only_options_the_feedrouter_cli_has() -> None:
+    from click.testing import CliRunner
+
+    from feedrouter.cli import main
+
+    commands = script_commands(DOCKER / "demo.sh", "feedrouter")
+    assert len(commands) == 2  # catalog init-sample, generate
+    for words in commands:
+        path = [w for w in words[1:3] if not w.startswith(("-", '"', "$"))]
+        options = {w for w in words if w.startswith("--")}
+        shown = CliRunner().invoke(main, [*path, "--help"])
+        assert shown.exit_code == 0, shown.output
+        unknown = {o for o in options if not re.search(rf"{re.escape(o)}(?![\w-])", shown.output)}
+        assert unknown == set(), path
+
+
 # -- with Docker's own tools -----------------------------------------------------------------------
 
 
