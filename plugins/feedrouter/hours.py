@@ -92,8 +92,8 @@ def to_hour(value: datetime, *, strict: bool = False, source: str | None = None)
 
 
 def as_utc(value: datetime) -> datetime:
-    """``value`` as an aware UTC datetime; a naive value is taken as UTC (SQLite and Airflow hand
-    back naive UTC values)."""
+    """``value`` as an aware UTC datetime; a naive value is taken as UTC (Airflow hands back naive UTC
+    values)."""
     return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
 
 

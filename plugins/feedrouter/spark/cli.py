@@ -110,6 +110,15 @@ def _listed_prefix(engine: Engine, report: BatchReport, hour: datetime) -> str:
     return batch_prefix(feed.layout, feed.input_prefix, hour)
 
 
+@click.group("spark")
+def spark_group() -> None:
+    """Spark deployment helpers (packing feedrouter for spark-submit)."""
+
+
 def register(group: click.Group) -> None:
-    """Add ``route-batch`` to the main ``feedrouter`` group."""
+    """Add ``route-batch`` and the ``spark`` group (``feedrouter spark package``) to ``feedrouter``."""
+    from feedrouter.spark.package import package_command
+
+    spark_group.add_command(package_command())
     group.add_command(route_batch_command)
+    group.add_command(spark_group)

@@ -168,3 +168,11 @@ def test_the_master_comes_from_the_option_else_the_settings(
     )
     assert result.exit_code == 0, result.output
     assert seen == {"master": master}
+
+
+def test_the_spark_group_offers_the_package_command() -> None:
+    from feedrouter.cli import main
+
+    result = CliRunner().invoke(main, ["spark", "package", "--help"])
+    assert result.exit_code == 0, result.output
+    assert "--archives" in result.output and "--python-prefix" in result.output
