@@ -98,7 +98,9 @@ def test_the_trigger_fires_once_per_change(two_feeds: Engine) -> None:
     from feedrouter.airflow.triggers import CatalogChangeTrigger
 
     trigger = CatalogChangeTrigger(catalog_conn_id="feedrouter_catalog", poll_seconds=0.2)
-    events = collect_events(trigger, seconds=1.5)
+    # However long the first poll takes to come (imports, connecting): one event for both feeds,
+    # then nothing for the next polls.
+    events = collect_events(trigger, seconds=60, limit=2, quiet_after_first=1.5)
     assert [sorted(event.payload["feeds"]) for event in events] == [["news", "wire"]]
 
 
@@ -108,17 +110,23 @@ def first_event(trigger: Any, timeout: float) -> Any:
     return events[0] if events else None
 
 
-def collect_events(trigger: Any, seconds: float, limit: int | None = None) -> list[Any]:
-    """Run the trigger for ``seconds`` (or until ``limit`` events) and return its events."""
+def collect_events(
+    trigger: Any, seconds: float, limit: int | None = None, quiet_after_first: float | None = None
+) -> list[Any]:
+    """Run the trigger for ``seconds`` (or until ``limit`` events) and return its events; with
+    ``quiet_after_first``, stop that many seconds after the first event."""
 
     async def collect() -> list[Any]:
         events: list[Any] = []
         stream = trigger.run()
-        deadline = asyncio.get_running_loop().time() + seconds
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + seconds
         try:
             while limit is None or len(events) < limit:
-                left = deadline - asyncio.get_running_loop().time()
+                left = deadline - loop.time()
                 events.append(await asyncio.wait_for(stream.__anext__(), max(left, 0.001)))
+                if quiet_after_first is not None and len(events) == 1:
+                    deadline = min(deadline, loop.time() + quiet_after_first)
         except asyncio.TimeoutError:
             pass
         finally:
