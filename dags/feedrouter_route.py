@@ -28,24 +28,24 @@ delivers identical objects and no duplicate (exactly-once delivery; see the Spar
 **Manual runs**: *Trigger* with the form: `feed` (empty: all active feeds) and `hour`
 (`YYYY-MM-DDTHH` in UTC; empty: the run's data interval).
 
-**Start date**: `FEEDROUTER_ROUTE_START` (ISO date, default 2026-11-01): the first hour catchup
-routes once the DAG is unpaused.
+**Start date**: `FEEDROUTER_ROUTE_START` or `[feedrouter] route_start` (ISO date, default
+2026-11-01): the first hour catchup routes once the DAG is unpaused.
 """
 
 from __future__ import annotations
 
-import os
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, time, timedelta, timezone
 
 from airflow.sdk import DAG, CronDataIntervalTimetable, Param, task_group
 
 from feedrouter.airflow.operators import HourBatchesOperator, LedgerReportOperator, RouteBatchOperator
 from feedrouter.airflow.sensors import HourInputSensor
+from feedrouter.airflow.settings import airflow_settings
 from feedrouter.hours import HOUR_PATTERN
 
-START = datetime.fromisoformat(os.environ.get("FEEDROUTER_ROUTE_START") or "2026-11-01").replace(
-    tzinfo=timezone.utc
-)
+# Read when the file is parsed (a start date cannot wait for a task): a bad value is an import error
+# naming the setting (FR700), not a bare ValueError.
+START = datetime.combine(airflow_settings().route_start, time(0), tzinfo=timezone.utc)
 
 with DAG(
     dag_id="feedrouter_route",

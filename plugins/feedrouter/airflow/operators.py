@@ -50,8 +50,10 @@ class FeedrouterHookMixin:
 
     @cached_property
     def hook(self) -> FeedrouterHook:
-        """The task's hook (connections read once per task instance, on first use)."""
-        return make_hook(self.catalog_conn_id, self.s3_conn_id, self.spark_conn_id)
+        """The task's hook (connections read once per task instance, on first use); an invalid
+        setting (FR700) fails the task at once: retrying cannot fix the configuration."""
+        with task_outcome("reading feedrouter's settings"):
+            return make_hook(self.catalog_conn_id, self.s3_conn_id, self.spark_conn_id)
 
     @contextmanager
     def catalog_engine(self, what: str) -> Iterator[Engine]:

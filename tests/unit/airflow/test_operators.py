@@ -67,6 +67,14 @@ def test_a_connection_id_left_out_is_the_settings_value(monkeypatch: pytest.Monk
     assert hook.s3_conn_id == "lake"
 
 
+def test_an_invalid_setting_fails_the_task_without_retries_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FEEDROUTER_S3_READ_TIMEOUT", "soon")
+    task = RouteBatchOperator(task_id="route", batch=BATCH)
+
+    with pytest.raises(AirflowFailException, match="FEEDROUTER_S3_READ_TIMEOUT"):
+        _ = task.hook
+
+
 # -- where the batch runs -------------------------------------------------------------------------
 
 
