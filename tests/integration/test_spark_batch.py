@@ -76,9 +76,12 @@ def news(catalog: Engine, feed: NewsFeed, plans: FileStore) -> News:
     return ref, plan, inputs
 
 
-def route(engine: Engine, plans: ObjectStore, spark: Any, feed: str = "news", **options: Any) -> BatchReport:
+def route(
+    engine: Engine, plans: ObjectStore, spark: Any, feed: str = "news", progress: Any = None, **options: Any
+) -> BatchReport:
     options = {"max_part_bytes": PART_BYTES, **options}
-    return route_batch(engine, feed, HOUR, plans_store=plans, spark=spark, options=BatchOptions(**options))
+    chosen = BatchOptions(**options)
+    return route_batch(engine, feed, HOUR, plans_store=plans, spark=spark, options=chosen, progress=progress)
 
 
 def test_pyspark_is_the_version_of_its_jvm(spark: Any) -> None:
@@ -174,8 +177,10 @@ def test_a_rerun_is_identical_and_a_plan_change_is_a_new_version(
     folder = next(uri for uri in before if uri.endswith(SUCCESS)).rsplit("/", 1)[0]
     out.put(out.key_of(f"{folder}/part-00099.xml"), b"<left-over/>")  # a part an earlier attempt left
 
-    again = route(catalog, plans, spark)
+    seen: list[tuple[int, int]] = []
+    again = route(catalog, plans, spark, progress=lambda finished, total: seen.append((finished, total)))
     assert snapshot(out) == before
+    assert seen[-1][0] == seen[-1][1] >= 2  # the status tracker saw the job's tasks finish
     assert again.batch_id == first.batch_id and len(batches(catalog)) == 1
     assert deliveries(catalog) == rows_before
 

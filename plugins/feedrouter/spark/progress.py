@@ -6,6 +6,9 @@
   jobs of the batch's job group (classic only: Connect has no SparkContext).
 
 Either way the callback receives ``(finished tasks, all tasks)``; the CLI turns it into a bar.
+"all tasks" is the job's estimate (routing plus delivery tasks) and finished tasks are capped at
+it: the DataFrame job has a few more (the listing's own stage), and with adaptive execution a job
+lists the stages it reuses again as skipped stages, so the stages' own task counts overstate it.
 """
 
 from __future__ import annotations
@@ -58,8 +61,7 @@ class StageCounter:
 
     def report(self) -> None:
         finished = sum(done for done, _ in self.stages.values())
-        total = max(self.total, sum(tasks for _, tasks in self.stages.values()))
-        self.callback(min(finished, total), total)
+        self.callback(min(finished, self.total), self.total)
 
 
 @contextmanager
@@ -85,6 +87,10 @@ def finished_tasks(sc: Any, group: str) -> int:
     return done
 
 
+def _report(sc: Any, group: str, total: int, callback: ProgressCallback) -> None:
+    callback(min(total, finished_tasks(sc, group)), total)
+
+
 @contextmanager
 def _classic_progress(
     sc: Any, group: str, total: int, callback: ProgressCallback, interval: float
@@ -100,11 +106,11 @@ def _classic_progress(
         stop.set()
         thread.join()
         sc.setLocalProperty("spark.jobGroup.id", None)
-    callback(min(total, finished_tasks(sc, group)), total)
+    _report(sc, group, total, callback)
 
 
 def _poll(
     sc: Any, group: str, total: int, callback: ProgressCallback, stop: threading.Event, interval: float
 ) -> None:
     while not stop.wait(interval):
-        callback(min(total, finished_tasks(sc, group)), total)
+        _report(sc, group, total, callback)

@@ -16,7 +16,7 @@ import os
 import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from feedrouter.spark.errors import SparkVersionError
 
@@ -73,15 +73,12 @@ def spark_session(
     with pyspark checked against the server's version.
 
     A classic session already running in this process is returned as it is (Spark allows one per
-    process).
+    process); a Connect session is always a new one, on the URL given.
     """
     from pyspark.sql import SparkSession
 
     if master is not None and is_connect(master):
-        builder = SparkSession.builder.remote(master)
-        for key, value in (conf or {}).items():
-            builder = builder.config(key, value)
-        spark = builder.getOrCreate()
+        spark = connect_session(master, conf)
     else:
         os.environ["PYSPARK_PYTHON"] = executor_python()
         builder = SparkSession.builder.master(master or DEFAULT_MASTER).appName(app_name)
@@ -91,6 +88,18 @@ def spark_session(
         spark.sparkContext.setLogLevel("WARN")
     check_versions(spark)
     return spark
+
+
+def connect_session(url: str, conf: Mapping[str, str] | None = None) -> SparkSession:
+    """A new Spark Connect session on ``url``, made with the Connect builder itself: pyspark's
+    generic builder would also switch the whole process to Connect mode (``SPARK_CONNECT_MODE_
+    ENABLED``), and classic sessions made later in the process would then fail."""
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    builder = ConnectSession.builder.remote(url)
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    return cast("SparkSession", builder.create())
 
 
 @contextmanager
@@ -124,9 +133,17 @@ def check_no_speculation(spark: SparkSession) -> None:
 
 
 def check_versions(spark: SparkSession) -> None:
-    """Refuse a pyspark whose Python files are not those of the Spark JVM it started."""
+    """Refuse a pyspark whose Python files are not those of the Spark JVM it started.
+
+    A Spark Connect session drives no local JVM: its client and server may differ by design
+    (the protocol is versioned), so it is not checked here.
+    """
     import pyspark
 
+    from feedrouter.spark.progress import is_connect as is_connect_session
+
+    if is_connect_session(spark):
+        return
     if pyspark.__version__ != spark.version:
         raise SparkVersionError(
             f"pyspark's Python files are version {pyspark.__version__} but its Spark JVM is "

@@ -24,6 +24,8 @@ def test_local_sessions_stay_on_loopback_and_executors_run_this_python(
     monkeypatch.setenv(session.PYTHON_ENV, "/opt/project/bin/python")
     assert session.session_conf("spark://h:7077")["spark.pyspark.python"] == "/opt/project/bin/python"
     assert session.is_local(None) and session.is_local("local[2,2]") and not session.is_local("spark://h:1")
+    assert session.is_connect("sc://h:15002") and not session.is_connect("spark://h:1")
+    assert not session.is_connect(None) and not session.is_local("sc://h:15002")
 
 
 def test_a_pyspark_that_is_not_its_jvm_is_refused() -> None:
@@ -32,6 +34,8 @@ def test_a_pyspark_that_is_not_its_jvm_is_refused() -> None:
     session.check_versions(SimpleNamespace(version=pyspark.__version__))  # type: ignore[arg-type]
     with pytest.raises(SparkVersionError, match=r"pip install --force-reinstall --no-deps pyspark==0\.0\.1"):
         session.check_versions(SimpleNamespace(version="0.0.1"))  # type: ignore[arg-type]
+    connect = type("SparkSession", (), {"__module__": "pyspark.sql.connect.session", "version": "3.5.0"})
+    session.check_versions(connect())  # type: ignore[arg-type]  # a Connect server of another version
 
 
 def test_speculation_is_refused() -> None:
