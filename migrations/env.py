@@ -66,8 +66,8 @@ def run_online() -> None:
 def _run(connection: Connection) -> None:
     if connection.dialect.name != "postgresql":
         raise SystemExit(
-            f"migrations run on Postgres only, not {connection.dialect.name}; "
-            "the embedded SQLite catalog is created by `feedrouter db upgrade`"
+            f"the catalog runs on PostgreSQL, not {connection.dialect.name}; "
+            "FEEDROUTER_DATABASE_URL=embedded starts one of its own"
         )
     # The version table lives in the schema, so the schema must exist before Alembic looks.
     connection.execute(text(f'CREATE SCHEMA IF NOT EXISTS "{SCHEMA}"'))
