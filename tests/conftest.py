@@ -95,6 +95,21 @@ def _local_server_answers() -> bool:
         return False
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _stop_embedded_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Stop, at the end of the session, every embedded catalog a test started in its temporary
+    folders (FEEDROUTER_DATABASE_URL=embedded keeps the server running, by design)."""
+    yield
+    if "feedrouter.catalog.embedded" not in sys.modules:
+        return
+    from feedrouter.catalog import embedded
+
+    base = tmp_path_factory.getbasetemp().resolve()
+    for home in embedded.homes_in_use():
+        if home.resolve().is_relative_to(base):
+            embedded.stop(home)
+
+
 @pytest.fixture(scope="session")
 def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PostgresServer]:
     pytest.importorskip("psycopg")

@@ -80,6 +80,11 @@ def ensure_started(home: Path) -> str:
     return url
 
 
+def homes_in_use() -> list[Path]:
+    """The state folders whose embedded server this process started or connected to."""
+    return [pgdata.parent for pgdata in _ready]
+
+
 def stop(home: Path) -> bool:
     """Stop the embedded server under ``home``; False if it was not running."""
     pgdata = data_folder(home)
