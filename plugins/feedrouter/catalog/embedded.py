@@ -20,6 +20,7 @@ above the data folder traversable by others (``chmod o+x``), which is why a root
 
 from __future__ import annotations
 
+import atexit
 import os
 import subprocess
 import warnings
@@ -139,6 +140,9 @@ def _start(pgdata: Path) -> Path:
         raise error(
             "FR402", f"could not start the embedded PostgreSQL in {pgdata}: {exc} (see {pgdata / 'log'})"
         ) from exc
+    # The server outlives this process by design (`feedrouter db stop` ends it): the handle's exit
+    # hook would only trip over the handles this module forgets.
+    atexit.unregister(server._cleanup)
     return Path(server.get_postmaster_info().socket_dir)
 
 
