@@ -79,14 +79,37 @@ def pinned_extras(names: Sequence[str] = EXECUTOR_EXTRAS) -> list[str]:
     return pins
 
 
+#: What the wheel is built from (the rest of a checkout is not part of the package).
+WHEEL_SOURCES = ("pyproject.toml", "README.md", "plugins/feedrouter")
+
+
 def build_wheel(source: Path, out: Path) -> Path:
-    """Build feedrouter's wheel from ``source`` into ``out``; its path."""
+    """Build feedrouter's wheel from ``source`` into ``out``; its path.
+
+    The build runs on a copy of the package's sources: setuptools writes its ``*.egg-info`` beside
+    the package, and one left in a checkout's ``plugins/`` (on Airflow's plugin path) would make a
+    second ``feedrouter`` distribution that registers the plugin twice.
+    """
     before = set(out.glob("feedrouter-*.whl"))
     for stale in before:
         stale.unlink()
-    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", str(out), str(source)])
+    with tempfile.TemporaryDirectory(prefix="feedrouter-wheel-") as scratch:
+        copy = Path(scratch) / "feedrouter"
+        for name in WHEEL_SOURCES:
+            _copy_source(source / name, copy / name)
+        pip_wheel = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", str(out)]
+        _run([*pip_wheel, str(copy)])
     [wheel] = out.glob("feedrouter-*.whl")
     return wheel
+
+
+def _copy_source(source: Path, target: Path) -> None:
+    if source.is_dir():
+        ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
+        shutil.copytree(source, target, ignore=ignore)
+    else:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, target)
 
 
 def build_environment(folder: Path, wheel: Path, extras: Sequence[str], python: str) -> Path:

@@ -3,6 +3,7 @@ the application's arguments and exit statuses, and the packaging helpers that ne
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from datetime import datetime, timezone
@@ -228,3 +229,23 @@ def test_the_project_root_is_the_source_tree_and_extras_are_pinned() -> None:
 def test_no_source_tree_is_a_settings_error(tmp_path: Path) -> None:
     with pytest.raises(SettingsError, match="no feedrouter source tree"):
         project_root(tmp_path / "a" / "b.py")
+
+
+def test_building_the_wheel_leaves_no_build_metadata_in_the_source_tree(tmp_path: Path) -> None:
+    # an egg-info in a checkout's plugins/ makes Airflow register the plugin twice
+    from feedrouter.spark.package import WHEEL_SOURCES, build_wheel, project_root
+
+    source = tmp_path / "checkout"
+    for name in WHEEL_SOURCES:
+        original = project_root() / name
+        if original.is_dir():
+            skip = shutil.ignore_patterns("*.egg-info", "__pycache__")
+            shutil.copytree(original, source / name, ignore=skip)
+        else:
+            (source / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(original, source / name)
+
+    wheel = build_wheel(source, tmp_path / "dist")
+
+    assert wheel.name.startswith("feedrouter-") and wheel.suffix == ".whl"
+    assert not list(source.rglob("*.egg-info")), "the build wrote into the source tree"
