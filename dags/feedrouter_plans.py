@@ -18,10 +18,10 @@ were weighed:
    its latest build's. A DAG run exists only when there is something to build.
 
 This DAG uses **2**. Polling was chosen over Postgres `LISTEN` (the catalog's triggers also
-`NOTIFY`): polling works on the embedded SQLite catalog too, survives database restarts and
-connection poolers (PgBouncer's transaction mode drops `LISTEN`), and cannot miss a notification
-sent while the triggerer was restarting. The trigger compares with the plan builds themselves, so a
-duplicate or missed event costs nothing: this DAG always decides from the catalog what to build.
+`NOTIFY`): polling survives database restarts and connection poolers (PgBouncer's transaction
+mode drops `LISTEN`), and cannot miss a notification sent while the triggerer was restarting. The
+trigger compares with the plan builds themselves, so a duplicate or missed event costs nothing:
+this DAG always decides from the catalog what to build.
 As a safety net for a stopped triggerer, the DAG also runs at minute 50 of every hour, ten minutes
 before the hourly routing. Requires a running `airflow triggerer`.
 

@@ -1,5 +1,5 @@
-"""The catalog: feeds, DTDs, subscribers and subscriptions in Postgres (or embedded SQLite), their
-change tracking, and plan builds.
+"""The catalog: feeds, DTDs, subscribers and subscriptions in PostgreSQL (a server of yours or the
+embedded one, :mod:`.embedded`), their change tracking, and plan builds.
 
 Users manage the catalog with plain SQL (see the README's catalog section); this package reads it, builds
 plans (:func:`build_plan`) and loads them back (:func:`load_plan`, :func:`load_latest_plan`).
@@ -16,8 +16,6 @@ from feedrouter.catalog.builder import build_plan, load_latest_plan
 from feedrouter.catalog.compiled import CompiledPlan, FeedConfig, PlanSummary, Target
 from feedrouter.catalog.database import (
     create_catalog_engine,
-    create_embedded_schema,
-    is_postgres,
     open_catalog,
 )
 from feedrouter.catalog.models import (
@@ -63,8 +61,6 @@ __all__ = [
     "catalog_version",
     "catalog_versions",
     "create_catalog_engine",
-    "create_embedded_schema",
-    "is_postgres",
     "latest_build",
     "latest_builds",
     "load_latest_plan",

@@ -40,17 +40,3 @@ def open_catalog(url: str | None = None) -> Engine:
 def safe_url(bind: Engine | Connection) -> str:
     """The engine's URL with the password masked, for messages and logs."""
     return bind.engine.url.render_as_string(hide_password=True)
-
-
-def is_postgres(bind: Engine | Connection) -> bool:
-    """Always true for a catalog engine; kept for callers written when SQLite was a backend."""
-    return bind.dialect.name == "postgresql"
-
-
-def create_embedded_schema(engine: Engine) -> None:
-    """Gone with the SQLite catalog: every catalog's schema comes from the migrations."""
-    raise error(
-        "FR400",
-        f"the catalog {safe_url(engine)} gets its schema from the migrations: run `feedrouter db upgrade`"
-        " (the embedded catalog migrates itself when it starts)",
-    )

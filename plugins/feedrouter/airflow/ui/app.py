@@ -6,8 +6,8 @@ Plugin endpoints are not protected by Airflow on their own: every route here dep
 embedded page sends) and asks the auth manager whether the user may ``GET`` the custom view
 ``Feedrouter``. No token: 401; a bad token or no permission: 403.
 
-The catalog is read through a read-only engine (``SET TRANSACTION READ ONLY`` on Postgres,
-``PRAGMA query_only`` on SQLite), ideally over a connection whose role can only SELECT
+The catalog is read through a read-only engine (``SET TRANSACTION READ ONLY``), ideally over a
+connection whose role can only SELECT
 (``FEEDROUTER_UI_CATALOG_CONN_ID``).
 """
 
