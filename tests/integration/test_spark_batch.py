@@ -289,7 +289,7 @@ def test_an_empty_hour_is_recorded_and_a_feed_without_plan_is_refused(
 def test_the_embedded_default_needs_no_service(
     spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Embedded SQLite catalog, file:// prefixes, local Spark: the commands a user types first."""
+    """Embedded PostgreSQL catalog, file:// prefixes, local Spark: the commands a user types first."""
     monkeypatch.setenv("FEEDROUTER_DATABASE_URL", "embedded")  # the explicit embedded mode
     monkeypatch.delenv("FEEDROUTER_PLANS_URI", raising=False)
     monkeypatch.setenv("FEEDROUTER_HOME", str(tmp_path))
