@@ -273,6 +273,17 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+@contextmanager
+def standalone_cluster(folder: Path, workers: int = 2) -> Iterator[StandaloneCluster]:
+    """A started standalone cluster in ``folder``, stopped on exit (what the module fixtures hold)."""
+    pytest.importorskip("pyspark")
+    cluster = StandaloneCluster(folder, workers=workers)
+    try:
+        yield cluster.start()
+    finally:
+        cluster.stop()
+
+
 class StandaloneCluster:
     """A Spark standalone master and workers on loopback, from the installed pyspark's scripts."""
 

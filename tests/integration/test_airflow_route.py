@@ -166,14 +166,10 @@ def test_a_missing_input_marker_fails_after_the_deadline_naming_the_prefix(
 @pytest.fixture(scope="module")
 def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """A standalone master with two workers on loopback, for the spark connection."""
-    pytest.importorskip("pyspark")
-    from tests.integration.spark_support import StandaloneCluster
+    from tests.integration.spark_support import standalone_cluster
 
-    cluster = StandaloneCluster(tmp_path_factory.mktemp("airflow-spark-cluster"), workers=2)
-    try:
-        yield cluster.start()
-    finally:
-        cluster.stop()
+    with standalone_cluster(tmp_path_factory.mktemp("airflow-spark-cluster")) as cluster:
+        yield cluster
 
 
 def master_state(cluster: Any) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from tests.integration.spark_support import (
     news_inputs,
     snapshot,
     spark_for_tests,
+    standalone_cluster,
     upload,
 )
 
@@ -34,12 +35,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("spark")]
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneCluster]:
-    pytest.importorskip("pyspark")
-    cluster = StandaloneCluster(tmp_path_factory.mktemp("spark-cluster"), workers=2)
-    try:
-        yield cluster.start()
-    finally:
-        cluster.stop()
+    with standalone_cluster(tmp_path_factory.mktemp("spark-cluster")) as cluster:
+        yield cluster
 
 
 @pytest.fixture(scope="module")

@@ -34,6 +34,7 @@ from tests.integration.spark_support import (
     news_catalog,
     news_inputs,
     snapshot,
+    standalone_cluster,
     upload,
 )
 from tests.integration.submit_support import packed_environment
@@ -58,12 +59,8 @@ TEST_CONF = {
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneCluster]:
-    pytest.importorskip("pyspark")
-    cluster = StandaloneCluster(tmp_path_factory.mktemp("spark-submit-cluster"), workers=2)
-    try:
-        yield cluster.start()
-    finally:
-        cluster.stop()
+    with standalone_cluster(tmp_path_factory.mktemp("spark-submit-cluster")) as cluster:
+        yield cluster
 
 
 @pytest.fixture(scope="module")
