@@ -1,7 +1,7 @@
 """The catalog at scale: load 100,000 subscriptions with plain SQL, build the feed's plan, load it back.
 
 Measured on a real Postgres (a throwaway database, migrated with the project's migrations) and on
-the embedded SQLite catalog:
+the embedded PostgreSQL catalog:
 
 * ``load``: one transaction of plain INSERTs (executemany) of the DTD, feed, 100 subscribers and
   the subscriptions; the change-tracking triggers run as they would for a user's SQL;
@@ -44,8 +44,15 @@ import psycopg  # noqa: E402
 from psycopg import sql  # noqa: E402
 from sqlalchemy import Engine, insert, make_url, select, text  # noqa: E402
 
-from feedrouter.catalog import build_plan, builder, load_latest_plan, migrate, repository  # noqa: E402
-from feedrouter.catalog.database import create_catalog_engine, open_catalog  # noqa: E402
+from feedrouter.catalog import (  # noqa: E402
+    build_plan,
+    builder,
+    embedded,
+    load_latest_plan,
+    migrate,
+    repository,
+)
+from feedrouter.catalog.database import create_catalog_engine  # noqa: E402
 from feedrouter.catalog.models import Dtd, Feed, Subscriber, Subscription  # noqa: E402
 from feedrouter.storage import FileStore  # noqa: E402
 from feedrouter.workload import dtds, generate_documents, generate_selective_population  # noqa: E402
@@ -182,11 +189,6 @@ def build_and_load(engine: Engine, store: FileStore, run: Run, documents: list[b
     with engine.begin() as conn:
         conn.execute(
             text(
-                "INSERT INTO subscriptions (subscriber_id, feed_id, name, query)"
-                " VALUES (1, 1, 'extra', '//title')"
-            )
-            if engine.dialect.name == "sqlite"
-            else text(
                 "INSERT INTO feedrouter.subscriptions (subscriber_id, feed_id, name, query)"
                 " VALUES (1, 1, 'extra', '//title')"
             )
@@ -197,12 +199,9 @@ def build_and_load(engine: Engine, store: FileStore, run: Run, documents: list[b
 
 def bench_backend(run: Run, engine: Engine, texts: list[str], documents: list[bytes], folder: Path) -> None:
     load_catalog(engine, texts, run)
-    if engine.dialect.name == "postgresql":
-        with engine.connect() as conn:
-            run.notes["version_after_load"] = conn.scalar(
-                text("SELECT version FROM feedrouter.catalog_versions")
-            )
-            run.notes["server"] = conn.scalar(text("SHOW server_version"))
+    with engine.connect() as conn:
+        run.notes["version_after_load"] = conn.scalar(text("SELECT version FROM feedrouter.catalog_versions"))
+        run.notes["server"] = conn.scalar(text("SHOW server_version"))
     build_and_load(engine, FileStore(folder / f"plans-{run.backend}"), run, documents)
 
 
@@ -271,10 +270,14 @@ def main() -> None:
             bench_backend(runs[-1], engine, texts, documents, folder)
             engine.dispose()
         if not args.skip_embedded:
-            engine = open_catalog(f"sqlite:///{folder / 'feedrouter.db'}")
-            runs.append(Run("sqlite"))
-            bench_backend(runs[-1], engine, texts, documents, folder)
-            engine.dispose()
+            # the embedded catalog: a PostgreSQL server of its own under the scratch folder
+            engine = create_catalog_engine(embedded.ensure_started(folder))
+            runs.append(Run("embedded"))
+            try:
+                bench_backend(runs[-1], engine, texts, documents, folder)
+            finally:
+                engine.dispose()
+                embedded.stop(folder)
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     text_report = report(runs, args.subscriptions, generate_seconds, peak_mb)
     RESULTS.mkdir(parents=True, exist_ok=True)

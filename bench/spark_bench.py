@@ -4,7 +4,7 @@ single-process loop on the same data.
 One hour of a NEWS feed: ``--messages`` generated messages (small ones: depth 4, at most 2 repeats)
 in container files of ``--records`` messages each, on a ``file://`` prefix; ``--subscriptions``
 subscriptions of the selective population (each message matches a few), 100 subscribers; the
-embedded SQLite catalog. Measured, wall clock:
+embedded PostgreSQL catalog. Measured, wall clock:
 
 * ``loop``: :func:`feedrouter.delivery.route_locally` (read, cut, route every message in one
   process), then every delivery folder written with the same part writer (parts, manifest,
@@ -46,10 +46,11 @@ from sqlalchemy import Engine, text  # noqa: E402
 from feedrouter.catalog import (  # noqa: E402
     CompiledPlan,
     build_plan,
+    embedded,
     ledger,
     load_latest_plan,
-    open_catalog,
 )
+from feedrouter.catalog.database import create_catalog_engine  # noqa: E402
 from feedrouter.catalog.sample import SampleSpec, insert_sample  # noqa: E402
 from feedrouter.delivery import (  # noqa: E402
     MANIFEST,
@@ -117,7 +118,7 @@ def load_catalog(engine: Engine, home: Path, texts: list[str]) -> None:
     )
     with engine.begin() as conn:
         insert_sample(conn, spec)
-        conn.execute(text("UPDATE feeds SET record_element = 'nitf' WHERE name = 'news'"))
+        conn.execute(text("UPDATE feedrouter.feeds SET record_element = 'nitf' WHERE name = 'news'"))
 
 
 # -- the plain loop -------------------------------------------------------------------------------
@@ -210,8 +211,8 @@ def spark_run(
 def _empty(engine: Engine, home: Path) -> None:
     shutil.rmtree(home / "output", ignore_errors=True)
     with engine.begin() as conn:
-        conn.execute(text("DELETE FROM deliveries"))
-        conn.execute(text("DELETE FROM batches"))
+        conn.execute(text("DELETE FROM feedrouter.deliveries"))
+        conn.execute(text("DELETE FROM feedrouter.batches"))
 
 
 @contextmanager
@@ -314,7 +315,7 @@ def _setting(args: argparse.Namespace, n: dict[str, Any]) -> list[str]:
         f"One hour of the NEWS feed: {n['documents']:,} messages ({n['bytes']:,} bytes) in {n['objects']} "
         f"container files of {args.records} messages on a file:// prefix; {args.subscriptions:,} "
         f"subscriptions (selective population, target match rate {args.match_rate}), {SUBSCRIBERS} "
-        f"subscribers; embedded SQLite catalog. {n['matches']:,} results to {n['deliveries']:,} "
+        f"subscribers; embedded PostgreSQL catalog. {n['matches']:,} results to {n['deliveries']:,} "
         f"subscriptions ({n['parts']:,} part files). Machine: {os.cpu_count()} CPUs, "
         f"Python {platform.python_version()}, pyspark {n['pyspark']}, "
         f"{platform.system()} {platform.machine()}.",
@@ -345,7 +346,10 @@ def main() -> None:
     figures = Figures()
     with tempfile.TemporaryDirectory(prefix="feedrouter-spark-bench-") as tmp:
         home = Path(tmp)
-        run_bench(args, home, figures)
+        try:
+            run_bench(args, home, figures)
+        finally:
+            embedded.stop(home)  # the embedded catalog's server lives under the scratch folder
     write_report(args, figures, args.output)
 
 
@@ -362,7 +366,7 @@ def run_bench(args: argparse.Namespace, home: Path, figures: Figures) -> None:
             target_match_rate=args.match_rate,
             documents=documents[:200],
         )
-    engine = open_catalog(f"sqlite:///{home / 'feedrouter.db'}")
+    engine = create_catalog_engine(embedded.ensure_started(home))
     load_catalog(engine, home, texts)
     plans = FileStore(home / "plans")
     with timed(figures, "build plan"):
