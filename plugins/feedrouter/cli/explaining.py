@@ -19,7 +19,7 @@ from feedrouter.errors import error
 if TYPE_CHECKING:
     from feedrouter import Router
     from feedrouter.plan.index import Probe
-    from feedrouter.plan.planner import SubscriptionPlan
+    from feedrouter.plan.results import SubscriptionPlan
 
 
 def check_known(path: Path, ids: list[str], wanted_id: str) -> None:

@@ -9,29 +9,14 @@ per-document result, and removing a subscription releases exactly what it held.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
 from enum import Enum
 
-from feedrouter.engine.document import iter_text_nodes
 from feedrouter.engine.nfa import Nfa
 from feedrouter.errors import CompileError, CompileWarning
 from feedrouter.lang import ast
-from feedrouter.output.factory import (
-    ElementTemplate,
-    Item,
-    Op,
-    Slot,
-    SlotElement,
-    Template,
-    compile_constructor,
-    flatten,
-    render_items,
-    render_wrapped,
-)
+from feedrouter.output.factory import Slot, Template, compile_constructor
 from feedrouter.output.factory import wrapper_template as make_wrapper
 from feedrouter.plan.claims import no_duplicates, no_duplicates_on, ordered_on
-from feedrouter.plan.context import DocumentContext
 from feedrouter.plan.never_matches import never_matches
 from feedrouter.plan.nodesets import is_recursive, steps_of
 from feedrouter.plan.operators import (
@@ -43,9 +28,9 @@ from feedrouter.plan.operators import (
     WhereFilter,
 )
 from feedrouter.plan.optimize import Optimize, RuleContext
-from feedrouter.plan.patterns import PathPattern, absolute_pattern, format_pattern, relative_pattern
+from feedrouter.plan.patterns import PathPattern, absolute_pattern, relative_pattern
+from feedrouter.plan.results import ReturnItem, SubscriptionPlan
 from feedrouter.plan.rules import rewrite as apply_rules
-from feedrouter.plan.search import search_all
 from feedrouter.plan.shared_join import SharedSelection, shared_selection_plan
 from feedrouter.schema import DtdGraph
 
@@ -73,163 +58,6 @@ class Strategy(Enum):
     @property
     def returns_in_nfa(self) -> bool:
         return self is Strategy.FWR
-
-
-class SlotRef:
-    """One return item under one default namespace: the key of its slot bytes in a document's memo.
-
-    Each :class:`ReturnItem` hands out one ref per namespace (:meth:`ReturnItem.ref`), and return
-    items are interned, so every plan that returns ``$v/title`` into the same scope holds the same
-    ref and reuses the bytes built for a binding.
-    """
-
-    __slots__ = ("default_ns", "item")
-
-    def __init__(self, item: ReturnItem, default_ns: str) -> None:
-        self.item = item
-        self.default_ns = default_ns
-
-    def build(self, ctx: DocumentContext, bound: int) -> bytes:
-        """Build this slot's bytes for one binding and file them in the memo, so that they are
-        built once per document (the result loop looks the memo up first: a call costs more)."""
-        profiler = ctx.profiler
-        if profiler is None:
-            data = render_items(self.item.select(ctx, bound), ctx, self.default_ns)
-        else:
-            items = self.item.items(ctx, bound)
-            with profiler.measure("message factory"):
-                data = render_items(items, ctx, self.default_ns)
-        ctx.slot_bytes[self, bound] = data
-        return data
-
-
-@dataclass(eq=False)
-class ReturnItem:
-    """One return slot: the bound node itself, or a path from it (through the NFA or a tree search).
-
-    The planner interns return items, so subscriptions returning the same path share one object and
-    its per-document memo (keyed by identity).
-    """
-
-    pattern: PathPattern | None
-    text: bool = False
-    plan: PatternPlan | None = None
-    dedupe: bool = True  # False where Claim 3 proves the return stream has no duplicates
-    refs: dict[str, SlotRef] = field(default_factory=dict, repr=False)
-
-    @property
-    def key(self) -> tuple:
-        """What the items depend on: return items with one key are interned as one."""
-        return (self.pattern, self.text, self.dedupe, self.plan is not None)
-
-    def ref(self, default_ns: str) -> SlotRef:
-        ref = self.refs.get(default_ns)
-        if ref is None:
-            ref = self.refs[default_ns] = SlotRef(self, default_ns)
-        return ref
-
-    def items(self, ctx: DocumentContext, bound: int) -> Sequence[Item]:
-        if ctx.profiler is not None:
-            category = "OuterJoin-Select" if self.plan is not None else "Return-Select"
-            with ctx.profiler.measure(category):
-                return self.select(ctx, bound)
-        return self.select(ctx, bound)
-
-    def select(self, ctx: DocumentContext, bound: int) -> Sequence[Item]:
-        """The items of this slot for one binding (unprofiled)."""
-        if self.pattern is None:
-            nodes = [bound]
-        elif self.plan is not None:
-            nodes = self.plan.group(ctx, self.pattern.base - 1, bound, self.dedupe)
-        else:
-            nodes = search_all(ctx, bound, self.pattern)
-        if not self.text:
-            return nodes  # shared with the GroupBy's memo: read only
-        return [(nid, index) for nid in nodes for index, _ in iter_text_nodes(ctx.nodes[nid])]
-
-    def describe(self) -> str:
-        if self.pattern is None:
-            return "$bound"
-        if self.plan is not None:
-            how = "OuterJoin-Select over GroupBy" + ("" if self.dedupe else " (no DupElim: Claim 3)")
-        else:
-            how = "Return-Select[tree]"
-        return f"{how}({format_pattern(self.pattern)}{'/text()' if self.text else ''})"
-
-
-Code = bytes | SlotRef | SlotElement[SlotRef]
-
-
-def _resolve(op: Op, returns: tuple[ReturnItem, ...]) -> Code:
-    if isinstance(op, bytes):
-        return op
-    if isinstance(op, Slot):
-        return returns[op.index].ref(op.default_ns)
-    refs = tuple(returns[slot.index].ref(slot.default_ns) for slot in op.slots)
-    return SlotElement(op.start, op.end, op.empty, refs)
-
-
-@dataclass
-class SubscriptionPlan:
-    """Everything needed to turn the engine's streams into one subscription's result.
-
-    Only what routing and :meth:`~feedrouter.router.Router.explain` read is kept: a compiled plan is
-    pickled into the plan artifact and unpickled by every executor, and the subscription's text and
-    syntax tree (about half of an artifact) are not needed once the plan is built.
-    """
-
-    sid: str
-    is_flwr: bool
-    main: PatternPlan
-    returns: tuple[ReturnItem, ...]
-    template: Template
-    wrapper: ElementTemplate | None
-    held: list[PatternPlan] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)  # rewrites applied
-    warning: CompileWarning | None = None  # FR304: it can never match a document valid under the DTD
-    signature: tuple = field(init=False, repr=False)
-    code: tuple[Code, ...] = field(init=False, repr=False)  # the template, flattened and resolved
-
-    def __post_init__(self) -> None:
-        self.code = tuple(_resolve(op, self.returns) for op in flatten(self.template))
-        # What the result depends on, and nothing else: plans with one signature give one result.
-        # Patterns stand for their interned plans (the planner interns by pattern).
-        returns = tuple(r.key for r in self.returns)
-        self.signature = (self.is_flwr, self.main.pattern, returns, self.template, self.wrapper)
-
-    def bindings(self, ctx: DocumentContext) -> list[int]:
-        """The bound nodes (FLWR) or selected nodes (filter), distinct and in document order."""
-        bound = ctx.bindings.get(self.main)
-        if bound is None:
-            bound = ctx.bindings[self.main] = self.main.bound_nodes(ctx)
-        return bound
-
-    def result(self, ctx: DocumentContext, bound: list[int]) -> bytes:
-        """The FLWR result: each binding through the template, concatenated, in the wrapper.
-
-        The hot loop of routing (once per matched plan and binding): the template is pre-flattened,
-        its slots resolved to the shared refs whose bytes sit in the per-document memo.
-        """
-        memo = ctx.slot_bytes
-        parts: list[bytes] = []
-        append = parts.append
-        get = memo.get
-        for b in bound:
-            for op in self.code:
-                # the class is read once per op for speed; mypy does not narrow op through it
-                kind = op.__class__
-                if kind is bytes:
-                    append(op)  # type: ignore[arg-type]
-                elif kind is SlotRef:
-                    data = get((op, b))
-                    append(op.build(ctx, b) if data is None else data)  # type: ignore[union-attr]
-                else:  # an element holding only slots: <e/> when they are all empty
-                    # the memo first: a call per slot costs more than the look-up
-                    body = b"".join(
-                        [d if (d := get((r, b))) is not None else r.build(ctx, b) for r in op.slots]  # type: ignore[union-attr]
-                    )
-                    append(op.start + body + op.end if body else op.empty)  # type: ignore[union-attr]
-        return render_wrapped(self.wrapper, b"".join(parts))
 
 
 class Planner:

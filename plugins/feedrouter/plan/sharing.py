@@ -3,7 +3,7 @@
 Large populations repeat themselves: many subscribers ask for the same stories, and many texts that
 differ in spelling (variable names, whitespace, ``//`` the DTD makes superfluous, a ``*`` the DTD
 fixes) lower to the same plan. Two subscription plans are identical when their structural
-:attr:`~feedrouter.plan.planner.SubscriptionPlan.signature` is: the same main pattern, the same
+:attr:`~feedrouter.plan.results.SubscriptionPlan.signature` is: the same main pattern, the same
 return items and the same result template. A :class:`PlanGroup` holds such subscriptions; the
 selection index files the group, not each member, so a document evaluates the plan and builds the
 result bytes once and hands the same bytes object to every member (paper 000 §6.6: "queries sharing
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from feedrouter.plan.index import Probe
-    from feedrouter.plan.planner import SubscriptionPlan
+    from feedrouter.plan.results import SubscriptionPlan
 
 
 @dataclass(eq=False)

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from feedrouter import Router
-from feedrouter.plan.planner import SubscriptionPlan
+from feedrouter.plan.results import SubscriptionPlan
 from feedrouter.plan.sharing import SharedPlans
 from tests.unit.support import BOOK_DOC, toggle
 
