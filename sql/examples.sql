@@ -35,7 +35,7 @@ SELECT s.id, f.id, v.name, v.query
 FROM feedrouter.subscribers s, feedrouter.feeds f,
      (VALUES ('sf-editions', $q$/nitf[head/pubdata[@edition.area = "SF"]]$q$),
              ('english-stories', $q$for $s in //story where $s/@lang = "en" return <story>{ $s/text() }</story>$q$),
-             ('bilingual', $q$//story[@lang = 'en' or @lang = 'fr']$q$)  -- 'or' is not supported: invalid
+             ('tokenized', $q$//story[tokenize(@lang, ' ') = 'en']$q$)  -- tokenize() is not supported: invalid
      ) AS v(name, query)
 WHERE s.name = 'acme-research' AND f.name = 'wire';
 

@@ -238,6 +238,7 @@ TABLE: dict[str, tuple[type[FeedrouterError], str]] = {
     "FR112": (SubscriptionError, "invalid literal"),
     "FR113": (SubscriptionError, "empty subscription"),
     "FR114": (SubscriptionError, "subscription text too long or too complex"),
+    "FR115": (SubscriptionError, "too many alternatives"),
     # documents (engine, delivery)
     "FR200": (DocumentError, "malformed document"),
     "FR201": (DocumentError, "document too large"),

@@ -39,8 +39,8 @@ from feedrouter.plan.index import SelectionIndex, find_probe
 from feedrouter.plan.operators import PatternPlan
 from feedrouter.plan.optimize import Optimize
 from feedrouter.plan.planner import Planner, Strategy
-from feedrouter.plan.results import SubscriptionPlan
 from feedrouter.plan.profile import Profiler
+from feedrouter.plan.results import SubscriptionPlan
 from feedrouter.plan.sharing import PlanGroup, SharedPlans
 from feedrouter.schema import DtdGraph
 from feedrouter.schema.dtd import load_dtd

@@ -119,7 +119,7 @@ def news_catalog(
             add_subscriber(conn, name, f"{feed.output_base}/{name}")
         for i, query in enumerate(texts):
             add_subscription(conn, SUBSCRIBERS[i % 3], feed.name, f"s{i:02d}", query)
-        add_subscription(conn, "alice", feed.name, "broken", "//story[@a = 1 or @b = 2]")
+        add_subscription(conn, "alice", feed.name, "broken", "//story[@a = 1 || @b = 2]")
         add_subscription(conn, "bob", feed.name, "nothing", "//no-such-element")
 
 

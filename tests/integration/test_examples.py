@@ -35,10 +35,10 @@ def test_the_documented_sql_gives_the_documented_catalog(
         ).one()
         status = conn.execute(text("SELECT * FROM feedrouter.feed_status WHERE feed = 'wire'")).one()
     assert (problem.subscription, problem.error_code, problem.error_line, problem.error_column) == (
-        "bilingual",
-        "FR104",
+        "tokenized",
+        "FR108",
         1,
-        22,
+        9,
     )
     assert status.up_to_date and status.catalog_version == result.catalog_version
     _, plan = load_latest_plan(catalog, "wire", store)

@@ -85,8 +85,8 @@ def test_every_readme_sql_block_runs_verbatim(catalog_url: str, tmp_path: Path) 
     problems = next(
         out for block, out in zip(blocks[1:], outputs, strict=True) if "subscription_problems" in block
     )
-    assert "bilingual" in problems and "FR104" in problems
-    assert re.search(r"\|\s+1\s+\|\s+22\s+\|", problems), problems  # line 1, column 22 as documented
+    assert "tokenized" in problems and "FR108" in problems
+    assert re.search(r"\|\s+1\s+\|\s+9\s+\|", problems), problems  # line 1, column 9 as documented
     status = next(out for block, out in zip(blocks[1:], outputs, strict=True) if "feed_status" in block)
     assert "wire" in status and "LISTEN" in status
     # The spark_conf block took effect, as strings.

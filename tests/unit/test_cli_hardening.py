@@ -187,7 +187,7 @@ def test_repeated_keys_of_a_json_object_are_refused(tmp_path: Path) -> None:
 def test_names_with_terminal_control_characters_are_printed_escaped(tmp_path: Path) -> None:
     evil_file = "m\x1b]0;owned\x07.xml"
     docs = docs_folder(tmp_path, {evil_file: b"<a>", "ok.xml": b"<a/>"})
-    result = route(tmp_path, {"s\x1b[2J\u202e": "//b[1]", "q": "//b"}, docs)
+    result = route(tmp_path, {"s\x1b[2J\u202e": "//b[position()]", "q": "//b"}, docs)
     assert result.exit_code == 0
     assert "\x1b" not in result.output and "\x07" not in result.output and "\u202e" not in result.output
     assert "skipped subscription s\\x1b[2J\\u202e" in result.output
@@ -218,7 +218,7 @@ def test_an_unwritable_output_folder_is_one_clean_error(tmp_path: Path) -> None:
 
 def test_explain_of_an_unknown_or_invalid_subscription_is_one_clean_error(tmp_path: Path) -> None:
     subs = tmp_path / "s.json"
-    subs.write_text('{"q": "//a", "bad": "//a[1]"}')
+    subs.write_text('{"q": "//a", "bad": "//a[position()]"}')
     for sid, code in (("nope", "FR301"), ("bad", "FR107")):
         result = invoke("explain", "--subscriptions", str(subs), "--id", sid)
         assert result.exit_code == 1 and f"[{code}]" in result.output

@@ -14,16 +14,8 @@ from feedrouter.errors import Span
 
 
 class Axis(Enum):
-    """A step's axis. ``//name`` and an explicit ``descendant::name`` are both DESCENDANT: they select
-    the same nodes, and positional predicates are kept off explicit ``descendant::`` steps by the
-    parser (``//p[1]`` counts among siblings, ``descendant::p[1]`` among all descendants).
-    SELF and DESCENDANT_OR_SELF are only ever explicit (``self::a``, ``descendant-or-self::a``);
-    ``.`` is a path with no steps, as before."""
-
     CHILD = "/"
     DESCENDANT = "//"
-    SELF = "self::"
-    DESCENDANT_OR_SELF = "descendant-or-self::"
 
 
 class CompOp(Enum):
@@ -50,17 +42,9 @@ _FLIPPED = {
 }
 
 
-#: The wildcard part of a name test: ``QName(ANY, "creator")`` is ``*:creator`` (any namespace),
-#: ``QName(uri, ANY)`` is ``n:*`` (any local name in ``uri``), ``QName(ANY, ANY)`` is ``@*`` on
-#: attributes. An element step's plain ``*`` stays ``Step.name is None``. The parser refuses a prolog
-#: that binds a prefix to the URI "*", so the marker cannot collide with a real namespace.
-ANY = "*"
-
-
 @dataclass(frozen=True)
 class QName:
-    """A resolved name; ``uri`` is "" for no namespace, :data:`ANY` in a wildcard name test.
-    ``clark`` of a wildcard is lxml's own spelling of it (``{*}creator``, ``{uri}*``, ``*``)."""
+    """A resolved name; ``uri`` is "" for no namespace."""
 
     uri: str
     local: str
@@ -69,13 +53,7 @@ class QName:
     @property
     def clark(self) -> str:
         """The name as lxml spells element and attribute names: ``{uri}local`` or ``local``."""
-        if self.uri == ANY and self.local == ANY:
-            return ANY
         return f"{{{self.uri}}}{self.local}" if self.uri else self.local
-
-    @property
-    def wildcard(self) -> bool:
-        return ANY in (self.uri, self.local)
 
     def __str__(self) -> str:
         return f"{self.prefix}:{self.local}" if self.prefix else self.local
@@ -95,7 +73,7 @@ class Literal:
 
 @dataclass(frozen=True)
 class AttributeTest:
-    """A final ``@name`` step (``@*`` is ``QName(ANY, ANY)``, ``@n:*`` is ``QName(uri, ANY)``)."""
+    """A final ``@name`` step."""
 
     name: QName
 
@@ -132,23 +110,9 @@ class RelPath:
 
 @dataclass(frozen=True)
 class AbsPath:
-    """An absolute path of element steps (``/a//b[...]``): binding paths and filter subscriptions.
-
-    ``tail`` is a final ``text()`` (a filter subscription delivering text nodes, as in
-    ``//hedline/hl1/text()``) or, inside a function argument only, ``@name``.
-    """
+    """An absolute path of element steps (``/a//b[...]``): binding paths and filter subscriptions."""
 
     steps: tuple[Step, ...]
-    span: Span | None = field(default=None, compare=False)
-    tail: Tail | None = None
-
-
-@dataclass(frozen=True)
-class Union:
-    """``p1 | p2 | ...`` of absolute paths, as a filter subscription or a ``for`` binding: the nodes
-    any of them selects, each once, in document order (XQuery's ``|``)."""
-
-    paths: tuple[AbsPath, ...]
     span: Span | None = field(default=None, compare=False)
 
 
@@ -188,11 +152,14 @@ class Call:
     """A function call on one argument path. ``name`` is one of :data:`STRING_FUNCTIONS`,
     :data:`MATCH_FUNCTIONS` or ``count``.
 
-    ``arg`` is relative to the context (``.`` is ``RelPath()``), or absolute where the text says so
-    (``count(//p)``); an argument may itself be a call (``contains(lower-case(title), "x")``).
+    ``arg`` is relative to the context (``.`` is ``RelPath()``; in a where clause, to the bound
+    variable), or absolute where the text says so (``count(//p)``); an argument may itself be a call
+    (``contains(lower-case(title), "x")``).
     ``literals`` are the further arguments of a match function (the needle; the pattern and its
     flags). The argument of a string function must be at most one item in XQuery (XPTY0004 otherwise,
-    a dynamic error), which feedrouter treats like FORG0001: the condition does not hold.
+    a dynamic error), which feedrouter treats like FORG0001: that call's condition does not hold.
+    Every function of the subset gives exactly one value, the empty argument included
+    (``lower-case(())`` is ``""``, ``string-length(())`` is 0).
     """
 
     name: str
@@ -212,7 +179,8 @@ class Test:
 @dataclass(frozen=True)
 class CallComparison:
     """``call op literal``: ``lower-case(@lang) = "en"``, ``string-length(title) > 5``,
-    ``count(.//p) > 3``. A call gives one value (or the empty sequence: then it is false)."""
+    ``count(.//p) > 3``. The parser checks that a string function is compared with a string and a
+    numeric one with a number (XPTY0004 in XQuery otherwise)."""
 
     call: Call
     op: CompOp
@@ -260,14 +228,20 @@ class Or:
 Condition = Comparison | Exists | Test | CallComparison | Position | Not | And | Or
 
 
+def is_positional(condition: Condition) -> bool:
+    """Whether a condition reads the context position or size (a Position anywhere in it)."""
+    if isinstance(condition, Position):
+        return True
+    if isinstance(condition, (And, Or)):
+        return any(is_positional(t) for t in condition.terms)
+    if isinstance(condition, Not):
+        return is_positional(condition.operand)
+    return False
+
+
 @dataclass(frozen=True)
 class Enclosed:
-    """``{ $s/a, $s//b }`` inside a constructor: paths relative to the bound variable.
-
-    A path ending in ``@name`` (or ``@*``) gives attribute nodes: inside an element constructor they
-    become attributes of the constructed element, and must come before any other content (XQTY0024
-    otherwise: the parser rejects what it can see, the planner what only the path's shape proves).
-    """
+    """``{ $s/a, $s//b }`` inside a constructor: paths relative to the bound variable."""
 
     paths: tuple[RelPath, ...]
     span: Span | None = field(default=None, compare=False)
@@ -275,95 +249,40 @@ class Enclosed:
 
 @dataclass(frozen=True)
 class TextContent:
-    """Literal character data written inside a constructor (boundary whitespace already dropped;
-    character and entity references already replaced)."""
+    """Literal character data written inside a constructor (boundary whitespace already dropped)."""
 
     text: str
-
-
-@dataclass(frozen=True)
-class CommentContent:
-    """A direct comment constructor ``<!-- text -->`` inside a constructor."""
-
-    text: str
-
-
-@dataclass(frozen=True)
-class AttributeConstructor:
-    """``name="..."`` on a direct constructor. ``parts`` is the attribute value template: literal
-    strings (references replaced, ``{{``/``}}`` unescaped) and enclosed paths (``year="{ $b/@year }"``),
-    whose atomized values are joined by single spaces, as XQuery does."""
-
-    name: QName
-    parts: tuple[str | Enclosed, ...] = ()
-    span: Span | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
 class Constructor:
-    """A direct element constructor ``<name a="v" xmlns:p="uri">…</name>``.
-
-    ``namespaces`` are the namespace declaration attributes written on it, in order (prefix "" for
-    ``xmlns="uri"``); names inside are already resolved against them.
-    """
+    """A direct element constructor ``<name>…</name>`` without attributes."""
 
     name: QName
-    content: tuple[Constructor | Enclosed | TextContent | CommentContent, ...] = ()
-    span: Span | None = field(default=None, compare=False)
-    attributes: tuple[AttributeConstructor, ...] = ()
-    namespaces: tuple[tuple[str, str], ...] = ()
-
-
-@dataclass(frozen=True)
-class Items:
-    """``return ($i/title, $i/link)`` or ``return (<a/>, $i/b)``: items in order, concatenated."""
-
-    items: tuple[Constructor | RelPath, ...]
+    content: tuple[Constructor | Enclosed | TextContent, ...] = ()
     span: Span | None = field(default=None, compare=False)
 
 
-Return = Constructor | RelPath | Items
-
-
-@dataclass(frozen=True)
-class OrderSpec:
-    """One ``order by`` key: the bound variable or a path from it (``$s/@date``, ``$s/price``),
-    compared as strings by codepoint or, with ``numeric`` (the text wrote ``number(...)`` or
-    ``xs:double(...)``), as doubles; ``empty_greatest`` is ``empty greatest``. XQuery sorts NaN as
-    the least non-empty value and keeps equal keys in input order (``stable order by``; feedrouter is
-    stable always, which plain ``order by`` allows)."""
-
-    path: RelPath
-    descending: bool = False
-    empty_greatest: bool = False
-    numeric: bool = False
-    span: Span | None = field(default=None, compare=False)
+Return = Constructor | RelPath
 
 
 @dataclass(frozen=True)
 class Flwr:
-    """``for $var in binding [let ...] [where c1 and c2 ...] [order by ...] return ret``, optionally
-    inside one constant element.
-
-    ``let $t := $s/title`` aliases are substituted by the parser (``$t/x`` becomes ``$s/title/x``:
-    the same nodes, as XQuery gives them), so they leave no trace here.
-    """
+    """``for $var in binding [where c1 and c2 ...] return ret``, optionally inside one constant element."""
 
     var: str
-    binding: AbsPath | Union
+    binding: AbsPath
     where: tuple[Condition, ...]
     ret: Return
     wrapper: QName | None = None
     span: Span | None = field(default=None, compare=False)
-    order: tuple[OrderSpec, ...] = ()
 
 
 @dataclass(frozen=True)
 class Filter:
-    """A filter subscription: an absolute path or a union of them; its result is the nodes selected,
-    each once, in document order."""
+    """A filter subscription: one absolute path; its result is the nodes it selects, in document order."""
 
-    path: AbsPath | Union
+    path: AbsPath
     span: Span | None = field(default=None, compare=False)
 
 
@@ -375,4 +294,3 @@ class Subscription:
     namespaces: tuple[tuple[str, str], ...] = ()
     default_element_namespace: str = ""
     text: str = field(default="", compare=False)
-    version: str = ""  # the version declaration's, if any (``xquery version "3.1";``)

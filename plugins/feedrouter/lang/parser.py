@@ -23,13 +23,17 @@ Decisions where the contract is silent (each is the conservative reading of XQue
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from feedrouter.errors import ErrorDetail, Span, SubscriptionError, error
 from feedrouter.lang.ast import (
+    MATCH_FUNCTIONS,
     AbsPath,
+    And,
     AttributeTest,
     Axis,
+    Call,
+    CallComparison,
     Comparison,
     CompOp,
     Condition,
@@ -39,14 +43,19 @@ from feedrouter.lang.ast import (
     Filter,
     Flwr,
     Literal,
+    Not,
+    Or,
+    Position,
     QName,
     RelPath,
     Return,
     Step,
     Subscription,
     Tail,
+    Test,
     TextContent,
     TextTest,
+    is_positional,
 )
 from feedrouter.lang.lexer import (
     Diagnostics,
@@ -88,6 +97,9 @@ MAX_DEPTH = 64
 #: Steps, conditions and constructor items of one subscription together (FR114 past it): a 64 KiB
 #: text could still hold some 30,000, and each costs NFA states and plan operators for every document.
 MAX_PARTS = 2048
+#: Alternatives of one ``or`` (a literal sequence counts each literal): past this many a condition
+#: is refused (FR115) rather than split into that many conjunctive plans.
+MAX_ALTERNATIVES = 64
 
 Where = str  # "predicate" or "where": which kind of condition is being read
 
@@ -138,6 +150,7 @@ class _Parser:
         self.var: str | None = None
         self.depth = 0
         self.parts = 0
+        self.predicate_start = -1  # where the innermost predicate's expression starts
         self.tok = Token("eof", "", 0, 0)
 
     # -- token plumbing ----------------------------------------------------------------------------
@@ -585,7 +598,11 @@ class _Parser:
                 self.diag.add("FR100", "empty predicate '[]'", opener.start)
                 conditions: tuple[Condition, ...] = ()
             else:
-                conditions = self.conditions("predicate")
+                outer, self.predicate_start = self.predicate_start, self.tok.start
+                try:
+                    conditions = self.conditions("predicate")
+                finally:
+                    self.predicate_start = outer
             self.close("]", opener, "the predicate")
             self.advance()
         finally:
@@ -648,24 +665,67 @@ class _Parser:
     # -- conditions --------------------------------------------------------------------------------
 
     def conditions(self, where: Where) -> tuple[Condition, ...]:
-        """Conditions joined by ``and``; a bad one is reported and skipped up to the next ``and``."""
-        found: list[Condition] = []
+        """A predicate's or where clause's expression, as its top-level ``and`` terms.
+
+        In a predicate, positional terms move to the front (several together as one ``And``): every
+        term of one predicate sees the same context position, so ``[@x and position() <= 3]`` is
+        ``[position() <= 3][@x]``, and the step's predicates can be read as a sequence of filters.
+        """
+        found = self.or_condition(where)
+        terms = found.terms if isinstance(found, And) else (found,)
+        if where != "predicate":
+            return terms
+        positional = tuple(t for t in terms if is_positional(t))
+        rest = tuple(t for t in terms if not is_positional(t))
+        if len(positional) > 1:
+            return (And(positional, positional[0].span), *rest)
+        return positional + rest
+
+    def or_condition(self, where: Where) -> Condition:
+        start = self.tok
+        terms = [self.and_condition(where)]
+        while self.tok.is_name("or"):
+            self.advance()
+            terms.append(self.and_condition(where))
+        if len(terms) == 1:
+            return terms[0]
+        return self.alternatives(_flattened(terms, Or), start)
+
+    def alternatives(self, terms: tuple[Condition, ...], start: Token) -> Or:
+        if len(terms) > MAX_ALTERNATIVES:
+            message = (
+                f"{len(terms)} alternatives in one condition; at most {MAX_ALTERNATIVES} are supported "
+                "(split the subscription, or test a shared value, e.g. with contains())"
+            )
+            raise self.diag.fail("FR115", message, start.start)
+        return Or(terms, self.span(start.start))
+
+    def and_condition(self, where: Where) -> Condition:
+        """Conditions joined by ``and``; a bad one is reported and skipped up to the next ``and``/``or``."""
+        start = self.tok
+        terms: list[Condition] = []
         while True:
             try:
-                found.append(self.condition(where))
+                terms.append(self.condition(where))
             except Recover:
-                self.skip_until(lambda t: t.is_name("and", "or", "return"))
-            tok = self.tok
-            if tok.is_name("or"):
-                place = "predicates" if where == "predicate" else "where clauses"
-                self.diag.add("FR104", f"'or' is not supported in {place}; use two subscriptions", tok.start)
-            elif not tok.is_name("and"):
-                return tuple(found)
+                self.skip_until(lambda t: t.is_name("and", "or", "return", "order", "stable"))
+            if not self.tok.is_name("and"):
+                break
             self.advance()
+        if not terms:  # every term was reported; the subscription fails, the tree is never used
+            return Exists(RelPath())
+        return terms[0] if len(terms) == 1 else And(_flattened(terms, And), self.span(start.start))
 
     def condition(self, where: Where) -> Condition:
         start = self.tok
         self.count_part(start.start)
+        nxt = self.peek()
+        if start.is_punct("(") and not (nxt.kind in ("string", "number") or nxt.is_punct("-", "+", ")")):
+            return self.parenthesized(where)
+        if nxt.is_punct("(") and start.kind == "name":
+            special = self.boolean_call(start, where)
+            if special is not None:
+                return special
         left = self.operand(where)
         tok = self.tok
         op = COMPARISONS.get(tok.text) if tok.kind == "punct" else None
@@ -682,44 +742,196 @@ class _Parser:
         right = self.operand(where)
         if COMPARISONS.get(self.tok.text) and self.tok.kind == "punct":
             raise self.diag.recover("FR100", "comparisons cannot be chained", self.tok.start)
-        return self.comparison(left, op, right, start)
+        return self.comparison(left, op, right, start, where)
 
-    def existence(self, left: RelPath | Literal, start: Token, where: Where) -> Exists:
-        message = _operator_message(self.tok)
-        if message:
-            raise self.diag.recover("FR104", message, self.tok.start)
-        if isinstance(left, Literal):
-            if left.numeric and where == "predicate":
-                message = (
-                    "positional predicates such as [1] are not supported; compare a value, e.g. [@n = 1]"
-                )
-                raise self.diag.recover("FR107", message, start.start)
-            raise self.diag.recover(
-                "FR104", "a literal alone is not a condition; compare a path with it", start.start
+    def parenthesized(self, where: Where) -> Condition:
+        opener = self.advance()
+        self.enter()
+        try:
+            inner = self.or_condition(where)
+            self.close(")", opener, "the parenthesized condition")
+            self.advance()
+        finally:
+            self.depth -= 1
+        return inner
+
+    def boolean_call(self, tok: Token, where: Where) -> Condition | None:
+        """``not(c)``, ``empty(p)``, ``exists(p)``, ``contains(p, "x")``...; None for other names."""
+        name = _function_name(tok)
+        if name in ("not", "empty", "exists"):
+            self.advance()
+            opener = self.advance()
+            self.enter()
+            try:
+                if name == "not":
+                    inner: Condition = self.or_condition(where)
+                else:
+                    inner = Exists(self.exists_path(where), self.span(self.tok.start))
+                self.close(")", opener, f"the argument list of {name}()")
+                self.advance()
+            finally:
+                self.depth -= 1
+            span = self.span(tok.start)
+            return (
+                Exists(inner.path, span)
+                if name == "exists" and isinstance(inner, Exists)
+                else (Not(inner, span))
             )
-        return Exists(left, self.span(start.start))
+        if name in MATCH_FUNCTIONS:
+            call = self.call(where)
+            if self.tok.kind == "punct" and self.tok.text in COMPARISONS:
+                message = f"{name}() gives a boolean; use it as a condition, not in a comparison"
+                raise self.diag.recover("FR104", message, tok.start)
+            return Test(call, call.span)
+        if name in ("true", "false"):
+            raise self.diag.recover("FR108", f"{name}() is not supported; leave the condition out", tok.start)
+        return None
 
-    def comparison(
-        self, left: RelPath | Literal, op: CompOp, right: RelPath | Literal, start: Token
-    ) -> Comparison:
-        span = self.span(start.start)
-        if isinstance(left, RelPath) and isinstance(right, Literal):
-            return Comparison(left, op, right, span)
-        if isinstance(left, Literal) and isinstance(right, RelPath):
-            return Comparison(right, op.flipped, left, span)
+    def call(self, where: Where) -> Call:
+        """A call of a supported function: one argument path (or call) and, for the match functions,
+        the literals after it."""
+        tok = self.advance()
+        name = _function_name(tok)
+        arity = FUNCTION_ARITY.get(name)
+        if arity is None:
+            raise self.diag.recover(*_call_message(tok.text), tok.start)
+        opener = self.advance()
+        self.enter()
+        try:
+            if self.tok.is_punct(")") and arity[0] == 0:
+                arg: RelPath | AbsPath | Call = RelPath((), None, self.span(self.tok.start))
+                literals: list[Literal] = []
+            else:
+                arg = self.call_argument(where)
+                literals = []
+                while self.tok.is_punct(","):
+                    self.advance()
+                    literal = self.literal()
+                    if literal.numeric:
+                        raise self.diag.recover("FR104", f"{name}() takes string literals here", tok.start)
+                    literals.append(literal)
+            self.close(")", opener, f"the argument list of {name}()")
+            self.advance()
+        finally:
+            self.depth -= 1
+        count = 1 + len(literals)
+        if not arity[0] <= count <= arity[1] and not (count == 1 and arity[0] == 0):
+            raise self.diag.recover("FR108", _arity_message(name, arity), tok.start)
+        found = Call(name, arg, tuple(literals), self.span(tok.start))
+        if name == "matches":
+            self.check_regex(found, tok)
+        return found
+
+    def check_regex(self, call: Call, tok: Token) -> None:
+        pattern = str(call.literals[0].value)
+        flags = str(call.literals[1].value) if len(call.literals) > 1 else ""
+        problem = regex_problem(pattern, flags)
+        if problem is not None:
+            self.diag.add("FR112", f"invalid regular expression in matches(): {problem}", tok.start)
+
+    def call_argument(self, where: Where) -> RelPath | AbsPath | Call:
+        tok = self.tok
+        if tok.kind == "name" and self.peek().is_punct("(") and _function_name(tok) in FUNCTION_ARITY:
+            return self.call(where)
+        return self.call_path(where)
+
+    def exists_path(self, where: Where) -> RelPath:
+        if self.tok.is_punct("/", "//"):
+            message = "absolute paths are not supported here; use a relative path such as 'a/b' or './/b'"
+            raise self.diag.recover("FR104", message, self.tok.start)
+        return self.var_path("where") if where == "where" else self.rel_path()
+
+    def call_path(self, where: Where) -> RelPath | AbsPath:
+        """A function's path argument: as in the condition around it, or absolute (``count(//p)``)."""
+        if self.tok.is_punct("/", "//"):
+            return self.abs_path("argument")
+        if where == "where":
+            return self.var_path("where")
+        return self.rel_path()
+
+    def existence(self, left: Operand, start: Token, where: Where) -> Condition:
+        message = _operator_message(self.tok)
+        if message and not (self.tok.is_punct("|") and isinstance(left, RelPath)):
+            raise self.diag.recover("FR104", message, self.tok.start)
         if isinstance(left, RelPath):
-            message = "comparing two paths is not supported; compare a path with a literal"
-        else:
-            message = "comparing two literals is not supported; compare a path with a literal"
+            return self.union_existence(left, start, where)
+        # a number is a position only as a whole predicate ([2]); inside 'and'/'or' it is a boolean
+        whole = start.start == self.predicate_start and self.tok.is_punct("]")
+        if isinstance(left, _PositionCall):
+            if left.last and whole:
+                return Position(CompOp.EQ, None, left.span)
+            name = "last" if left.last else "position"
+            raise self.diag.recover("FR107", f"compare {name}(), e.g. [position() <= 3]", start.start)
+        if isinstance(left, Literal) and left.numeric and where == "predicate":
+            if whole:
+                return Position(CompOp.EQ, float(left.value), left.span)
+            raise self.diag.recover(
+                "FR107", "a number is a position only as a whole predicate; write position() = n", start.start
+            )
+        if isinstance(left, Call):
+            raise self.diag.recover(
+                "FR104", f"{left.name}() gives a value; compare it, e.g. {left.name}(...) = ...", start.start
+            )
+        message = "a literal alone is not a condition; compare a path with it"
         raise self.diag.recover("FR104", message, start.start)
 
-    def operand(self, where: Where) -> RelPath | Literal:
+    def union_existence(self, left: RelPath, start: Token, where: Where) -> Condition:
+        """``a`` or ``a | b | ...`` used as a condition: some path selects a node."""
+        paths = [left]
+        while self.tok.is_punct("|"):
+            self.advance()
+            paths.append(self.var_path("where") if where == "where" else self.rel_path())
+        terms = tuple(Exists(p, p.span) for p in paths)
+        return terms[0] if len(terms) == 1 else self.alternatives(terms, start)
+
+    def comparison(self, left: Operand, op: CompOp, right: Operand, start: Token, where: Where) -> Condition:
+        span = self.span(start.start)
+        if isinstance(right, (RelPath, Call, _PositionCall)) and isinstance(left, (Literal, tuple)):
+            left, right, op = right, left, op.flipped
+        if isinstance(left, _PositionCall) and isinstance(right, _PositionCall) and left.last != right.last:
+            return Position(op if right.last else op.flipped, None, span)  # position() op last()
+        if isinstance(right, (Literal, tuple)):
+            literals = right if isinstance(right, tuple) else (right,)
+            terms = tuple(self.compared(left, op, lit, span, start) for lit in literals)
+            return terms[0] if len(terms) == 1 else self.alternatives(terms, start)
+        if isinstance(left, RelPath) and isinstance(right, RelPath):
+            message = "comparing two paths is not supported; compare a path with a literal"
+        else:
+            message = "this comparison is not supported; compare a path or a function of it with a literal"
+        raise self.diag.recover("FR104", message, start.start)
+
+    def compared(self, left: Operand, op: CompOp, literal: Literal, span: Span, start: Token) -> Condition:
+        if isinstance(left, RelPath):
+            return Comparison(left, op, literal, span)
+        if isinstance(left, _PositionCall):
+            if left.last or not literal.numeric:
+                message = "compare position() with a number or with last()"
+                raise self.diag.recover("FR107", message, start.start)
+            return Position(op, float(literal.value), span)
+        if isinstance(left, Call):
+            numeric = left.name in NUMERIC_FUNCTIONS
+            if numeric != literal.numeric:
+                kind = "a number" if numeric else "a string"
+                message = f"{left.name}() gives {kind}; compare it with {kind} literal (XPTY0004 otherwise)"
+                raise self.diag.recover("FR104", message, start.start)
+            return CallComparison(left, op, literal, span)
+        raise self.diag.recover("FR104", "comparing two literals is not supported", start.start)
+
+    def operand(self, where: Where) -> Operand:
         tok = self.tok
         if tok.kind in ("string", "number") or tok.is_punct("-", "+"):
             return self.literal()
         nxt = self.peek()
+        if tok.is_punct("("):
+            return self.literal_sequence()
+        if tok.kind == "name" and nxt.is_punct("("):
+            name = _function_name(tok)
+            if name in ("position", "last"):
+                return self.position_call(tok, where)
+            if name in FUNCTION_ARITY and name not in MATCH_FUNCTIONS:
+                return self.call(where)
         # steps report calls and axes themselves; here only what cannot start a path at all
-        found = _construct_message(tok, nxt) if tok.is_punct("(") or nxt.is_punct("$") else None
+        found = _construct_message(tok, nxt) if nxt.is_punct("$") else None
         if found is not None:
             raise self.diag.recover(*found, tok.start)
         if where == "where":
@@ -727,6 +939,35 @@ class _Parser:
                 raise self.unexpected(tok, f"a path from ${self.var} or a literal", "where")
             return self.var_path("where")
         return self.rel_path()
+
+    def position_call(self, tok: Token, where: Where) -> _PositionCall:
+        """``position()`` or ``last()``: completed into a :class:`Position` by the comparison."""
+        name = _function_name(tok)
+        self.advance()
+        opener = self.advance()
+        self.close(")", opener, f"the argument list of {name}()")
+        self.advance()
+        if where != "predicate":
+            raise self.diag.recover("FR107", f"{name}() is only supported in a step's predicate", tok.start)
+        if self.tok.is_punct("+", "-", "*") or self.tok.is_name("div", "idiv", "mod"):
+            raise self.diag.recover("FR104", f"arithmetic on {name}() is not supported", self.tok.start)
+        return _PositionCall(name == "last", self.span(tok.start))
+
+    def literal_sequence(self) -> tuple[Literal, ...]:
+        """``("a", "b")``: compared with a path it is an ``or`` of comparisons."""
+        opener = self.advance()
+        found: list[Literal] = []
+        while not self.tok.is_punct(")"):
+            found.append(self.literal())
+            if not self.tok.is_punct(","):
+                break
+            self.advance()
+        self.close(")", opener, "the sequence")
+        self.advance()
+        if not found:
+            message = "the empty sequence '()' compares false; leave it out"
+            raise self.diag.recover("FR104", message, opener.start)
+        return tuple(found)
 
     def literal(self) -> Literal:
         start = self.tok
@@ -976,7 +1217,10 @@ def _call_message(name: str) -> tuple[str, str]:
         return "FR104", f"the kind test '{name}()' is not supported; only text() may end a path"
     if name in ("last", "position"):
         return "FR107", f"positional predicates such as [{name}()] are not supported"
-    return "FR108", f"function calls such as '{name}(...)' are not supported"
+    if name in FUNCTION_ARITY or name in ("not", "empty", "exists"):
+        return "FR108", f"'{name}()' is only supported in a predicate or a where clause"
+    supported = ", ".join([*FUNCTION_ARITY, "not", "empty", "exists", "position", "last"])
+    return "FR108", f"the function '{name}()' is not supported; the subset has {supported}"
 
 
 def _axis_message(name: str) -> str:
@@ -1041,4 +1285,72 @@ def _comparison_message(tok: Token) -> str | None:
         return "'and' is only supported between conditions in a predicate or a where clause"
     if (tok.kind == "punct" and tok.text in COMPARISONS) or tok.is_name(*VALUE_COMPARISONS):
         return "a subscription cannot be a comparison; put it in a predicate, e.g. //a[b = 1]"
+    return None
+
+
+@dataclass(frozen=True)
+class _PositionCall:
+    """``position()`` or ``last()`` read as an operand, before the comparison makes a Position."""
+
+    last: bool
+    span: Span
+
+
+Operand = RelPath | Literal | tuple[Literal, ...] | Call | _PositionCall
+
+#: The functions of the subset and their (least, most) argument counts.
+FUNCTION_ARITY: dict[str, tuple[int, int]] = {
+    "contains": (2, 2),
+    "starts-with": (2, 2),
+    "ends-with": (2, 2),
+    "matches": (2, 3),
+    "lower-case": (1, 1),
+    "upper-case": (1, 1),
+    "normalize-space": (0, 1),
+    "string-length": (0, 1),
+    "string": (0, 1),
+    "count": (1, 1),
+}
+NUMERIC_FUNCTIONS = ("string-length", "count")
+FN_NS = PREDECLARED["fn"]
+
+
+def _function_name(tok: Token) -> str:
+    """The local name of a call in the function namespace (``contains``, ``fn:contains``), else ""."""
+    raw = tok.value
+    if not isinstance(raw, RawName):
+        return ""
+    if raw.uri is not None:
+        return raw.local if raw.uri == FN_NS else ""
+    if raw.prefix in ("", "fn"):
+        return raw.local
+    return ""
+
+
+def _arity_message(name: str, arity: tuple[int, int]) -> str:
+    low, high = arity
+    counts = f"{low}" if low == high else f"{low} or {high}" if high == low + 1 else f"{low} to {high}"
+    return f"{name}() takes {counts} arguments"
+
+
+def _flattened(terms: list[Condition], kind: type[And] | type[Or]) -> tuple[Condition, ...]:
+    """Terms with nested ones of the same kind spliced in: ``(a or b) or c`` is one ``or`` of three."""
+    out: list[Condition] = []
+    for term in terms:
+        out.extend(term.terms if isinstance(term, kind) else (term,))
+    return tuple(out)
+
+
+def regex_problem(pattern: str, flags: str) -> str | None:
+    """Why ``matches(x, pattern, flags)`` would raise FORX0001/FORX0002 in XQuery, or None.
+
+    The XPath regular-expression syntax differs from Python's; elementpath's translator (the
+    well-kept one) turns it into Python's and rejects what XPath rejects.
+    """
+    from feedrouter.lang.regex import compile_regex
+
+    try:
+        compile_regex(pattern, flags)
+    except ValueError as err:
+        return str(err)
     return None

@@ -15,19 +15,27 @@ from decimal import Decimal
 
 from feedrouter.lang.ast import (
     AbsPath,
+    And,
     AttributeTest,
+    Call,
+    CallComparison,
     Comparison,
     CompOp,
     Condition,
     Constructor,
     Enclosed,
+    Exists,
     Filter,
     Flwr,
     Literal,
+    Not,
+    Or,
+    Position,
     QName,
     RelPath,
     Step,
     Subscription,
+    Test,
     TextContent,
 )
 from feedrouter.lang.parser import PREDECLARED, XML_NS
@@ -57,8 +65,14 @@ def to_xpath(sub: Subscription) -> tuple[str, dict[str, str]]:
     text = writer.abs_path(body.binding)
     if body.where:
         # the predicate goes after the last step's own predicates: it filters the bound nodes
-        text += "[" + " and ".join(writer.condition(c, writer.rel_path) for c in body.where) + "]"
+        text += "[" + " and ".join(writer.conjunct(c, writer.rel_path) for c in body.where) + "]"
     return text, writer.prefixes
+
+
+def condition_text(condition: Condition) -> str:
+    """A condition as XQuery predicate text (names with their written prefixes), for explain()."""
+    writer = _XQueryWriter(Subscription(Filter(AbsPath(()))))
+    return writer.condition(condition, writer.rel_path)
 
 
 def match_probe(sub: Subscription) -> str:
@@ -97,13 +111,51 @@ class _Writer:
         return step.axis.value + test + "".join(self.predicate(c) for c in step.predicates)
 
     def predicate(self, condition: Condition) -> str:
+        if isinstance(condition, Position) and condition.op is CompOp.EQ:
+            return "[last()]" if condition.index is None else f"[{_number(condition.index)}]"
         return f"[{self.condition(condition, self.rel_path)}]"
 
     def condition(self, condition: Condition, path_writer: Callable[[RelPath], str]) -> str:
-        path = path_writer(condition.path)
         if isinstance(condition, Comparison):
+            path = path_writer(condition.path)
             return f"{path} {condition.op.value} {self.literal(condition.literal, condition.op)}"
-        return path
+        if isinstance(condition, Exists):
+            return path_writer(condition.path)
+        if isinstance(condition, Or):
+            return " or ".join(self.condition(t, path_writer) for t in condition.terms)
+        if isinstance(condition, And):
+            return " and ".join(self.conjunct(t, path_writer) for t in condition.terms)
+        if isinstance(condition, Not):
+            return f"not({self.condition(condition.operand, path_writer)})"
+        if isinstance(condition, Test):
+            return self.call(condition.call, path_writer)
+        if isinstance(condition, CallComparison):
+            literal = self.literal(condition.literal, condition.op)
+            return f"{self.call(condition.call, path_writer)} {condition.op.value} {literal}"
+        return self.position(condition)
+
+    def conjunct(self, condition: Condition, path_writer: Callable[[RelPath], str]) -> str:
+        """A term of ``and``: an ``or`` in parentheses (``and`` binds tighter)."""
+        text = self.condition(condition, path_writer)
+        return f"({text})" if isinstance(condition, Or) else text
+
+    def position(self, position: Position) -> str:
+        bound = "last()" if position.index is None else _number(position.index)
+        return f"position() {position.op.value} {bound}"
+
+    def call(self, call: Call, path_writer: Callable[[RelPath], str]) -> str:
+        self.check_function(call.name)
+        if isinstance(call.arg, Call):
+            arg = self.call(call.arg, path_writer)
+        elif isinstance(call.arg, AbsPath):
+            arg = self.abs_path(call.arg)
+        else:
+            arg = path_writer(call.arg)
+        literals = "".join(", " + self.literal(lit, CompOp.EQ) for lit in call.literals)
+        return f"{call.name}({arg}{literals})"
+
+    def check_function(self, name: str) -> None:
+        """Raise ValueError where the target language lacks the function."""
 
     def rel_path(self, path: RelPath) -> str:
         """A path relative to a predicate's context node: ``.``, ``@a``, ``a/b``, ``.//c/text()``."""
@@ -155,8 +207,11 @@ class _XQueryWriter(_Writer):
     def for_where(self, flwr: Flwr) -> str:
         text = f"for ${flwr.var} in {self.abs_path(flwr.binding)}"
         if flwr.where:
-            text += "\nwhere " + " and ".join(self.condition(c, self.var_path) for c in flwr.where)
+            text += "\nwhere " + " and ".join(self.where_term(c) for c in flwr.where)
         return text
+
+    def where_term(self, condition: Condition) -> str:
+        return self.conjunct(condition, self.var_path)
 
     def var_path(self, path: RelPath) -> str:
         var = f"${self.flwr_var}"
@@ -209,6 +264,10 @@ class _XPathWriter(_Writer):
         self.prefixes[prefix] = name.uri
         return prefix
 
+    def check_function(self, name: str) -> None:
+        if name not in XPATH1_FUNCTIONS:
+            raise ValueError(f"XPath 1.0 has no function {name}()")
+
     def literal(self, literal: Literal, op: CompOp) -> str:
         value = literal.value
         if isinstance(value, float):
@@ -217,6 +276,10 @@ class _XPathWriter(_Writer):
         if op not in (CompOp.EQ, CompOp.NE):
             raise ValueError(f"XPath 1.0 cannot order strings: '{op.value}' with the string {value!r}")
         return _xpath_string(value)
+
+
+#: The subset's functions that XPath 1.0 has too, with the same meaning on one node.
+XPATH1_FUNCTIONS = ("contains", "starts-with", "normalize-space", "string-length", "string", "count")
 
 
 def _string(value: str) -> str:

@@ -18,6 +18,7 @@ from feedrouter.engine.runtime import Matches, Nodes, PathTuple
 from feedrouter.errors import error
 from feedrouter.limits import DEFAULT_MAX_WORK
 from feedrouter.output.view import SlotBytes
+from feedrouter.plan import evaluate
 from feedrouter.plan.patterns import LocalTest, PathPattern, TestKind
 from feedrouter.plan.profile import Profiler
 from feedrouter.plan.values import comparator
@@ -66,6 +67,8 @@ class PlanCaches:
     searched_by_sets: set[PathPattern] = field(default_factory=set)  # return paths
     # feedrouter.plan.shared_join: one join per signature
     shared_joins: dict[JoinSignature, SharedJoin] = field(default_factory=dict)
+    # feedrouter.plan.evaluate: the children of a parent that pass a positional step, by (step, parent)
+    survivors: dict[tuple[int, etree._Element | None], set[etree._Element]] = field(default_factory=dict)
     # DocumentContext.small_stream: a path's tuples when they are few, else None
     small_streams: dict[int, list[PathTuple] | None] = field(default_factory=dict)
 
@@ -225,6 +228,14 @@ Checker = Callable[[DocumentContext, int], bool]
 def checker(test: LocalTest) -> Checker:
     """Compile a local test once into a function of (context, node id)."""
     kind, attribute = test.kind, test.attribute
+    if kind is TestKind.RESIDUAL:
+        condition = test.condition
+        assert condition is not None
+        return lambda ctx, nid: evaluate.holds(ctx, ctx.nodes[nid], condition)
+    if kind is TestKind.POSITION:
+        step = test.step
+        assert step is not None
+        return lambda ctx, nid: evaluate.survives(ctx, ctx.nodes[nid], step)
     if kind is TestKind.ATTR_EXISTS:
         return lambda ctx, nid: ctx.nodes[nid].get(attribute) is not None
     if kind is TestKind.TEXT_EXISTS:

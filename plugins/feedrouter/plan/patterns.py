@@ -16,6 +16,7 @@ from enum import Enum
 
 from feedrouter.engine.nfa import WILDCARD, NavPath, NavStep
 from feedrouter.lang import ast
+from feedrouter.lang.printer import condition_text
 
 
 class TestKind(Enum):
@@ -24,18 +25,28 @@ class TestKind(Enum):
     ATTR_EXISTS = "@"
     TEXT_CMP = "text()cmp"
     TEXT_EXISTS = "text()"
+    RESIDUAL = "residual"  # a condition evaluated on the tree (feedrouter.plan.evaluate.holds)
+    POSITION = "position"  # the node survives its step's positional predicates (evaluate.survives)
 
 
 @dataclass(frozen=True)
 class LocalTest:
-    """A test on one node: ``kind`` says which value (itself, an attribute, its text children)."""
+    """A test on one node: ``kind`` says which value (itself, an attribute, its text children), or
+    which residual check: a ``condition`` on the node, or the ``step`` whose positional predicates
+    it must survive."""
 
     kind: TestKind
     attribute: str = ""
     op: ast.CompOp | None = None
     literal: ast.Literal | None = None
+    condition: ast.Condition | None = None
+    step: ast.Step | None = None
 
     def __str__(self) -> str:
+        if self.condition is not None:
+            return condition_text(self.condition)
+        if self.step is not None:
+            return "survives " + "".join(f"[{condition_text(c)}]" for c in self.step.predicates)
         subject = {
             TestKind.SELF_CMP: ".",
             TestKind.ATTR_CMP: f"@{self.attribute}",
@@ -100,13 +111,23 @@ class _Builder:
         self.branches: list[Branch] = []
 
     def add_step(self, step: ast.Step) -> None:
+        """A step and its predicates. Predicates before the first positional one become tests and
+        branches of the step's field; from that one on, positions count the survivors of the ones
+        before, so the rest is one POSITION test evaluated on the tree (over the node's siblings)."""
         self.nav.append(NavStep(step.axis, step.name.clark if step.name else WILDCARD))
         self.tests.append([])
+        at = len(self.nav) - 1
         for condition in step.predicates:
-            self.add_condition(len(self.nav) - 1, condition)
+            if ast.is_positional(condition):
+                self.tests[at].append(LocalTest(TestKind.POSITION, step=step))
+                return
+            self.add_condition(at, condition)
 
     def add_condition(self, at: int, condition: ast.Condition) -> None:
         """Attach a predicate or where condition evaluated with the node of field ``at`` as context."""
+        if not isinstance(condition, (ast.Comparison, ast.Exists)):
+            self.tests[at].append(LocalTest(TestKind.RESIDUAL, condition=condition))
+            return
         path = condition.path
         test = _tail_test(path.tail, condition)
         if not path.steps:

@@ -23,7 +23,7 @@ DOCUMENT = b'<!DOCTYPE nitf SYSTEM "x.dtd"><nitf><head><title>Caf&eacute;</title
 def engine(catalog_db_url: str) -> Engine:
     """Feed news, subscribers alice and (inactive) bob, four subscriptions."""
     engine = open_catalog(catalog_db_url)
-    subscriptions = [(1, "titles", "//title", True), (1, "bad", "//a[b or c]", True)]
+    subscriptions = [(1, "titles", "//title", True), (1, "bad", "//a[b || c]", True)]
     subscriptions += [(1, "off", "//x", False), (2, "bobs", "//title", True)]
     with engine.begin() as conn:
         for statement in (
@@ -141,5 +141,3 @@ def test_a_missing_schema_is_a_terminal_error(postgres_server: PostgresServer, s
     finally:
         engine.dispose()
         postgres_server.drop_database(name)
-
-

@@ -33,7 +33,7 @@ def test_sample_catalog_build_and_status(run, tmp_path: Path) -> None:  # type: 
     assert "has 22 subscriptions" in run("catalog", "init-sample", "--subscriptions", "20", "--with-invalid")
     built = run("build-plan", "--feed", "news")
     assert "built plan 1 of feed news" in built and "20 valid, 2 invalid" in built
-    assert "[FR104] 'or' is not supported" in built
+    assert "[FR108] the function 'tokenize()' is not supported" in built
     assert "reused the plan build 1" in run("build-plan", "--feed", "news")
     status = run("catalog", "status")
     assert "(up to date)" in status and "broken-001: line 3, column 8: [FR106]" in status

@@ -21,6 +21,6 @@ def test_valid_invalid_and_never_matching_subscriptions() -> None:
 
 
 def test_every_problem_of_a_text_is_kept() -> None:
-    router = Router.compile([("two", "//a[b or c]\n  and")], on_error="collect")
+    router = Router.compile([("two", "//a[b || c]\n  and")], on_error="collect")
     message = classify(["two"], router.errors, [])["two"].error_message or ""
     assert message.count("[FR104]") == 2 and "line 2" in message

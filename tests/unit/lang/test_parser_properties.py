@@ -157,7 +157,8 @@ def condition(draw: st.DrawFn, default: str, depth: int) -> Comparison | Exists:
 @st.composite
 def step(draw: st.DrawFn, default: str, depth: int = 2) -> Step:
     predicates = draw(st.lists(condition(default, depth), max_size=2)) if depth > 0 else []
-    return Step(draw(st.sampled_from([Axis.CHILD, Axis.DESCENDANT])), draw(element_name(default)), tuple(predicates))
+    axis = draw(st.sampled_from([Axis.CHILD, Axis.DESCENDANT]))
+    return Step(axis, draw(element_name(default)), tuple(predicates))
 
 
 @st.composite
