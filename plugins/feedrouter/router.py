@@ -35,9 +35,10 @@ from feedrouter.limits import ResultLimits
 from feedrouter.output.defaults import complete_attribute_defaults
 from feedrouter.output.factory import assemble_within, render_items_within
 from feedrouter.plan.context import DocumentContext
-from feedrouter.plan.index import SelectionIndex, find_probe
+from feedrouter.plan.index import Probe, SelectionIndex, find_probe
 from feedrouter.plan.operators import PatternPlan
 from feedrouter.plan.optimize import Optimize
+from feedrouter.plan.patterns import PathPattern
 from feedrouter.plan.planner import Planner, Strategy
 from feedrouter.plan.profile import Profiler
 from feedrouter.plan.results import SubscriptionPlan
@@ -191,16 +192,22 @@ class Router:
             self._warnings[sid] = plan.warning
         group, created = self._shared.join(plan)
         if created:
-            probe = (
-                find_probe(plan.main.pattern, self._nfa.path_id, self.strategy.branches_in_nfa)
-                if self.shared_selection
-                else None
-            )
-            group.probe = probe
-            self._index.add(group, plan.main.pid, probe)
+            entries = [(alt.pid, self._probe(alt.pattern)) for alt in plan.main.alternatives]
+            group.probe = entries[0][1]
+            group.entries = entries
+            if len(entries) > 1:
+                self._index.repeats = True  # a union is filed once per alternative
+            for pid, probe in entries:
+                self._index.add(group, pid, probe)
         self.errors.pop(sid, None)
         if self._fallback is not None:
             self._fallback.add(sid, text)
+
+    def _probe(self, pattern: PathPattern) -> Probe | None:
+        """Where the selection index files a main pattern (None: by its binding path alone)."""
+        if not self.shared_selection:
+            return None
+        return find_probe(pattern, self._nfa.path_id, self.strategy.branches_in_nfa)
 
     def remove(self, subscription_id: str) -> None:
         """Take a subscription out; the NFA and shared plans release what only it used."""
@@ -210,7 +217,10 @@ class Router:
             raise CompileError(f"no subscription {sid!r} is compiled in this router", code="FR301")
         group, emptied = self._shared.leave(plan)
         if emptied:
-            self._index.remove(group, plan.main.pid, group.probe)
+            # routers pickled before unions knew one entry, the group's probe
+            entries = getattr(group, "entries", None) or [(plan.main.alternatives[0].pid, group.probe)]
+            for pid, probe in entries:
+                self._index.remove(group, pid, probe)
         self._warnings.pop(sid, None)
         self._texts.pop(sid, None)
         self._planner.drop(plan)
@@ -440,14 +450,15 @@ class Router:
         lines.append("plan:")
         lines.extend(f"  {step}" for step in plan.main.describe())
         lines.extend(f"  return slot {i}: {item.describe()}" for i, item in enumerate(plan.returns))
-        probe = group.probe
-        if probe is not None:
-            site = probe.site
-            how = "hashed" if probe.op.value == "=" else "sorted"
-            lines.append(
-                f"shared selection ({how}): filed under path {site.pid} field ${site.field + 1} "
-                f"({site.kind.value}{site.attribute}) {probe.op.value} {probe.key!r}"
-            )
+        entries = getattr(group, "entries", None) or [(0, group.probe)]
+        for _, probe in entries:
+            if probe is not None:
+                site = probe.site
+                how = "hashed" if probe.op.value == "=" else "sorted"
+                lines.append(
+                    f"shared selection ({how}): filed under path {site.pid} field ${site.field + 1} "
+                    f"({site.kind.value}{site.attribute}) {probe.op.value} {probe.key!r}"
+                )
         return "\n".join(lines)
 
     def _explain_path(self, held: PatternPlan) -> list[str]:

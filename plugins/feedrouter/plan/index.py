@@ -186,9 +186,25 @@ class SelectionIndex(Generic[_T]):
             if not sites:
                 del self._sites[probe.site.pid]
 
+    #: True once an item is filed under several entries (a union's alternatives): candidates are
+    #: then given once each. A class default, so that indexes pickled before it read False.
+    repeats = False
+
     def candidates(self, ctx: DocumentContext) -> list[_T]:
         """Every subscription the document may match: one look-up per distinct probed value, and one
         bisection per range operator."""
+        found = self._found(ctx)
+        if not self.repeats or len(found) < 2:
+            return found
+        seen: set[int] = set()
+        unique: list[_T] = []
+        for item in found:
+            if id(item) not in seen:
+                seen.add(id(item))
+                unique.append(item)
+        return unique
+
+    def _found(self, ctx: DocumentContext) -> list[_T]:
         found: list[_T] = []
         for pid in ctx.matches.matched():
             found.extend(self._unindexed.get(pid, ()))

@@ -239,6 +239,11 @@ class PatternPlan:
                 tuples = op.apply(ctx, tuples)
         return tuples
 
+    @property
+    def alternatives(self) -> tuple[PatternPlan, ...]:
+        """The conjunctive plans whose bindings this plan gives: itself (see :class:`UnionPlan`)."""
+        return (self,)
+
     def bound_nodes(self, ctx: DocumentContext) -> list[int]:
         """The last nodes of the qualifying tuples of a main plan: distinct, in document order."""
         if self.by_sets(ctx):
@@ -495,3 +500,33 @@ def _holds(nodes: list[int], nid: int) -> bool:
     """Whether the sorted ``nodes`` hold ``nid``."""
     at = bisect_left(nodes, nid)
     return at < len(nodes) and nodes[at] == nid
+
+
+class UnionPlan:
+    """A subscription's main plan in disjunctive normal form (:mod:`feedrouter.plan.dnf`): the
+    bindings of its conjunctive alternatives, each node once, in document order.
+
+    Each alternative is an ordinary interned main plan, so it shares its NFA path, operators and
+    per-document bindings with every subscription (or alternative) that has the same pattern.
+    """
+
+    def __init__(self, alternatives: tuple[PatternPlan, ...]) -> None:
+        self.alternatives = alternatives
+        self.pattern = tuple(p.pattern for p in alternatives)  # what the bindings depend on
+
+    def bound_nodes(self, ctx: DocumentContext) -> list[int]:
+        found: set[int] = set()
+        bindings = ctx.bindings
+        for plan in self.alternatives:
+            bound = bindings.get(plan)
+            if bound is None:
+                bound = bindings[plan] = plan.bound_nodes(ctx)
+            found.update(bound)
+        return sorted(found)  # node ids are document order
+
+    def describe(self) -> list[str]:
+        lines = [f"Union[DupElim, document order] of {len(self.alternatives)} alternatives (DNF):"]
+        for k, plan in enumerate(self.alternatives, 1):
+            lines.append(f"alternative {k}:")
+            lines.extend(f"  {line}" for line in plan.describe())
+        return lines

@@ -17,6 +17,7 @@ from feedrouter.lang import ast
 from feedrouter.output.factory import Slot, Template, compile_constructor
 from feedrouter.output.factory import wrapper_template as make_wrapper
 from feedrouter.plan.claims import no_duplicates, no_duplicates_on, ordered_on
+from feedrouter.plan.dnf import alternatives
 from feedrouter.plan.never_matches import never_matches
 from feedrouter.plan.nodesets import is_recursive, steps_of
 from feedrouter.plan.operators import (
@@ -25,6 +26,7 @@ from feedrouter.plan.operators import (
     Selection,
     SemiJoinHash,
     SemiJoinMerge,
+    UnionPlan,
     WhereFilter,
 )
 from feedrouter.plan.optimize import Optimize, RuleContext
@@ -181,8 +183,11 @@ class Planner:
         """FR304 when the DTD proves the plan's subscription can never match (``dtd`` level only)."""
         if self.graph is None:
             return None
-        reason = never_matches(plan.main.pattern, self.graph)
-        return None if reason is None else CompileWarning(plan.sid, "FR304", f"can never match: {reason}")
+        reasons = [never_matches(alt.pattern, self.graph) for alt in plan.main.alternatives]
+        if any(reason is None for reason in reasons):
+            return None
+        reason = "; ".join(dict.fromkeys(r for r in reasons if r is not None))
+        return CompileWarning(plan.sid, "FR304", f"can never match: {reason}")
 
     # -- subscription plans -------------------------------------------------------------------------
 
@@ -197,11 +202,10 @@ class Planner:
         body = tree.body
         notes: list[str] = []
         if isinstance(body, ast.Filter):
-            main = self.acquire(self.rewrite(absolute_pattern(body.path), notes), main=True)
+            main, held = self._main(body.path, (), notes)
             returns: tuple[ReturnItem, ...] = (self._intern_return(ReturnItem(None)),)
-            return SubscriptionPlan(sid, False, main, returns, Slot(0), None, [main], notes)
-        main = self.acquire(self.rewrite(absolute_pattern(body.binding, body.where), notes), main=True)
-        held = [main]
+            return SubscriptionPlan(sid, False, main, returns, Slot(0), None, held, notes)
+        main, held = self._main(body.binding, body.where, notes)
         slots: list[ast.RelPath] = []
         template: Template
         if isinstance(body.ret, ast.Constructor):
@@ -209,9 +213,22 @@ class Planner:
         else:
             slots.append(body.ret)
             template = Slot(0)
-        returns = tuple(self._return_item(main.pattern, path, held, notes) for path in slots)
+        bound = main.alternatives[0].pattern  # alternatives differ in conditions, not in navigation
+        returns = tuple(self._return_item(bound, path, held, notes) for path in slots)
         wrapper = make_wrapper(body.wrapper) if body.wrapper else None
         return SubscriptionPlan(sid, True, main, returns, template, wrapper, held, notes)
+
+    def _main(
+        self, binding: ast.AbsPath, where: tuple[ast.Condition, ...], notes: list[str]
+    ) -> tuple[PatternPlan | UnionPlan, list[PatternPlan]]:
+        """The main plan of a binding or filter path with its where conditions: one pattern plan, or
+        a union of one per conjunctive alternative where an ``or`` splits (:mod:`feedrouter.plan.dnf`)."""
+        split = alternatives(binding, where)
+        plans = [self.acquire(self.rewrite(absolute_pattern(b, w), notes), main=True) for b, w in split]
+        if len(plans) == 1:
+            return plans[0], plans
+        notes.append(f"'or' split into {len(plans)} conjunctive alternatives (DNF), each shared and indexed")
+        return UnionPlan(tuple(plans)), plans
 
     def _return_item(
         self, bound: PathPattern, path: ast.RelPath, held: list[PatternPlan], notes: list[str]

@@ -24,7 +24,7 @@ from feedrouter.output.factory import (
     render_wrapped,
 )
 from feedrouter.plan.context import DocumentContext
-from feedrouter.plan.operators import PatternPlan
+from feedrouter.plan.operators import PatternPlan, UnionPlan
 from feedrouter.plan.patterns import PathPattern, format_pattern
 from feedrouter.plan.search import search_all
 
@@ -134,7 +134,7 @@ class SubscriptionPlan:
 
     sid: str
     is_flwr: bool
-    main: PatternPlan
+    main: PatternPlan | UnionPlan
     returns: tuple[ReturnItem, ...]
     template: Template
     wrapper: ElementTemplate | None

@@ -29,6 +29,8 @@ class PlanGroup:
     plan: SubscriptionPlan
     members: dict[str, SubscriptionPlan] = field(default_factory=dict)  # sid -> plan, in add order
     probe: Probe | None = None  # where the selection index files the group (None: by binding path)
+    # every (path, probe) it is filed under: one per alternative of a union (DNF), else one
+    entries: list[tuple[int, Probe | None]] = field(default_factory=list)
 
 
 class SharedPlans:

@@ -1,0 +1,62 @@
+"""Disjunctive normal form: which 'or' split into alternatives, and which stay one residual test."""
+
+from __future__ import annotations
+
+import pytest
+
+from feedrouter import Router
+from feedrouter.lang import ast, parse, to_xquery
+from feedrouter.plan.dnf import MAX_DISJUNCTS, alternatives
+
+
+def split(text: str) -> list[str]:
+    """The alternatives of a filter subscription, printed as filters."""
+    sub = parse(text)
+    assert isinstance(sub.body, ast.Filter)
+    return [to_xquery(ast.Subscription(ast.Filter(path))) for path, _ in alternatives(sub.body.path, ())]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("//a[@x = 1 or @x = 2]", ["//a[@x = 1]", "//a[@x = 2]"]),
+        ('//a[b = ("s", "t")]/c', ['//a[b = "s"]/c', '//a[b = "t"]/c']),
+        ("//a[b | c]", ["//a[b]", "//a[c]"]),
+        # existential quantifiers distribute over 'or'
+        ("//a[b[c or d]]", ["//a[b[c]]", "//a[b[d]]"]),
+        ("//a[(b or c) and (d or e)]", ["//a[b][d]", "//a[b][e]", "//a[c][d]", "//a[c][e]"]),
+        ("//a[b or c]//d[e or f]", ["//a[b]//d[e]", "//a[b]//d[f]", "//a[c]//d[e]", "//a[c]//d[f]"]),
+        # under not() an 'or' is a conjunction: one residual test
+        ("//a[not(b or c)]", ["//a[not(b or c)]"]),
+        # positions count the survivors of the earlier predicates: no split on that step
+        ("//a[b or c][1]", ["//a[b or c][1]"]),
+        ("//a[1]/d[e or f]", ["//a[1]/d[e]", "//a[1]/d[f]"]),
+        ('//a[contains(b, "x") or c]', ['//a[contains(b, "x")]', "//a[c]"]),
+    ],
+)
+def test_alternatives(text: str, expected: list[str]) -> None:
+    assert split(text) == expected
+
+
+def test_past_the_bound_nothing_is_split() -> None:
+    text = "//a" + "".join(f"[b{i} or c{i}]" for i in range(7))  # 2^7 = 128 alternatives
+    assert 2**7 > MAX_DISJUNCTS
+    assert split(text) == [to_xquery(parse(text))]
+
+
+def test_where_alternatives_combine_with_the_binding() -> None:
+    sub = parse("for $s in //s[@l = 'en' or @l = 'fr'] where $s/t or $s/p return $s")
+    assert isinstance(sub.body, ast.Flwr)
+    found = alternatives(sub.body.binding, sub.body.where)  # type: ignore[arg-type]
+    assert len(found) == 4
+
+
+def test_a_union_plan_is_indexed_once_per_alternative_and_given_once() -> None:
+    router = Router.compile([("b", '//s[@l = "en" or @l = "fr" or t = "z"]'), ("en", '//s[@l = "en"]')])
+    text = router.explain("b")
+    assert "split into 3 conjunctive alternatives" in text
+    assert text.count("shared selection (hashed)") == 3
+    doc = b'<r><s l="en"><t>z</t></s><s l="de"/><s l="fr"/></r>'
+    assert router.route(doc)["b"] == b'<s l="en"><t>z</t></s><s l="fr"/>'
+    router.remove("b")
+    assert set(router.route(doc)) == {"en"}
