@@ -43,6 +43,10 @@ CASES: dict[str, list[str]] = {
         '//book[not(p = "one" or p = "un")]',
         "for $e in //entry where not($e/link) and empty($e/category[. = 'Sport']) return $e/title",
         "//a[not(a)]",
+        "//a[not(.//b = 3)]/b",
+        "//a[empty(a/b[. > 1])]",
+        "//book[not(p[@n][. = 'two'])][not(sec//p = 'c')]",
+        "for $a in //a where not($a/a/a) return <x>{ $a/b }</x>",
     ],
     "strings": [
         '//book[contains(title, "XML")]',

@@ -79,10 +79,12 @@ def find_probe(main: PathPattern, pid_of: PidOf, branches_in_nfa: bool) -> Probe
 
 
 def _indexable_patterns(main: PathPattern, branches_in_nfa: bool) -> Iterator[PathPattern]:
+    """The patterns whose tests every match must pass: not those under a negation."""
     yield main
     if branches_in_nfa:
         for branch in main.branches:
-            yield from branch.pattern.walk()
+            if not branch.negated:
+                yield from _indexable_patterns(branch.pattern, branches_in_nfa)
 
 
 def probe_for(test: LocalTest, pid: int | None, field: int, last: bool) -> Probe | None:

@@ -66,7 +66,7 @@ def _tests_impossible(pattern: PathPattern, graph: DtdGraph, i: int, names: froz
 
 def _branches_impossible(pattern: PathPattern, graph: DtdGraph, i: int, names: frozenset[str]) -> str | None:
     for branch in pattern.branches:
-        if branch.field == i:
+        if branch.field == i and not branch.negated:  # a negation never requires anything
             reason = _walk(branch.pattern, graph, i + 1, names)
             if reason:
                 return reason

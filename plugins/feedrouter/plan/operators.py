@@ -154,24 +154,48 @@ class SemiJoinMerge(_SemiJoin):
         return out
 
 
-class WhereFilter:
-    """Checks a branch by searching the document tree below the node of ``field`` (PathSharing-F)."""
+class AntiSemiJoin(_SemiJoin):
+    """Left tuples whose node in ``field`` has NO qualifying match of the right plan (``not(p)``):
+    the right plan's key set is shared with every semijoin on the same branch."""
 
-    category = "Where-Filter"
-
-    def __init__(self, field: int, branch: PathPattern) -> None:
-        self.field, self.branch = field, branch
+    method = "hash, anti"
 
     def apply(self, ctx: DocumentContext, tuples: list[PathTuple]) -> list[PathTuple]:
-        f, branch = self.field, self.branch
-        return [t for t in tuples if branch_holds(ctx, t[f], branch)]
+        if not tuples:
+            return tuples
+        keys = self.right.key_set(ctx, self.field)
+        f = self.field
+        return [t for t in tuples if t[f] not in keys]
 
     def node_tests(self, ctx: DocumentContext) -> list[NodeTest]:
-        branch = self.branch
-        return [(self.field, lambda nid: branch_holds(ctx, nid, branch))]
+        ((field, joined),) = super().node_tests(ctx)
+        return [(field, lambda nid: not joined(nid))]
 
     def describe(self) -> str:
-        return f"WhereFilter[tree](${self.field + 1}, {format_pattern(self.branch)})"
+        return f"AntiSemiJoin[hash](${self.field + 1}, {format_pattern(self.right.pattern)})"
+
+
+class WhereFilter:
+    """Checks a branch by searching the document tree below the node of ``field`` (PathSharing-F);
+    ``negated``: the branch must have no match there."""
+
+    category = "Where-Filter"
+    negated = False  # a class default: plans pickled before negation read False
+
+    def __init__(self, field: int, branch: PathPattern, negated: bool = False) -> None:
+        self.field, self.branch, self.negated = field, branch, negated
+
+    def apply(self, ctx: DocumentContext, tuples: list[PathTuple]) -> list[PathTuple]:
+        f, branch, negated = self.field, self.branch, self.negated
+        return [t for t in tuples if branch_holds(ctx, t[f], branch) != negated]
+
+    def node_tests(self, ctx: DocumentContext) -> list[NodeTest]:
+        branch, negated = self.branch, self.negated
+        return [(self.field, lambda nid: branch_holds(ctx, nid, branch) != negated)]
+
+    def describe(self) -> str:
+        name = "WhereFilter[tree, not]" if self.negated else "WhereFilter[tree]"
+        return f"{name}(${self.field + 1}, {format_pattern(self.branch)})"
 
 
 class PatternPlan:

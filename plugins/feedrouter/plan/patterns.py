@@ -63,10 +63,12 @@ class LocalTest:
 
 @dataclass(frozen=True, eq=True)
 class Branch:
-    """A nested pattern joined to its parent on field ``field`` (0-based)."""
+    """A nested pattern joined to its parent on field ``field`` (0-based); ``negated``: the parent's
+    node must have no qualifying match (``not(p)``, ``empty(p)``: an anti-semijoin)."""
 
     field: int
     pattern: PathPattern
+    negated: bool = False
 
 
 @dataclass(frozen=True, eq=True)
@@ -125,6 +127,10 @@ class _Builder:
 
     def add_condition(self, at: int, condition: ast.Condition) -> None:
         """Attach a predicate or where condition evaluated with the node of field ``at`` as context."""
+        negated = isinstance(condition, ast.Not) and _joinable(condition.operand)
+        if negated:
+            assert isinstance(condition, ast.Not)
+            condition = condition.operand
         if not isinstance(condition, (ast.Comparison, ast.Exists)):
             self.tests[at].append(LocalTest(TestKind.RESIDUAL, condition=condition))
             return
@@ -134,7 +140,8 @@ class _Builder:
             if test is not None:
                 self.tests[at].append(test)
             return
-        self.branches.append(Branch(at, relative_pattern(tuple(self.nav[: at + 1]), path, test)))
+        branch = relative_pattern(tuple(self.nav[: at + 1]), path, test)
+        self.branches.append(Branch(at, branch, negated))
 
     def build(self) -> PathPattern:
         return PathPattern(
@@ -143,6 +150,12 @@ class _Builder:
             tests=tuple(tuple(t) for t in self.tests),
             branches=tuple(self.branches),
         )
+
+
+def _joinable(condition: ast.Condition) -> bool:
+    """Whether ``not(condition)`` is an anti-semijoin: an existence or comparison over a path with
+    steps (``not(b[@x = 1])``, ``empty(.//c)``, ``not(d = "x")``); other negations are residual tests."""
+    return isinstance(condition, (ast.Comparison, ast.Exists)) and bool(condition.path.steps)
 
 
 def _tail_test(tail: ast.Tail | None, condition: ast.Condition) -> LocalTest | None:
@@ -201,6 +214,10 @@ def format_pattern(pattern: PathPattern) -> str:
     parts = []
     for i, step in enumerate(pattern.nav):
         tests = "".join(f"[{t}]" for t in pattern.tests[i]) if i < len(pattern.tests) else ""
-        joins = "".join(f"[⋉ {format_pattern(b.pattern)}]" for b in pattern.branches if b.field == i)
+        joins = "".join(
+            f"[{'▷' if b.negated else '⋉'} {format_pattern(b.pattern)}]"
+            for b in pattern.branches
+            if b.field == i
+        )
         parts.append(f"{step}{tests}{joins}")
     return "".join(parts)

@@ -21,6 +21,7 @@ from feedrouter.plan.dnf import alternatives
 from feedrouter.plan.never_matches import never_matches
 from feedrouter.plan.nodesets import is_recursive, steps_of
 from feedrouter.plan.operators import (
+    AntiSemiJoin,
     DupElimScan,
     PatternPlan,
     Selection,
@@ -30,7 +31,7 @@ from feedrouter.plan.operators import (
     WhereFilter,
 )
 from feedrouter.plan.optimize import Optimize, RuleContext
-from feedrouter.plan.patterns import PathPattern, absolute_pattern, relative_pattern
+from feedrouter.plan.patterns import Branch, PathPattern, absolute_pattern, relative_pattern
 from feedrouter.plan.results import ReturnItem, SubscriptionPlan
 from feedrouter.plan.rules import rewrite as apply_rules
 from feedrouter.plan.shared_join import SharedSelection, shared_selection_plan
@@ -121,7 +122,7 @@ class Planner:
             if pattern.tested_fields:
                 operators.append(Selection(pattern))
             for branch in pattern.branches:
-                operators.append(self._join(pattern, branch.field, branch.pattern, children, notes))
+                operators.append(self._join(pattern, branch, children, notes))
         if main:
             claim = no_duplicates(pattern.nav, self.graph) if self.optimize.claims else None
             if claim is None:
@@ -139,6 +140,8 @@ class Planner:
         """The selection pulled up over a shared join, where the pattern has that shape."""
         if not self.shared or is_recursive(steps_of(pattern.nav)):
             return None  # a recursive binding path is evaluated by node sets, not tuples
+        if any(branch.negated for branch in pattern.branches):
+            return None
         predicate = None
         if pattern.branches:
             if len(pattern.branches) != 1 or not self.strategy.branches_in_nfa:
@@ -157,12 +160,15 @@ class Planner:
         return SharedSelection(shared)
 
     def _join(
-        self, parent: PathPattern, at: int, branch: PathPattern, children: list[PatternPlan], notes: list[str]
+        self, parent: PathPattern, branch: Branch, children: list[PatternPlan], notes: list[str]
     ) -> object:
+        at = branch.field
         if not self.strategy.branches_in_nfa:
-            return WhereFilter(at, branch)
-        right = self.acquire(branch, main=False)
+            return WhereFilter(at, branch.pattern, branch.negated)
+        right = self.acquire(branch.pattern, main=False)
         children.append(right)
+        if branch.negated:
+            return AntiSemiJoin(at, right)
         claim = ordered_on(parent.nav, at, self.graph) if self.optimize.claims else None
         if claim is None:
             return SemiJoinHash(at, right)

@@ -41,14 +41,14 @@ def _search_from(
 ) -> Iterator[int]:
     step = pattern.nav[k]
     tests: tuple[LocalTest, ...] = pattern.tests[k]
-    branches = [b.pattern for b in pattern.branches if b.field == k]
+    branches = [b for b in pattern.branches if b.field == k]
     last = k == len(pattern.nav) - 1
     for cid in ctx.children(nid, step.tag, step.axis is Axis.DESCENDANT):
         if stop is not None and ctx.work > stop:
             raise _GivenUp
         if tests and not ctx.passes(cid, tests):
             continue
-        if branches and not all(branch_holds(ctx, cid, b) for b in branches):
+        if branches and not all(branch_holds(ctx, cid, b.pattern) != b.negated for b in branches):
             continue
         if last:
             yield cid
@@ -127,16 +127,18 @@ def search_filters(ctx: DocumentContext, pattern: PathPattern) -> list[NodeFilte
     filters: list[NodeFilter] = []
     for k in range(pattern.base, len(pattern.nav)):
         tests = pattern.tests[k]
-        branches = tuple(b.pattern for b in pattern.branches if b.field == k)
+        branches = tuple((b.pattern, b.negated) for b in pattern.branches if b.field == k)
         filters.append(_node_filter(ctx, tests, branches) if tests or branches else None)
     return filters
 
 
 def _node_filter(
-    ctx: DocumentContext, tests: tuple[LocalTest, ...], branches: tuple[PathPattern, ...]
+    ctx: DocumentContext, tests: tuple[LocalTest, ...], branches: tuple[tuple[PathPattern, bool], ...]
 ) -> NodeFilter:
     def passes(nid: int) -> bool:
-        return (not tests or ctx.passes(nid, tests)) and all(branch_holds(ctx, nid, b) for b in branches)
+        return (not tests or ctx.passes(nid, tests)) and all(
+            branch_holds(ctx, nid, b) != negated for b, negated in branches
+        )
 
     return passes
 

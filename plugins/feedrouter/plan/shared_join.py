@@ -64,7 +64,7 @@ def shared_selection_plan(pattern: PathPattern, pid_of: PidOf) -> SharedSelectio
     caller puts the predicate path in the NFA first.
     """
     if pattern.branches:
-        if len(pattern.branches) != 1 or pattern.tested_fields:
+        if len(pattern.branches) != 1 or pattern.tested_fields or pattern.branches[0].negated:
             return None
         join, holder = pattern.branches[0].field, pattern.branches[0].pattern
         if holder.branches:

@@ -23,7 +23,8 @@ def _resolve(pattern: PathPattern, graph: DtdGraph, context: RuleContext, at: tu
         context.note(at, text)
     # the steps keep their places: tests and branch fields stay as they are
     branches = tuple(
-        Branch(b.field, _resolve(b.pattern, graph, context, (*at, k))) for k, b in enumerate(pattern.branches)
+        Branch(b.field, _resolve(b.pattern, graph, context, (*at, k)), b.negated)
+        for k, b in enumerate(pattern.branches)
     )
     return PathPattern(nav, pattern.base, pattern.tests, branches)
 

@@ -29,7 +29,7 @@ def _rewrite(pattern: PathPattern, graph: DtdGraph, context: RuleContext, at: tu
     for text in notes:
         context.note(at, text)
     branches = tuple(
-        Branch(positions[b.field], _rewrite(b.pattern, graph, context, (*at, k)))
+        Branch(positions[b.field], _rewrite(b.pattern, graph, context, (*at, k)), b.negated)
         for k, b in enumerate(pattern.branches)
     )
     return renumbered(pattern, nav, positions, branches)
