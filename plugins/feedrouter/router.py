@@ -455,9 +455,13 @@ class Router:
             if probe is not None:
                 site = probe.site
                 how = "hashed" if probe.op.value == "=" else "sorted"
+                what = f"{site.kind.value}{site.attribute}"
+                if site.call is not None:
+                    keyword = site.call.name in ("contains", "starts-with", "ends-with")
+                    how, what = ("keywords" if keyword else how), f"{site.call.name}()"
                 lines.append(
                     f"shared selection ({how}): filed under path {site.pid} field ${site.field + 1} "
-                    f"({site.kind.value}{site.attribute}) {probe.op.value} {probe.key!r}"
+                    f"({what}) {probe.op.value} {probe.key!r}"
                 )
         return "\n".join(lines)
 

@@ -41,7 +41,7 @@ _ORDER: dict[CompOp, Callable[[Any, Any], bool]] = {
 }
 
 
-class _Cardinality(Exception):
+class CardinalityError(Exception):
     """A string function's argument held more than one item (XPTY0004 in XQuery)."""
 
 
@@ -75,11 +75,11 @@ def holds(
             assert isinstance(condition, ast.Test)
             call = condition.call
             literals = tuple(str(lit.value) for lit in call.literals)
-            return matches_literal(call.name, _string_argument(ctx, element, call), literals)
+            return matches_literal(call.name, string_argument(ctx, element, call), literals)
         assert isinstance(condition, ast.CallComparison)
         value = call_value(ctx, element, condition.call)
         return _ORDER[condition.op](value, condition.literal.value)
-    except _Cardinality:
+    except CardinalityError:
         return False
 
 
@@ -90,10 +90,10 @@ def call_value(ctx: DocumentContext, element: Element, call: ast.Call) -> str | 
         if isinstance(arg, ast.Call):
             return 1.0
         return float(len(values(ctx, element, arg)))
-    return STRING_FUNCTIONS[call.name](_string_argument(ctx, element, call))
+    return STRING_FUNCTIONS[call.name](string_argument(ctx, element, call))
 
 
-def _string_argument(ctx: DocumentContext, element: Element, call: ast.Call) -> str:
+def string_argument(ctx: DocumentContext, element: Element, call: ast.Call) -> str:
     """A string function's argument atomized: "" for the empty sequence, XPTY0004 past one item."""
     arg = call.arg
     if isinstance(arg, ast.Call):
@@ -101,7 +101,7 @@ def _string_argument(ctx: DocumentContext, element: Element, call: ast.Call) -> 
         return value if isinstance(value, str) else _number_string(value)
     found = values(ctx, element, arg)
     if len(found) > 1:
-        raise _Cardinality
+        raise CardinalityError
     return found[0] if found else ""
 
 

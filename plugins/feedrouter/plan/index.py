@@ -9,7 +9,11 @@ shared selections):
 * **equality** constants are hashed: each distinct value found at the site is looked up once;
 * **range** constants (``<``, ``<=``, ``>``, ``>=``) are kept sorted per operator: ``value > c``
   holds for some value found iff ``c`` is below the largest one, so one bisection on the document's
-  largest (or smallest) value yields every satisfied constant as a slice.
+  largest (or smallest) value yields every satisfied constant as a slice;
+* **keywords** of ``contains``/``starts-with``/``ends-with`` are matched all at once: one
+  Aho-Corasick automaton (pyahocorasick) per site finds every needle in each value found there;
+  prefixes and suffixes are looked up by the needle lengths filed; ``lower-case(x) = "v"`` and the
+  other string functions compared for equality are hashed by the function's value.
 
 The comparison is a necessary condition of a match, so only those candidates run their full plan;
 subscriptions without an indexable test are always candidates when their binding path matched.
@@ -21,12 +25,15 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right, insort
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from feedrouter.engine.document import iter_text_nodes
 from feedrouter.engine.nfa import NavPath
-from feedrouter.lang.ast import CompOp
+from feedrouter.lang import ast
+from feedrouter.lang.ast import MATCH_FUNCTIONS, CompOp
 from feedrouter.plan.context import DocumentContext
+from feedrouter.plan.evaluate import CardinalityError, string_argument
+from feedrouter.plan.functions import STRING_FUNCTIONS
 from feedrouter.plan.nodesets import plain_field_nodes
 from feedrouter.plan.patterns import LocalTest, PathPattern, TestKind
 from feedrouter.plan.values import to_double
@@ -48,6 +55,7 @@ class ProbeSite:
     attribute: str
     numeric: bool
     last: bool  # the field is the path's last step
+    call: ast.Call | None = None  # a function of the node's value (its literals left out)
 
 
 _RANGES = (CompOp.LT, CompOp.LE, CompOp.GT, CompOp.GE)
@@ -88,6 +96,8 @@ def _indexable_patterns(main: PathPattern, branches_in_nfa: bool) -> Iterator[Pa
 
 
 def probe_for(test: LocalTest, pid: int | None, field: int, last: bool) -> Probe | None:
+    if pid is not None and test.kind is TestKind.RESIDUAL:
+        return _keyword_probe(test.condition, pid, field, last)
     if pid is None or test.op not in _INDEXED or test.literal is None:
         return None
     if test.kind not in (TestKind.SELF_CMP, TestKind.ATTR_CMP, TestKind.TEXT_CMP):
@@ -97,6 +107,64 @@ def probe_for(test: LocalTest, pid: int | None, field: int, last: bool) -> Probe
         return None
     site = ProbeSite(pid, field, test.kind, test.attribute, isinstance(value, float), last)
     return Probe(site, value, test.op)
+
+
+def _keyword_probe(condition: ast.Condition | None, pid: int, field: int, last: bool) -> Probe | None:
+    """The index entry of ``contains(p, "k")`` (and starts-with, ends-with) or ``f(p) = "v"``."""
+    if isinstance(condition, ast.Test) and condition.call.name != "matches":
+        call, key = condition.call, condition.call.literals[0].value
+    elif (
+        isinstance(condition, ast.CallComparison)
+        and condition.op is CompOp.EQ
+        and condition.call.name in STRING_FUNCTIONS
+        and not condition.literal.numeric
+    ):
+        call, key = condition.call, condition.literal.value
+    else:
+        return None
+    site = ProbeSite(pid, field, TestKind.RESIDUAL, "", False, last, ast.Call(call.name, call.arg))
+    return Probe(site, key)
+
+
+class _Keywords:
+    """Needles filed at a ``contains``/``starts-with``/``ends-with`` site, matched all at once: built
+    on first use after a change, and never pickled (plain data goes into plan artifacts)."""
+
+    def __init__(self, name: str, needles: Collection[Key]) -> None:
+        self.name = name
+        words = [str(n) for n in needles]
+        self.empty = "" in words  # every value contains (starts, ends with) the empty string
+        self.lengths = sorted({len(w) for w in words if w})
+        self.automaton = _automaton(words) if name == "contains" else None
+
+    def hits(self, values: Collection[str], filed: Collection[Key]) -> set[str]:
+        found = {""} if self.empty else set()
+        for value in values:
+            if self.automaton is not None:
+                found.update(word for _, word in self.automaton.iter(value))
+            elif self.name == "starts-with":
+                found.update(p for n in self.lengths if n <= len(value) and (p := value[:n]) in filed)
+            else:
+                found.update(s for n in self.lengths if n <= len(value) and (s := value[-n:]) in filed)
+        return found
+
+
+def _automaton(words: list[str]) -> Any:
+    import ahocorasick  # the C extension loads only where a population has contains() keywords
+
+    automaton = ahocorasick.Automaton()
+    for word in words:
+        if word:
+            automaton.add_word(word, word)
+    if len(automaton):
+        automaton.make_automaton()
+        return automaton
+    return _NoWords()
+
+
+class _NoWords:
+    def iter(self, value: str) -> Iterator[tuple[int, str]]:
+        return iter(())
 
 
 @dataclass
@@ -141,14 +209,31 @@ class _Site(Generic[_T]):
 
     equal: dict[Key, list[_T]] = field(default_factory=dict)
     ranges: dict[CompOp, _SortedConstants[_T]] = field(default_factory=dict)
+    _keywords: _Keywords | None = field(default=None, repr=False, compare=False)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"equal": self.equal, "ranges": self.ranges}  # the matcher is rebuilt on first use
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state, _keywords=None)
+
+    def keyword_hits(self, name: str, values: Collection[str]) -> Iterator[_T]:
+        """The items whose needle ``name`` finds in some value (contains, starts-with, ends-with)."""
+        keywords = self._keywords
+        if keywords is None:
+            keywords = self._keywords = _Keywords(name, self.equal)
+        for needle in keywords.hits(values, self.equal):
+            yield from self.equal.get(needle, ())
 
     def add(self, probe: Probe, item: _T) -> None:
+        self._keywords = None
         if probe.op is CompOp.EQ:
             self.equal.setdefault(probe.key, []).append(item)
         else:
             self.ranges.setdefault(probe.op, _SortedConstants()).add(probe.key, item)
 
     def remove(self, probe: Probe, item: _T) -> None:
+        self._keywords = None
         if probe.op is CompOp.EQ:
             _remove_from(self.equal, probe.key, item)
         else:
@@ -214,6 +299,9 @@ class SelectionIndex(Generic[_T]):
                 keys = _keys(ctx, _site_nodes(ctx, site), site)
                 if not keys:
                     continue
+                if site.call is not None and site.call.name in MATCH_FUNCTIONS:
+                    found.extend(filed.keyword_hits(site.call.name, keys))  # type: ignore[arg-type]
+                    continue
                 equal = filed.equal
                 for key in keys:
                     found.extend(equal.get(key, ()))
@@ -258,7 +346,9 @@ def site_keys(ctx: DocumentContext, nid: int, site: ProbeSite) -> Iterator[Key]:
 
 
 def _values(ctx: DocumentContext, nid: int, site: ProbeSite) -> Iterator[str]:
-    if site.kind is TestKind.ATTR_CMP:
+    if site.call is not None:
+        yield from _call_values(ctx, nid, site.call)
+    elif site.kind is TestKind.ATTR_CMP:
         value = ctx.nodes[nid].get(site.attribute)
         if value is not None:
             yield value
@@ -267,3 +357,17 @@ def _values(ctx: DocumentContext, nid: int, site: ProbeSite) -> Iterator[str]:
             yield text
     else:
         yield ctx.string_value(nid)
+
+
+def _call_values(ctx: DocumentContext, nid: int, call: ast.Call) -> Iterator[str]:
+    """A keyword site's value at a node: the function's argument (match functions) or its result."""
+    try:
+        value = string_argument(ctx, ctx.nodes[nid], call)
+    except CardinalityError:
+        return  # XPTY0004 in XQuery: the test holds for no needle
+    if call.name in MATCH_FUNCTIONS:
+        yield value
+        return
+    result = STRING_FUNCTIONS[call.name](value)
+    if isinstance(result, str):
+        yield result

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from feedrouter.engine.runtime import PathTuple
-from feedrouter.lang.ast import CompOp
+from feedrouter.lang.ast import MATCH_FUNCTIONS, CompOp
 from feedrouter.plan.context import DocumentContext
 from feedrouter.plan.index import Key, PidOf, ProbeSite, probe_for, site_keys
 from feedrouter.plan.nodesets import Step, above, downward, plain_field_nodes
@@ -79,6 +79,8 @@ def shared_selection_plan(pattern: PathPattern, pid_of: PidOf) -> SharedSelectio
     left = pid_of(pattern.nav)
     if probe is None or left is None or (join >= 0 and at <= join):
         return None
+    if probe.site.call is not None and probe.site.call.name in MATCH_FUNCTIONS:
+        return None  # keywords are not equalities: the selection index matches them instead
     signature = JoinSignature(left, at if join < 0 else join, probe.site, own=join < 0)
     return SharedSelectionPlan(signature, probe.op, probe.key)
 
@@ -100,7 +102,10 @@ class SharedSelection:
 
     def describe(self) -> str:
         site = self.signature.site
-        subject = {"@cmp": f"@{site.attribute}", "text()cmp": "text()", ".": "."}[site.kind.value]
+        if site.call is not None:
+            subject = f"{site.call.name}()"
+        else:
+            subject = {"@cmp": f"@{site.attribute}", "text()cmp": "text()", ".": "."}[site.kind.value]
         on = "itself" if self.signature.own else f"path {site.pid}"
         return (
             f"SharedSelection[{'hash' if self.op is CompOp.EQ else 'sorted'}]"

@@ -16,7 +16,7 @@ def test_negated_paths_keep_the_nodes_without_a_match(strategy: str) -> None:
             ("no-a", '//s[not(t[. = "a"])]'),
             ("no-p", "for $s in //s where empty($s/p) return $s"),
             ("not-xy", '//s[not(t = "xy")][@l]'),
-            ("both", '//s[t][not(p)]'),
+            ("both", "//s[t][not(p)]"),
         ],
         strategy=strategy,
     )
