@@ -68,6 +68,10 @@ class SubscriptionOptions:
     special_prob: float = 0.1
     wrapper_prob: float = 0.3
     prefix: str | None = None
+    # the language round (issue 14): how often a predicate or where condition uses or, not()/empty()/
+    # exists(), a string function, count() or a literal sequence, and a step gets a position
+    conditions: float = 0.0
+    positions: float = 0.0
 
 
 def generate_subscriptions(
@@ -103,7 +107,10 @@ def generate_subscriptions(
         **options: further :class:`SubscriptionOptions` fields: ``step_predicate_prob`` (a predicate
             on a binding step), ``filter_predicate_prob`` (on a filter step), ``exists_prob``
             (existence tests among predicates), ``special_prob`` (string literals with escapes or
-            non-ASCII text), ``wrapper_prob`` (a constant element around a FLWR).
+            non-ASCII text), ``wrapper_prob`` (a constant element around a FLWR), and for the
+            language round ``conditions`` (a predicate or where condition is an ``or``, ``not()``,
+            ``empty()``, ``exists()``, a string function, ``count()`` or a literal sequence) and
+            ``positions`` (a step gets ``[1]``, ``[last()]``, ``[position() <= 2]``...).
 
     Example:
         >>> from feedrouter.workload import dtds
@@ -200,6 +207,8 @@ class SubscriptionWriter:
             while self.rng.random() < predicate_prob and len(preds) < 200:
                 found = self.predicate(current, 2)
                 preds += f"[{found}]" if found else ""
+            if self.rng.random() < self.opts.positions:
+                preds += self._position()
             text += f"{axis}{test}{preds}"
         assert current is not None, "the document node always has the root below it"
         return text, current
@@ -266,9 +275,13 @@ class SubscriptionWriter:
         """
         first = self._predicate_part(context, depth)
         second = self._predicate_part(context, depth) if first and self.rng.random() < 0.15 else None
-        return f"{first} and {second}" if second else first
+        return f"{_term(first)} and {_term(second)}" if first and second else first
 
     def _predicate_part(self, context: frozenset[str], depth: int) -> str | None:
+        if self.rng.random() < self.opts.conditions:
+            found = self._language_condition(context, depth, "")
+            if found:
+                return found
         roll = self.rng.random()
         if roll < self.opts.exists_prob:
             found = self._exists(context, depth)
@@ -287,6 +300,93 @@ class SubscriptionWriter:
             or self._attribute_comparison(context, "")
             or self._self_comparison(context, ".")
         )
+
+    # ------------------------------------------------------------------------------------ the language round
+
+    def _language_condition(self, context: frozenset[str], depth: int, lead: str) -> str | None:
+        """One of the conditions of the language round, on the context (``lead``: a where clause's
+        variable and '/', or '' in a predicate)."""
+        kind = self.rng.choice(("or", "not", "empty", "exists", "string", "string", "count", "sequence"))
+        if kind == "or":
+            first, second = (
+                self._plain_condition(context, depth, lead),
+                self._plain_condition(context, depth, lead),
+            )
+            return f"{first} or {second}" if first and second and first != second else first
+        if kind == "not":
+            inner = self._plain_condition(context, depth, lead)
+            return f"not({inner})" if inner else None
+        if kind in ("empty", "exists", "count"):
+            text, _ = self.relative(context, self._length(self.opts.D2), leading=lead.rstrip("/"))
+            if not text:
+                return None
+            if kind == "count":
+                return f"count({text}) {self.rng.choice(COMPARISONS)} {self.rng.randint(0, 3)}"
+            return f"{kind}({text})"
+        if kind == "sequence":
+            return self._sequence_comparison(context, lead)
+        return self._string_test(context, lead)
+
+    def _plain_condition(self, context: frozenset[str], depth: int, lead: str) -> str | None:
+        if lead:
+            return self._plain_where(lead.rstrip("/"), context)
+        return (
+            self._exists(context, depth)
+            or self._attribute_comparison(context, "")
+            or (self._self_comparison(context, "."))
+        )
+
+    def _plain_where(self, var: str, bound: frozenset[str]) -> str | None:
+        found = self._attribute_comparison(bound, var + "/") or self._path_comparison(bound, var)
+        return found or None
+
+    def _string_subject(self, context: frozenset[str], lead: str) -> tuple[str, list[Domain]] | None:
+        """A single-valued subject for a string function: the node itself or one of its attributes."""
+        attrs = self._attributes(context)
+        if attrs and self.rng.random() < 0.5:
+            attr = self.rng.choice(attrs)
+            domains = [
+                attribute_domain(self.graph, e, attr) for e in context if attr in self.graph.attributes(e)
+            ]
+            return f"{lead}@{attr}", domains
+        domains = [element_domain(self.graph, e) for e in context]
+        return (lead.rstrip("/") or "."), domains
+
+    def _string_test(self, context: frozenset[str], lead: str) -> str | None:
+        subject = self._string_subject(context, lead)
+        if subject is None:
+            return None
+        path, domains = subject
+        value = self._string_value(self.rng.choice(domains)) if domains else "x"
+        function = self.rng.choice(
+            ("contains", "starts-with", "ends-with", "matches", "lower-case", "length")
+        )
+        if function == "contains":
+            cut = self.rng.randint(0, max(0, len(value) - 2))
+            return f"contains({path}, {xquery_string(value[cut : cut + 3])})"
+        if function == "starts-with":
+            return f"starts-with({path}, {xquery_string(value[:2])})"
+        if function == "ends-with":
+            return f"ends-with({path}, {xquery_string(value[-2:])})"
+        if function == "matches":
+            flags = self.rng.choice(("", "i", "q", "s"))
+            needle = value[:2] if flags == "q" else "^" + "".join(c for c in value[:2] if c.isalnum())
+            return f"matches({path}, {xquery_string(needle)}, {xquery_string(flags)})"
+        if function == "lower-case":
+            return f"lower-case({path}) = {xquery_string(value.lower())}"
+        return f"string-length({path}) {self.rng.choice(COMPARISONS)} {self.rng.randint(1, 6)}"
+
+    def _sequence_comparison(self, context: frozenset[str], lead: str) -> str | None:
+        subject = self._string_subject(context, lead)
+        if subject is None or not subject[1] or not all(d.comparable for d in subject[1]):
+            return None
+        path, domains = subject
+        values = sorted({self._string_value(self.rng.choice(domains)) for _ in range(3)})
+        literals = ", ".join(xquery_string(v) for v in values)
+        return f"{path} {self.rng.choice(('=', '=', '!='))} ({literals})"
+
+    def _position(self) -> str:
+        return self.rng.choice(("[1]", "[2]", "[last()]", "[position() <= 2]", "[position() > 1]"))
 
     def _exists(self, context: frozenset[str], depth: int) -> str | None:
         text, target = self.relative(context, self._length(self.opts.D2))
@@ -374,6 +474,10 @@ class SubscriptionWriter:
 
     def condition(self, var: str, bound: frozenset[str]) -> str:
         """One ``where`` condition on ``var``: a comparison of a relative path, or an existence test."""
+        if self.rng.random() < self.opts.conditions:
+            found = self._language_condition(bound, 1, var + "/")
+            if found:
+                return f"({found})" if " or " in found else found
         if self.rng.random() < self.opts.exists_prob:
             text, _ = self.relative(bound, self._length(self.opts.D2), leading=var)
             if text:
@@ -418,6 +522,11 @@ class SubscriptionWriter:
     def _count(self, value: Range) -> int:
         low, high = (value, value) if isinstance(value, int) else value
         return self.rng.randint(low, high)
+
+
+def _term(condition: str) -> str:
+    """A condition as a term of ``and``: an ``or`` in parentheses."""
+    return f"({condition})" if " or " in condition else condition
 
 
 def match_probe(text: str) -> str:
