@@ -169,7 +169,7 @@ class Call:
 
 
 @dataclass(frozen=True)
-class Test:
+class BooleanCall:
     """A boolean function used as a condition: ``contains(headline, "merger")``, ``matches(., "^a", "i")``."""
 
     call: Call
@@ -225,7 +225,7 @@ class Or:
     span: Span | None = field(default=None, compare=False)
 
 
-Condition = Comparison | Exists | Test | CallComparison | Position | Not | And | Or
+Condition = Comparison | Exists | BooleanCall | CallComparison | Position | Not | And | Or
 
 
 def is_positional(condition: Condition) -> bool:

@@ -32,6 +32,7 @@ from feedrouter.lang.ast import (
     And,
     AttributeTest,
     Axis,
+    BooleanCall,
     Call,
     CallComparison,
     Comparison,
@@ -52,7 +53,6 @@ from feedrouter.lang.ast import (
     Step,
     Subscription,
     Tail,
-    Test,
     TextContent,
     TextTest,
     is_positional,
@@ -782,7 +782,7 @@ class _Parser:
             if self.tok.kind == "punct" and self.tok.text in COMPARISONS:
                 message = f"{name}() gives a boolean; use it as a condition, not in a comparison"
                 raise self.diag.recover("FR104", message, tok.start)
-            return Test(call, call.span)
+            return BooleanCall(call, call.span)
         if name in ("true", "false"):
             raise self.diag.recover("FR108", f"{name}() is not supported; leave the condition out", tok.start)
         return None

@@ -17,6 +17,7 @@ from feedrouter.lang.ast import (
     AbsPath,
     And,
     AttributeTest,
+    BooleanCall,
     Call,
     CallComparison,
     Comparison,
@@ -35,7 +36,6 @@ from feedrouter.lang.ast import (
     RelPath,
     Step,
     Subscription,
-    Test,
     TextContent,
 )
 from feedrouter.lang.parser import PREDECLARED, XML_NS
@@ -127,7 +127,7 @@ class _Writer:
             return " and ".join(self.conjunct(t, path_writer) for t in condition.terms)
         if isinstance(condition, Not):
             return f"not({self.condition(condition.operand, path_writer)})"
-        if isinstance(condition, Test):
+        if isinstance(condition, BooleanCall):
             return self.call(condition.call, path_writer)
         if isinstance(condition, CallComparison):
             literal = self.literal(condition.literal, condition.op)

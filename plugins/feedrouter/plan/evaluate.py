@@ -71,8 +71,8 @@ def holds(
         bound = size if condition.index is None else condition.index
         return _ORDER[condition.op](position, bound)
     try:
-        if kind is ast.Test:
-            assert isinstance(condition, ast.Test)
+        if kind is ast.BooleanCall:
+            assert isinstance(condition, ast.BooleanCall)
             call = condition.call
             literals = tuple(str(lit.value) for lit in call.literals)
             return matches_literal(call.name, string_argument(ctx, element, call), literals)

@@ -111,7 +111,7 @@ def probe_for(test: LocalTest, pid: int | None, field: int, last: bool) -> Probe
 
 def _keyword_probe(condition: ast.Condition | None, pid: int, field: int, last: bool) -> Probe | None:
     """The index entry of ``contains(p, "k")`` (and starts-with, ends-with) or ``f(p) = "v"``."""
-    if isinstance(condition, ast.Test) and condition.call.name != "matches":
+    if isinstance(condition, ast.BooleanCall) and condition.call.name != "matches":
         call, key = condition.call, condition.call.literals[0].value
     elif (
         isinstance(condition, ast.CallComparison)

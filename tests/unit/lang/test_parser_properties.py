@@ -10,17 +10,26 @@ from hypothesis import strategies as st
 from feedrouter.errors import SubscriptionError
 from feedrouter.lang import parse, to_xquery
 from feedrouter.lang.ast import (
+    MATCH_FUNCTIONS,
     AbsPath,
+    And,
     AttributeTest,
     Axis,
+    BooleanCall,
+    Call,
+    CallComparison,
     Comparison,
     CompOp,
+    Condition,
     Constructor,
     Enclosed,
     Exists,
     Filter,
     Flwr,
     Literal,
+    Not,
+    Or,
+    Position,
     QName,
     RelPath,
     Step,
@@ -43,12 +52,18 @@ VALID = [
     "return <item>a&amp;b{ $e/title, $e//x/text() }<c/></item>",
     "for $s in //section return <s>Section: { $s/title/text() } &amp; more<![CDATA[x]]>{{</s>",
     "//a[. = -1.5e3][text() != 'it''s'][b/c/@d >= .5][.//e[f]]",
+    '//story[@lang = "en" or (@lang = "fr" and not(b[1]))][category = ("Sport", "Culture")]',
+    '//p[contains(lower-case(.), "merger")][string-length(@n) > 2][count(.//q) >= 1][last()]',
+    'for $s in //s where matches($s/t, "^a+", "i") or empty($s/p[position() <= 2]) return $s',
+    "//a[b | c][position() > 1 and position() < last()][starts-with(@x, 'y')][ends-with(., 'z')]",
 ]
 TOKENS = [
     "/", "//", "[", "]", "(", ")", "{", "}", "<", ">", "</", "/>", "=", "!=", "<=", ">=", "$v", "$x", "@a",
     "text()", ".", "..", "*", '"', "'", "(:", ":)", "&amp;", "&", "&#", ";", " and ", " or ", " eq ", "for ",
     "where ", "return ", "let ", "declare namespace p = 'u';", "p:", "a", "1", "1e", "-", ",", "|", "\n",
     "\r", "\x00", "é", "Q{", "{{", "}}", "<![CDATA[", "]]>", "<!--", "<?", "::", "child", "count(",
+    "not(", "empty(", "exists(", "contains(", "matches(", "lower-case(", "string-length(", "last()",
+    "position()", " or ", "(", ")", '"x", "y"', "fn:",
 ]  # fmt: skip
 
 
@@ -147,16 +162,90 @@ def rel_path(draw: st.DrawFn, default: str, depth: int, tails: tuple[str, ...] =
 
 
 @st.composite
-def condition(draw: st.DrawFn, default: str, depth: int) -> Comparison | Exists:
+def plain_condition(draw: st.DrawFn, default: str, depth: int) -> Comparison | Exists:
     path = draw(rel_path(default, depth))
     if draw(st.booleans()):
         return Exists(path)
     return Comparison(path, draw(st.sampled_from(list(CompOp))), draw(literal()))
 
 
+STRING_CALLS = ["lower-case", "upper-case", "normalize-space", "string"]
+PATTERNS = st.sampled_from(["^a", "b+c?", "x|y", r"\d{2}", "[a-z-[aeiou]]", "."])
+
+
+@st.composite
+def call(draw: st.DrawFn, default: str, depth: int, name: str) -> Call:
+    nested = name in MATCH_FUNCTIONS or name in ("lower-case", "upper-case", "normalize-space")
+    if nested and depth > 0 and draw(st.integers(0, 4)) == 0:
+        arg: RelPath | Call = draw(call(default, depth - 1, draw(st.sampled_from(STRING_CALLS))))
+    else:
+        arg = draw(rel_path(default, depth))
+    if name == "matches":
+        flags = draw(st.sampled_from([(), ("i",), ("smx",)]))
+        return Call(name, arg, tuple(Literal(v) for v in (draw(PATTERNS), *flags)))
+    if name in MATCH_FUNCTIONS:
+        return Call(name, arg, (Literal(draw(st.text(XML_CHARS, max_size=6))),))
+    return Call(name, arg)
+
+
+@st.composite
+def function_condition(draw: st.DrawFn, default: str, depth: int) -> BooleanCall | CallComparison:
+    name = draw(st.sampled_from([*MATCH_FUNCTIONS, *STRING_CALLS, "string-length", "count"]))
+    found = draw(call(default, depth, name))
+    if name in MATCH_FUNCTIONS:
+        return BooleanCall(found)
+    op = draw(st.sampled_from(list(CompOp)))
+    if name in ("string-length", "count"):
+        return CallComparison(found, op, Literal(float(draw(st.integers(0, 9)))))
+    return CallComparison(found, op, Literal(draw(st.text(XML_CHARS, max_size=6))))
+
+
+@st.composite
+def position(draw: st.DrawFn) -> Position:
+    index = draw(st.one_of(st.none(), st.integers(-1, 5).map(float), st.just(1.5)))
+    return Position(draw(st.sampled_from(list(CompOp))), index)
+
+
+@st.composite
+def condition(draw: st.DrawFn, default: str, depth: int, positions: bool = False) -> Condition:
+    """Any condition as the parser builds it: or/and flattened, and only under or/not."""
+    kinds = ["plain", "plain", "function"] + (["or", "and", "not"] if depth > 0 else [])
+    kinds += ["position"] if positions else []
+    kind = draw(st.sampled_from(kinds))
+    if kind == "plain":
+        return draw(plain_condition(default, depth))
+    if kind == "function":
+        return draw(function_condition(default, depth))
+    if kind == "position":
+        return draw(position())
+    if kind == "not":
+        return Not(draw(condition(default, depth - 1, positions)))
+    terms = draw(st.lists(condition(default, depth - 1, positions), min_size=2, max_size=3))
+    if kind == "and":
+        return Or((And(tuple(t for t in terms if not isinstance(t, And)) or terms[:1]), terms[0]))
+    return Or(tuple(t for t in terms if not isinstance(t, Or)) or terms[:1])
+
+
+def _normal(condition: Condition) -> Condition:
+    """Or and And of one term are that term (the parser never builds them)."""
+    if isinstance(condition, (Or, And)):
+        terms = tuple(_normal(t) for t in condition.terms)
+        flat = tuple(x for t in terms for x in (t.terms if isinstance(t, type(condition)) else (t,)))
+        return flat[0] if len(flat) == 1 else type(condition)(flat)
+    if isinstance(condition, Not):
+        return Not(_normal(condition.operand))
+    return condition
+
+
+@st.composite
+def predicate(draw: st.DrawFn, default: str, depth: int) -> Condition:
+    found = _normal(draw(condition(default, depth, positions=True)))
+    return found.terms[0] if isinstance(found, And) and len(found.terms) == 1 else found
+
+
 @st.composite
 def step(draw: st.DrawFn, default: str, depth: int = 2) -> Step:
-    predicates = draw(st.lists(condition(default, depth), max_size=2)) if depth > 0 else []
+    predicates = draw(st.lists(predicate(default, depth), max_size=2)) if depth > 0 else []
     axis = draw(st.sampled_from([Axis.CHILD, Axis.DESCENDANT]))
     return Step(axis, draw(element_name(default)), tuple(predicates))
 
@@ -183,7 +272,8 @@ def subscription(draw: st.DrawFn) -> Subscription:
     namespaces = tuple(PREFIXES.items())
     if draw(st.booleans()):
         return Subscription(Filter(binding), namespaces, default)
-    where = tuple(draw(st.lists(condition(default, 2), max_size=3)))
+    where = tuple(_normal(c) for c in draw(st.lists(condition(default, 2), max_size=3)))
+    where = tuple(t for c in where for t in (c.terms if isinstance(c, And) else (c,)))
     ret = draw(st.one_of(rel_path(default, 1, tails=("text",)), constructor(default)))
     wrapper = draw(st.one_of(st.none(), element_name(default, constructor=True)))
     var = draw(st.sampled_from(["v", "for", "s.t"]))
