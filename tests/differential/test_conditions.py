@@ -77,6 +77,26 @@ CASES: dict[str, list[str]] = {
         *(f'//book[contains(author, "{w}")]' for w in ("Ray", "a")),  # two authors: XPTY0004
         *(f'//entry[upper-case(category) = "{w}"]' for w in ("SPORT", "POLITICS")),
     ],
+    # spelled-out forms of what the first round had: version, unions, explicit axes, let aliases
+    "forms": [
+        'xquery version "3.1";\n//book[@lang = "en"]',
+        "//book[@lang] | //book[p]",
+        "//p[@n] | //book/p[1] | //sec//p",
+        "//entry/child::title | //entry/descendant::category",
+        "//book[attribute::year > 2000]/child::title",
+        "for $b in //book let $t := $b/title where contains($t, 'XML') return <r>{ $t }</r>",
+        "for $b in //book let $p := $b/p let $n := $p/@n where $n = 2 or empty($p) return $b/title",
+        "for $e in //entry let $c := $e/category return <e>{ $c }{ $e/title }</e>",
+    ],
+    # constant attributes on constructed elements (references, escapes, xml:lang, a prefix)
+    "attributes": [
+        'for $b in //book return <hit src="lib" n="a&amp;b &lt; {{x}}">{ $b/title }</hit>',
+        "for $e in //entry return "
+        "<e xml:lang='en' q='it''s' t=\"a&#10;b\"><t kind=\"x\">{ $e/title }</t></e>",
+        'declare namespace p = "urn:p";\n'
+        'for $b in //book return <p:r p:id="1" plain="2">{ $b/title }</p:r>',
+        'for $a in //a return <n depth="x"><m k=""/></n>',
+    ],
     "count": [
         "//book[count(p) > 2]",
         "//book[count(.//p) = 3]",

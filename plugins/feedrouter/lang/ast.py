@@ -117,6 +117,15 @@ class AbsPath:
 
 
 @dataclass(frozen=True)
+class Union:
+    """``p1 | p2 | ...`` of absolute paths as a filter subscription: the nodes any of them selects,
+    each once, in document order (XQuery's ``|``)."""
+
+    paths: tuple[AbsPath, ...]
+    span: Span | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
 class Comparison:
     """``path op literal``: existential over the nodes ``path`` selects, as a general comparison.
 
@@ -255,12 +264,22 @@ class TextContent:
 
 
 @dataclass(frozen=True)
+class AttributeConstructor:
+    """``name="value"`` on a direct element constructor: a constant value (references resolved,
+    ``{{``/``}}`` unescaped, literal whitespace normalized to spaces as XQuery does)."""
+
+    name: QName
+    value: str
+
+
+@dataclass(frozen=True)
 class Constructor:
-    """A direct element constructor ``<name>…</name>`` without attributes."""
+    """A direct element constructor ``<name a="v">…</name>``; attributes are constant."""
 
     name: QName
     content: tuple[Constructor | Enclosed | TextContent, ...] = ()
     span: Span | None = field(default=None, compare=False)
+    attributes: tuple[AttributeConstructor, ...] = ()
 
 
 Return = Constructor | RelPath
@@ -280,9 +299,10 @@ class Flwr:
 
 @dataclass(frozen=True)
 class Filter:
-    """A filter subscription: one absolute path; its result is the nodes it selects, in document order."""
+    """A filter subscription: an absolute path or a union of them; its result is the nodes selected,
+    each once, in document order."""
 
-    path: AbsPath
+    path: AbsPath | Union
     span: Span | None = field(default=None, compare=False)
 
 
@@ -294,3 +314,4 @@ class Subscription:
     namespaces: tuple[tuple[str, str], ...] = ()
     default_element_namespace: str = ""
     text: str = field(default="", compare=False)
+    version: str = ""  # the version declaration's (``xquery version "3.1";``), "" without one

@@ -329,6 +329,26 @@ class Lexer:
             pos += 1
         return pos
 
+    def attribute_value(self, pos: int) -> tuple[str, int, int]:
+        """``= "value"`` of an attribute in a start tag: the text between the quotes (a doubled quote
+        read as one), where it starts, and the end."""
+        pos = self.skip_space(pos)
+        if not self.text.startswith("=", pos):
+            raise self.diag.fail("FR100", "expected '=' after the attribute name", pos)
+        pos = self.skip_space(pos + 1)
+        quote = self.text[pos : pos + 1]
+        if quote not in ("'", '"'):
+            raise self.diag.fail("FR100", "expected a quoted attribute value", pos)
+        end = pos + 1
+        while True:
+            end = self.text.find(quote, end)
+            if end < 0:
+                raise self.diag.fail("FR102", "unterminated attribute value", pos)
+            if not self.text.startswith(quote * 2, end):
+                break
+            end += 2
+        return self.text[pos + 1 : end].replace(quote * 2, quote), pos + 1, end + 1
+
     def attribute_end(self, pos: int) -> int:
         """Skip ``= "value"`` of an attribute in a start tag (which the parser rejects) and return the end."""
         pos = self.skip_space(pos)

@@ -30,6 +30,7 @@ from feedrouter.lang.ast import (
     MATCH_FUNCTIONS,
     AbsPath,
     And,
+    AttributeConstructor,
     AttributeTest,
     Axis,
     BooleanCall,
@@ -55,6 +56,7 @@ from feedrouter.lang.ast import (
     Tail,
     TextContent,
     TextTest,
+    Union,
     is_positional,
 )
 from feedrouter.lang.lexer import (
@@ -100,6 +102,10 @@ MAX_PARTS = 2048
 #: Alternatives of one ``or`` (a literal sequence counts each literal): past this many a condition
 #: is refused (FR115) rather than split into that many conjunctive plans.
 MAX_ALTERNATIVES = 64
+#: The versions a version declaration may name (Saxon runs texts of each with the same meaning here).
+SUPPORTED_VERSIONS = ("1.0", "3.0", "3.1")
+#: Explicit forward axes written out, and the abbreviation each is (positions aside, see step()).
+EXPLICIT_AXES = {"child": "/", "descendant": "//", "attribute": "@"}
 
 Where = str  # "predicate" or "where": which kind of condition is being read
 
@@ -151,6 +157,8 @@ class _Parser:
         self.depth = 0
         self.parts = 0
         self.predicate_start = -1  # where the innermost predicate's expression starts
+        self.aliases: dict[str, RelPath] = {}  # let $t := $s/title: $t stands for that path
+        self.version = ""
         self.tok = Token("eof", "", 0, 0)
 
     # -- token plumbing ----------------------------------------------------------------------------
@@ -246,7 +254,7 @@ class _Parser:
             self.diag.details.append(self.too_deep())
         if self.diag.details or body is None:
             raise self.error(source)
-        return Subscription(body, tuple(self.declared), self.default_ns or "", self.original)
+        return Subscription(body, tuple(self.declared), self.default_ns or "", self.original, self.version)
 
     def too_deep(self) -> ErrorDetail:
         offset = self.tok.start
@@ -259,6 +267,8 @@ class _Parser:
         return self.diag.error(source)
 
     def prolog(self) -> None:
+        if self.tok.is_name("xquery") and self.peek().is_name("version", "encoding"):
+            self.version_declaration()
         while True:
             tok, nxt = self.tok, self.peek()
             if tok.is_name("declare") and (nxt.kind == "name" or nxt.is_punct("%")):
@@ -273,6 +283,24 @@ class _Parser:
                 self.skip_declaration()
             else:
                 return
+
+    def version_declaration(self) -> None:
+        """``xquery version "3.1";`` (optionally ``encoding "UTF-8"``): first in the text, as XQuery wants."""
+        start = self.advance()
+        if self.tok.is_name("version"):
+            self.advance()
+            tok = self.advance()
+            if tok.kind != "string" or str(tok.value) not in SUPPORTED_VERSIONS:
+                versions = ", ".join(f'"{v}"' for v in SUPPORTED_VERSIONS)
+                raise self.diag.fail("FR104", f"the XQuery version must be one of {versions}", tok.start)
+            self.version = str(tok.value)
+        if self.tok.is_name("encoding"):
+            self.advance()
+            if self.advance().kind != "string":
+                raise self.diag.fail("FR100", "expected the encoding's name in quotes", start.start)
+        if not self.tok.is_punct(";"):
+            raise self.diag.fail("FR100", "expected ';' after the version declaration", self.tok.start)
+        self.advance()
 
     def skip_declaration(self) -> None:
         self.skip_until(lambda t: t.is_punct(";"))
@@ -356,8 +384,22 @@ class _Parser:
         if tok.is_punct("<"):
             return self.wrapped()
         if tok.is_punct("/", "//"):
-            return Filter(self.abs_path("filter"), self.span(tok.start))
+            return Filter(self.filter_path(), self.span(tok.start))
         raise self.unexpected(tok, "a subscription (a path starting with '/' or '//', or 'for ...')", "top")
+
+    def filter_path(self) -> AbsPath | Union:
+        """A filter's path, or ``p1 | p2 | ...``: the nodes any of them selects."""
+        start = self.tok
+        paths = [self.abs_path("filter")]
+        while self.tok.is_punct("|") or self.tok.is_name("union"):
+            self.advance()
+            paths.append(self.abs_path("filter"))
+        if len(paths) == 1:
+            return paths[0]
+        if len(paths) > MAX_ALTERNATIVES:
+            message = f"{len(paths)} paths in one union; at most {MAX_ALTERNATIVES} are supported"
+            raise self.diag.fail("FR115", message, start.start)
+        return Union(tuple(paths), self.span(start.start))
 
     def expect_end(self) -> None:
         tok = self.tok
@@ -408,6 +450,11 @@ class _Parser:
         seen = False
         while not self.tok.is_name("return"):
             tok = self.tok
+            if tok.is_name("let") and self.peek().is_punct("$"):
+                if seen:
+                    self.diag.add("FR104", "a let clause must come before 'where'", tok.start)
+                self.let_clause()
+                continue
             if tok.is_name("where"):
                 if seen:
                     self.diag.add(
@@ -433,6 +480,9 @@ class _Parser:
         # wrapper_body puts the FLWR where a constructor's content has its enclosed expressions
         items: tuple[object, ...] = ctor.content
         if len(items) == 1 and isinstance(items[0], Flwr):
+            if ctor.attributes:
+                message = "attributes on the element around a subscription are not supported yet"
+                raise self.diag.fail("FR104", message, lt)
             self.jump(end)
             return replace(items[0], wrapper=ctor.name, span=self.span(lt))
         offset = next((o for o, i in zip(offsets, items, strict=True) if not isinstance(i, Flwr)), lt)
@@ -493,11 +543,13 @@ class _Parser:
             message = f"predicates on {what} are not supported; compare it directly, e.g. [@a = 1]"
             raise self.diag.recover("FR104", message, tok.start)
 
-    def step(self, axis: Axis, lone_slash: bool = False) -> Step | Tail:
+    def step(self, axis: Axis, lone_slash: bool = False, explicit: bool = False) -> Step | Tail:
         """One step after ``/`` or ``//`` (or the first step of a relative path, on the child axis)."""
         tok, nxt = self.tok, self.peek()
         self.count_part(tok.start)
-        if tok.is_punct("@"):
+        if tok.kind == "name" and nxt.is_punct("::") and tok.text in EXPLICIT_AXES and not explicit:
+            return self.explicit_step(axis, tok)
+        if tok.is_punct("@") and not explicit:
             return self.attribute_step(axis)
         if tok.is_name("text") and nxt.is_punct("("):
             return self.text_step(axis)
@@ -519,6 +571,26 @@ class _Parser:
             raise self.diag.fail("FR100", found, tok.start)
         self.advance()
         return Step(axis, name, self.predicates(), self.span(tok.start))
+
+    def explicit_step(self, axis: Axis, tok: Token) -> Step | Tail:
+        """``child::a``, ``descendant::a``, ``attribute::a`` written out: the abbreviated step they are.
+        Positions differ for ``descendant::`` (they count all descendants of the context node, where
+        ``//a[1]`` counts each parent's children), so a positional predicate there is refused."""
+        written = EXPLICIT_AXES[tok.text]
+        self.advance()
+        self.advance()
+        if written == "@":
+            return self.attribute_name(axis, tok)
+        if self.tok.is_punct("@"):
+            raise self.diag.fail("FR100", f"expected a name test after '{tok.text}::'", self.tok.start)
+        found = self.step(Axis.DESCENDANT if written == "//" else axis, explicit=True)
+        if written == "//" and isinstance(found, Step) and any(is_positional(p) for p in found.predicates):
+            message = (
+                "positions on 'descendant::' count all descendants of the context node; "
+                "write '//a[1]' for the first a child of each parent"
+            )
+            raise self.diag.fail("FR107", message, tok.start)
+        return found
 
     def unsupported_step(self, tok: Token, nxt: Token) -> bool:
         """Report a step outside the subset and skip it (True), so that parsing goes on."""
@@ -548,7 +620,10 @@ class _Parser:
         return False
 
     def attribute_step(self, axis: Axis) -> AttributeTest:
-        at = self.advance()
+        return self.attribute_name(axis, self.advance())
+
+    def attribute_name(self, axis: Axis, at: Token) -> AttributeTest:
+        """The name after ``@`` (or ``attribute::``, which ``at`` is then)."""
         tok = self.tok
         if axis is Axis.DESCENDANT:
             a = f"@{tok.text}" if tok.kind == "name" else "@a"
@@ -652,15 +727,42 @@ class _Parser:
         name = self.advance()
         if not _plain(name):
             raise self.diag.fail("FR100", "expected a variable name after '$'", name.start)
-        if name.text != self.var:
-            self.diag.add(
-                "FR106", f"unknown variable '${name.text}'; the only variable is '${self.var}'", tok.start
-            )
+        alias = self.aliases.get(name.text)
+        if name.text != self.var and alias is None:
+            known = ", ".join(f"${v}" for v in [self.var, *self.aliases])
+            self.diag.add("FR106", f"unknown variable '${name.text}'; the variables are {known}", tok.start)
         if self.tok.is_punct("["):
             message = "predicates on the variable are not supported; put the condition in the where clause"
             raise self.diag.recover("FR104", message, self.tok.start)
         steps, tail = self.rel_steps()
-        return RelPath(steps, tail, self.span(tok.start))
+        if alias is None:
+            return RelPath(steps, tail, self.span(tok.start))
+        if alias.tail is not None and (steps or tail is not None):
+            message = f"'${name.text}' holds attributes or text: no steps below it"
+            raise self.diag.recover("FR104", message, tok.start)
+        return RelPath(alias.steps + steps, tail if alias.tail is None else alias.tail, self.span(tok.start))
+
+    def let_clause(self) -> None:
+        """``let $t := $s/title``: an alias of a path from the bound variable (or an earlier alias),
+        substituted where it is used, which gives the same nodes as XQuery's binding of the sequence."""
+        self.advance()
+        dollar = self.tok
+        if not dollar.is_punct("$"):
+            raise self.diag.fail("FR100", "expected a variable after 'let'", dollar.start)
+        self.advance()
+        name = self.advance()
+        if not _plain(name):
+            raise self.diag.fail("FR100", "expected a variable name after '$'", name.start)
+        if name.text == self.var or name.text in self.aliases:
+            message = f"'${name.text}' is already bound; give the let variable another name"
+            self.diag.add("FR104", message, dollar.start)
+        if not self.tok.is_punct(":="):
+            raise self.diag.fail("FR100", f"expected ':=' after 'let ${name.text}'", self.tok.start)
+        self.advance()
+        if not self.tok.is_punct("$"):
+            message = f"a let clause may only name a path from ${self.var}, e.g. let $t := ${self.var}/title"
+            raise self.diag.fail("FR104", message, self.tok.start)
+        self.aliases[name.text] = self.var_path("let")
 
     # -- conditions --------------------------------------------------------------------------------
 
@@ -1037,9 +1139,10 @@ class _Parser:
             raise self.diag.fail("FR100", "expected an element name right after '<'", lt + 1)
         raw, pos = found
         name = self.resolve_raw(raw, lt + 1, element=True)
-        pos, empty = self.start_tag_rest(pos, raw)
+        attributes: list[AttributeConstructor] = []
+        pos, empty = self.start_tag_rest(pos, raw, attributes)
         if empty:
-            return Constructor(name, (), self.span(lt)), pos, []
+            return Constructor(name, (), self.span(lt), tuple(attributes)), pos, []
         self.enter()
         items: list = []
         offsets: list[int] = []
@@ -1058,7 +1161,7 @@ class _Parser:
                 items.append(item)
                 offsets.append(piece.start)
         self.depth -= 1
-        return Constructor(name, tuple(items), self.span(lt)), pos, offsets
+        return Constructor(name, tuple(items), self.span(lt), tuple(attributes)), pos, offsets
 
     def content_item(
         self, kind: str, start: int, end: int, value: str, on_enclosed: Callable[[int], tuple[object, int]]
@@ -1076,8 +1179,10 @@ class _Parser:
         span = self.span(offset)
         return f"line {span.line}, column {span.column}"
 
-    def start_tag_rest(self, pos: int, raw: RawName) -> tuple[int, bool]:
-        """Read the rest of a start tag: attributes are reported and skipped; ``/>`` or ``>``."""
+    def start_tag_rest(
+        self, pos: int, raw: RawName, attributes: list[AttributeConstructor]
+    ) -> tuple[int, bool]:
+        """Read the rest of a start tag: its constant attributes, then ``/>`` or ``>``."""
         text = self.text
         while True:
             after = self.lexer.skip_space(pos)
@@ -1087,13 +1192,39 @@ class _Parser:
                 return after + 1, False
             attribute = self.lexer.tag_name(after) if after > pos else None
             if attribute is not None:
-                message = f"attributes in element constructors are not supported (found '{attribute[0]}')"
-                self.diag.add("FR104", message, after)
-                pos = self.lexer.attribute_end(attribute[1])
+                pos = self.attribute(attribute[0], after, attribute[1], attributes)
                 continue
             if after >= len(text):
                 raise self.diag.fail("FR103", f"unterminated start tag <{raw}>: close it with '>'", after)
             raise self.diag.fail("FR100", f"expected '>' to end the start tag <{raw}>", after)
+
+    def attribute(self, raw: RawName, at: int, pos: int, attributes: list[AttributeConstructor]) -> int:
+        """One ``name="value"`` of a start tag; returns where it ends."""
+        value, start, end = self.lexer.attribute_value(pos)
+        self.count_part(at)
+        if raw.prefix == "xmlns" or (not raw.prefix and raw.local == "xmlns"):
+            message = f"namespace declarations on constructors ('{raw}') are not supported; use the prolog"
+            self.diag.add("FR104", message, at)
+            return end
+        literal = value.replace("{{", "").replace("}}", "")
+        if "{" in literal:
+            message = "attribute value templates ('{ ... }' in a value) are not supported yet"
+            self.diag.add("FR104", message, start + value.find("{"))
+            return end
+        if "}" in literal:
+            self.diag.add("FR100", "write a '}' in an attribute value as '}}'", start + value.find("}"))
+            return end
+        # XQuery normalizes literal whitespace in the value to spaces; references stay as they are
+        text = value.replace("{{", "{").replace("}}", "}").replace("\t", " ").replace("\n", " ")
+        name = self.resolve_raw(raw, at, element=False)
+        if name.uri and not name.prefix:
+            self.diag.add("FR104", f"give the attribute '{raw}' a prefix declared in the prolog", at)
+            return end
+        if any(a.name == name for a in attributes):
+            self.diag.add("FR104", f"the attribute '{raw}' is given twice (XQST0040)", at)
+            return end
+        attributes.append(AttributeConstructor(name, self.lexer.resolve_references(text, start)))
+        return end
 
     def end_tag(self, pos: int, raw: RawName, lt: int) -> int:
         found = self.lexer.tag_name(pos)
@@ -1229,8 +1360,10 @@ def _axis_message(name: str) -> str:
         return f"the backward axis '{name}::' is not supported"
     if name in ("following", "following-sibling", "namespace"):
         return f"the axis '{name}::' is not supported"
-    if name in ("child", "descendant", "attribute", "self", "descendant-or-self"):
-        return f"explicit axes such as '{name}::' are not supported{hint}"
+    if name in ("self", "descendant-or-self"):
+        return f"the axis '{name}::' is not supported; write a predicate, or '//' for descendant-or-self"
+    if name in ("child", "descendant", "attribute"):
+        return f"'{name}::' is not supported here{hint}"
     return f"'{name}::' is not an axis"
 
 

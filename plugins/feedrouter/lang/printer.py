@@ -37,6 +37,7 @@ from feedrouter.lang.ast import (
     Step,
     Subscription,
     TextContent,
+    Union,
 )
 from feedrouter.lang.parser import PREDECLARED, XML_NS
 
@@ -61,7 +62,7 @@ def to_xpath(sub: Subscription) -> tuple[str, dict[str, str]]:
     writer = _XPathWriter(sub)
     body = sub.body
     if isinstance(body, Filter):
-        return writer.abs_path(body.path), writer.prefixes
+        return writer.filter_path(body.path), writer.prefixes
     text = writer.abs_path(body.binding)
     if body.where:
         # the predicate goes after the last step's own predicates: it filters the bound nodes
@@ -80,7 +81,7 @@ def match_probe(sub: Subscription) -> str:
     writer = _XQueryWriter(sub)
     body = sub.body
     if isinstance(body, Filter):
-        return writer.prolog() + f"exists({writer.abs_path(body.path)})"
+        return writer.prolog() + f"exists({writer.filter_path(body.path)})"
     return writer.prolog() + f"exists({writer.for_where(body)} return 1)"
 
 
@@ -105,6 +106,11 @@ class _Writer:
 
     def abs_path(self, path: AbsPath) -> str:
         return "".join(self.step(step) for step in path.steps)
+
+    def filter_path(self, path: AbsPath | Union) -> str:
+        if isinstance(path, Union):
+            return " | ".join(self.abs_path(p) for p in path.paths)
+        return self.abs_path(path)
 
     def step(self, step: Step) -> str:
         test = "*" if step.name is None else self.name(step.name, element=True)
@@ -174,7 +180,8 @@ class _Writer:
 
 class _XQueryWriter(_Writer):
     def prolog(self) -> str:
-        lines = [f"declare namespace {p} = {_string(uri)};\n" for p, uri in self.sub.namespaces]
+        lines = [f"xquery version {_string(self.sub.version)};\n"] if self.sub.version else []
+        lines += [f"declare namespace {p} = {_string(uri)};\n" for p, uri in self.sub.namespaces]
         if self.default:
             lines.append(f"declare default element namespace {_string(self.default)};\n")
         return "".join(lines)
@@ -197,7 +204,7 @@ class _XQueryWriter(_Writer):
     def body(self) -> str:
         body = self.sub.body
         if isinstance(body, Filter):
-            return self.abs_path(body.path)
+            return self.filter_path(body.path)
         text = f"{self.for_where(body)}\nreturn {self.ret(body)}"
         if body.wrapper is None:
             return text
@@ -230,9 +237,13 @@ class _XQueryWriter(_Writer):
 
     def constructor(self, ctor: Constructor) -> str:
         tag = self.name(ctor.name, element=True, constructor=True)
+        attributes = "".join(
+            f' {self.name(a.name, element=False, constructor=True)}="{_attribute_text(a.value)}"'
+            for a in ctor.attributes
+        )
         if not ctor.content:
-            return f"<{tag}/>"
-        return f"<{tag}>{''.join(self.content(item) for item in ctor.content)}</{tag}>"
+            return f"<{tag}{attributes}/>"
+        return f"<{tag}{attributes}>{''.join(self.content(item) for item in ctor.content)}</{tag}>"
 
     def content(self, item: Constructor | Enclosed | TextContent) -> str:
         if isinstance(item, Constructor):
@@ -298,6 +309,13 @@ def _text(value: str) -> str:
     if value and all(ch in " \t\r\n" for ch in value):
         return "".join(f"&#{ord(ch)};" for ch in value)
     escaped = value.replace("&", "&amp;").replace("<", "&lt;").replace("\r", "&#13;")
+    return escaped.replace("{", "{{").replace("}", "}}")
+
+
+def _attribute_text(value: str) -> str:
+    """A constant attribute value as written in a start tag: read back to ``value`` exactly."""
+    escaped = value.replace("&", "&amp;").replace("<", "&lt;").replace('"', "&quot;")
+    escaped = escaped.replace("\t", "&#9;").replace("\n", "&#10;").replace("\r", "&#13;")
     return escaped.replace("{", "{{").replace("}", "}}")
 
 

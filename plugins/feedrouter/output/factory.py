@@ -31,6 +31,12 @@ def _escape_attribute(value: str) -> str:
     return value.replace("&", "&amp;").replace("<", "&lt;").replace('"', "&quot;")
 
 
+def serialized_attribute(value: str) -> str:
+    """An attribute value as the XML serializer writes it: whitespace that normalization would
+    change is kept as character references."""
+    return _escape_attribute(value).replace("\t", "&#9;").replace("\n", "&#10;").replace("\r", "&#13;")
+
+
 @dataclass(frozen=True)
 class Slot:
     """Where the nodes of return path ``index`` go; ``default_ns`` is the default namespace in scope."""
@@ -76,6 +82,11 @@ def compile_constructor(
     scope = scope or _Scope()
     qname = str(ctor.name)
     declarations, inner = scope.open(ctor.name)
+    for attribute in ctor.attributes:
+        if attribute.name.uri:
+            more, inner = inner.open(attribute.name)
+            declarations += more
+    declarations += "".join(f' {a.name}="{serialized_attribute(a.value)}"' for a in ctor.attributes)
     content: list[ElementTemplate | Slot | bytes] = []
     for item in ctor.content:
         if isinstance(item, ast.Constructor):

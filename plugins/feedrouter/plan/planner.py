@@ -17,7 +17,7 @@ from feedrouter.lang import ast
 from feedrouter.output.factory import Slot, Template, compile_constructor
 from feedrouter.output.factory import wrapper_template as make_wrapper
 from feedrouter.plan.claims import no_duplicates, no_duplicates_on, ordered_on
-from feedrouter.plan.dnf import alternatives
+from feedrouter.plan.dnf import MAX_DISJUNCTS, alternatives
 from feedrouter.plan.never_matches import never_matches
 from feedrouter.plan.nodesets import is_recursive, steps_of
 from feedrouter.plan.operators import (
@@ -225,15 +225,20 @@ class Planner:
         return SubscriptionPlan(sid, True, main, returns, template, wrapper, held, notes)
 
     def _main(
-        self, binding: ast.AbsPath, where: tuple[ast.Condition, ...], notes: list[str]
+        self, binding: ast.AbsPath | ast.Union, where: tuple[ast.Condition, ...], notes: list[str]
     ) -> tuple[PatternPlan | UnionPlan, list[PatternPlan]]:
         """The main plan of a binding or filter path with its where conditions: one pattern plan, or
-        a union of one per conjunctive alternative where an ``or`` splits (:mod:`feedrouter.plan.dnf`)."""
-        split = alternatives(binding, where)
+        a union of one per conjunctive alternative where an ``or`` splits (:mod:`feedrouter.plan.dnf`)
+        or the filter is a union of paths."""
+        paths = binding.paths if isinstance(binding, ast.Union) else (binding,)
+        split = [alt for path in paths for alt in alternatives(path, where)]
+        if len(split) > MAX_DISJUNCTS:
+            split = [(path, where) for path in paths]
         plans = [self.acquire(self.rewrite(absolute_pattern(b, w), notes), main=True) for b, w in split]
         if len(plans) == 1:
             return plans[0], plans
-        notes.append(f"'or' split into {len(plans)} conjunctive alternatives (DNF), each shared and indexed")
+        what = "the union and its 'or'" if len(paths) > 1 else "'or'"
+        notes.append(f"{what} split into {len(plans)} conjunctive alternatives (DNF), each shared, indexed")
         return UnionPlan(tuple(plans)), plans
 
     def _return_item(

@@ -72,6 +72,7 @@ class SubscriptionOptions:
     # exists(), a string function, count() or a literal sequence, and a step gets a position
     conditions: float = 0.0
     positions: float = 0.0
+    unions: float = 0.0  # a filter is a union of two paths
 
 
 def generate_subscriptions(
@@ -178,6 +179,9 @@ class SubscriptionWriter:
     def filter(self) -> str:
         """``/a[b/c[@d = 1]]//e[.//f]``: an absolute path with nested path predicates."""
         text, _ = self.path(None, self._length(self.opts.D1), self.opts.filter_predicate_prob)
+        if self.rng.random() < self.opts.unions:
+            other, _ = self.path(None, self._length(self.opts.D1), self.opts.filter_predicate_prob)
+            text += f" | {other}"
         return text
 
     def flwr(self) -> str:

@@ -36,6 +36,7 @@ from feedrouter.lang.ast import (
     Subscription,
     TextContent,
     TextTest,
+    Union,
 )
 from feedrouter.lang.parser import XML_NS
 
@@ -270,14 +271,19 @@ def subscription(draw: st.DrawFn) -> Subscription:
     default = draw(st.sampled_from(["", "urn:d"]))
     binding = AbsPath(tuple(draw(st.lists(step(default), min_size=1, max_size=3))))
     namespaces = tuple(PREFIXES.items())
+    version = draw(st.sampled_from(["", "", "1.0", "3.1"]))
     if draw(st.booleans()):
-        return Subscription(Filter(binding), namespaces, default)
+        if draw(st.booleans()):
+            more = draw(st.lists(st.lists(step(default), min_size=1, max_size=2), min_size=1, max_size=2))
+            union = Union((binding, *(AbsPath(tuple(p)) for p in more)))
+            return Subscription(Filter(union), namespaces, default, version=version)
+        return Subscription(Filter(binding), namespaces, default, version=version)
     where = tuple(_normal(c) for c in draw(st.lists(condition(default, 2), max_size=3)))
     where = tuple(t for c in where for t in (c.terms if isinstance(c, And) else (c,)))
     ret = draw(st.one_of(rel_path(default, 1, tails=("text",)), constructor(default)))
     wrapper = draw(st.one_of(st.none(), element_name(default, constructor=True)))
     var = draw(st.sampled_from(["v", "for", "s.t"]))
-    return Subscription(Flwr(var, binding, where, ret, wrapper), namespaces, default)
+    return Subscription(Flwr(var, binding, where, ret, wrapper), namespaces, default, version=version)
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
