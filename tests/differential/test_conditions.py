@@ -97,6 +97,15 @@ CASES: dict[str, list[str]] = {
         'for $b in //book return <p:r p:id="1" plain="2">{ $b/title }</p:r>',
         'for $a in //a return <n depth="x"><m k=""/></n>',
     ],
+    # sequences in return, comments in constructors
+    "returns": [
+        "for $e in //entry return ($e/title, $e/category)",
+        "for $b in //book return (<sep/>, $b/title, <x>{ $b/author }</x>)",
+        "for $b in //book return ($b/title/text(), $b/p[1]/text())",
+        "for $a in //a return (<c><!-- a --></c>, $a/b)",
+        "for $e in //entry return <e><!--entry-->{ $e/title }<!-- end --></e>",
+        "<all>{ for $b in //book[p] return ($b) }</all>",
+    ],
     "count": [
         "//book[count(p) > 2]",
         "//book[count(.//p) = 3]",

@@ -264,6 +264,13 @@ class TextContent:
 
 
 @dataclass(frozen=True)
+class CommentContent:
+    """A direct comment constructor ``<!-- text -->`` inside a constructor."""
+
+    text: str
+
+
+@dataclass(frozen=True)
 class AttributeConstructor:
     """``name="value"`` on a direct element constructor: a constant value (references resolved,
     ``{{``/``}}`` unescaped, literal whitespace normalized to spaces as XQuery does)."""
@@ -277,12 +284,20 @@ class Constructor:
     """A direct element constructor ``<name a="v">…</name>``; attributes are constant."""
 
     name: QName
-    content: tuple[Constructor | Enclosed | TextContent, ...] = ()
+    content: tuple[Constructor | Enclosed | TextContent | CommentContent, ...] = ()
     span: Span | None = field(default=None, compare=False)
     attributes: tuple[AttributeConstructor, ...] = ()
 
 
-Return = Constructor | RelPath
+@dataclass(frozen=True)
+class Items:
+    """``return ($i/title, $i/link)`` or ``return (<a/>, $i/b)``: the items in order, concatenated."""
+
+    items: tuple[Constructor | RelPath, ...]
+    span: Span | None = field(default=None, compare=False)
+
+
+Return = Constructor | RelPath | Items
 
 
 @dataclass(frozen=True)

@@ -377,10 +377,9 @@ class Lexer:
         return self._char_data(pos)
 
     def _markup(self, pos: int) -> Content:
-        for opener, closer, what in (
-            ("<!--", "-->", "XML comments"),
-            ("<?", "?>", "processing instructions"),
-        ):
+        if self.text.startswith("<!--", pos):
+            return self._comment(pos)
+        for opener, closer, what in (("<?", "?>", "processing instructions"),):
             if self.text.startswith(opener, pos):
                 end = self.text.find(closer, pos)
                 if end < 0:
@@ -388,6 +387,16 @@ class Lexer:
                 self.diag.add("FR104", f"{what} in element constructors are not supported", pos)
                 return Content("skip", pos, end + len(closer))
         return Content("start", pos, pos + 1)
+
+    def _comment(self, pos: int) -> Content:
+        """A direct comment constructor; XQuery forbids '--' inside it and '-' at its end (XPST0003)."""
+        end = self.text.find("-->", pos + 4)
+        if end < 0:
+            raise self.diag.fail("FR102", "unterminated XML comment: close it with '-->'", pos)
+        body = self.text[pos + 4 : end]
+        if "--" in body or body.endswith("-"):
+            self.diag.add("FR100", "a comment may not hold '--' nor end with '-'", pos)
+        return Content("comment", pos, end + 3, body)
 
     def _char_data(self, pos: int) -> Content:
         """Text up to the next tag or enclosed expression, with ``{{``, ``}}``, references and CDATA."""

@@ -36,6 +36,7 @@ from feedrouter.lang.ast import (
     BooleanCall,
     Call,
     CallComparison,
+    CommentContent,
     Comparison,
     CompOp,
     Condition,
@@ -44,6 +45,7 @@ from feedrouter.lang.ast import (
     Exists,
     Filter,
     Flwr,
+    Items,
     Literal,
     Not,
     Or,
@@ -1090,6 +1092,28 @@ class _Parser:
 
     def return_expr(self) -> Return:
         tok = self.tok
+        if tok.is_punct("("):
+            return self.return_items()
+        return self.return_item()
+
+    def return_items(self) -> Return:
+        """``($i/title, <sep/>, $i/link)``: a sequence of paths and constructors, in order."""
+        opener = self.advance()
+        if self.tok.is_punct(")"):
+            message = "an empty return '()' delivers nothing; return a path"
+            raise self.diag.fail("FR104", message, opener.start)
+        items = [self.return_item()]
+        while self.tok.is_punct(","):
+            self.advance()
+            items.append(self.return_item())
+        self.close(")", opener, "the returned sequence")
+        self.advance()
+        if len(items) == 1:
+            return items[0]
+        return Items(tuple(items), self.span(opener.start))
+
+    def return_item(self) -> Constructor | RelPath:
+        tok = self.tok
         if tok.is_punct("<"):
             ctor, end, _ = self.constructor(tok.start, self.enclosed)
             self.jump(end)
@@ -1173,6 +1197,8 @@ class _Parser:
         if kind == "start":
             ctor, pos, _ = self.constructor(start, on_enclosed)
             return ctor, pos
+        if kind == "comment":
+            return CommentContent(value), end
         return None, end  # skipped markup, already reported
 
     def where_at(self, offset: int) -> str:

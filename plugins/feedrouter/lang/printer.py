@@ -20,6 +20,7 @@ from feedrouter.lang.ast import (
     BooleanCall,
     Call,
     CallComparison,
+    CommentContent,
     Comparison,
     CompOp,
     Condition,
@@ -28,6 +29,7 @@ from feedrouter.lang.ast import (
     Exists,
     Filter,
     Flwr,
+    Items,
     Literal,
     Not,
     Or,
@@ -231,9 +233,12 @@ class _XQueryWriter(_Writer):
         return self.sub.body.var
 
     def ret(self, flwr: Flwr) -> str:
-        if isinstance(flwr.ret, RelPath):
-            return self.var_path(flwr.ret)
-        return self.constructor(flwr.ret)
+        if isinstance(flwr.ret, Items):
+            return "(" + ", ".join(self.item(i) for i in flwr.ret.items) + ")"
+        return self.item(flwr.ret)
+
+    def item(self, item: Constructor | RelPath) -> str:
+        return self.var_path(item) if isinstance(item, RelPath) else self.constructor(item)
 
     def constructor(self, ctor: Constructor) -> str:
         tag = self.name(ctor.name, element=True, constructor=True)
@@ -245,9 +250,11 @@ class _XQueryWriter(_Writer):
             return f"<{tag}{attributes}/>"
         return f"<{tag}{attributes}>{''.join(self.content(item) for item in ctor.content)}</{tag}>"
 
-    def content(self, item: Constructor | Enclosed | TextContent) -> str:
+    def content(self, item: Constructor | Enclosed | TextContent | CommentContent) -> str:
         if isinstance(item, Constructor):
             return self.constructor(item)
+        if isinstance(item, CommentContent):
+            return f"<!--{item.text}-->"
         if isinstance(item, Enclosed):
             return "{ " + ", ".join(self.var_path(p) for p in item.paths) + " }" if item.paths else "{}"
         return _text(item.text)

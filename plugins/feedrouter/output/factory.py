@@ -93,6 +93,8 @@ def compile_constructor(
             content.append(compile_constructor(item, slots, inner))
         elif isinstance(item, ast.TextContent):
             content.append(escape_text(item.text))
+        elif isinstance(item, ast.CommentContent):
+            content.append(f"<!--{item.text}-->".encode())
         else:
             for path in item.paths:
                 slots.append(path)
@@ -103,6 +105,18 @@ def compile_constructor(
         empty=f"<{qname}{declarations}/>".encode(),
         content=tuple(content),
     )
+
+
+def compile_items(items: ast.Items, slots: list[ast.RelPath]) -> ElementTemplate:
+    """A returned sequence: its items' templates and slots, concatenated, with no element around."""
+    content: list[ElementTemplate | Slot | bytes] = []
+    for item in items.items:
+        if isinstance(item, ast.Constructor):
+            content.append(compile_constructor(item, slots))
+        else:
+            slots.append(item)
+            content.append(Slot(len(slots) - 1))
+    return ElementTemplate(start=b"", end=b"", empty=b"", content=tuple(content))
 
 
 def wrapper_template(name: ast.QName) -> ElementTemplate:

@@ -14,7 +14,7 @@ from enum import Enum
 from feedrouter.engine.nfa import Nfa
 from feedrouter.errors import CompileError, CompileWarning
 from feedrouter.lang import ast
-from feedrouter.output.factory import Slot, Template, compile_constructor
+from feedrouter.output.factory import Slot, Template, compile_constructor, compile_items
 from feedrouter.output.factory import wrapper_template as make_wrapper
 from feedrouter.plan.claims import no_duplicates, no_duplicates_on, ordered_on
 from feedrouter.plan.dnf import MAX_DISJUNCTS, alternatives
@@ -216,6 +216,8 @@ class Planner:
         template: Template
         if isinstance(body.ret, ast.Constructor):
             template = compile_constructor(body.ret, slots)
+        elif isinstance(body.ret, ast.Items):
+            template = compile_items(body.ret, slots)
         else:
             slots.append(body.ret)
             template = Slot(0)

@@ -18,6 +18,7 @@ from feedrouter.lang.ast import (
     BooleanCall,
     Call,
     CallComparison,
+    CommentContent,
     Comparison,
     CompOp,
     Condition,
@@ -26,6 +27,7 @@ from feedrouter.lang.ast import (
     Exists,
     Filter,
     Flwr,
+    Items,
     Literal,
     Not,
     Or,
@@ -253,11 +255,14 @@ def step(draw: st.DrawFn, default: str, depth: int = 2) -> Step:
 
 @st.composite
 def constructor(draw: st.DrawFn, default: str, depth: int = 2) -> Constructor:
-    items: list[Constructor | Enclosed | TextContent] = []
+    items: list[Constructor | Enclosed | TextContent | CommentContent] = []
     for _ in range(draw(st.integers(0, 3))):
-        kind = draw(st.sampled_from(["enclosed", "text", "element"] if depth > 0 else ["enclosed", "text"]))
+        kinds = ["enclosed", "text", "comment"] + (["element"] if depth > 0 else [])
+        kind = draw(st.sampled_from(kinds))
         if kind == "text" and not (items and isinstance(items[-1], TextContent)):
             items.append(TextContent(draw(st.text(XML_CHARS, min_size=1, max_size=6))))
+        elif kind == "comment":
+            items.append(CommentContent(draw(st.sampled_from(["", " c ", "a-b", "x&y<z"]))))
         elif kind == "element":
             items.append(draw(constructor(default, depth - 1)))
         else:
@@ -280,7 +285,8 @@ def subscription(draw: st.DrawFn) -> Subscription:
         return Subscription(Filter(binding), namespaces, default, version=version)
     where = tuple(_normal(c) for c in draw(st.lists(condition(default, 2), max_size=3)))
     where = tuple(t for c in where for t in (c.terms if isinstance(c, And) else (c,)))
-    ret = draw(st.one_of(rel_path(default, 1, tails=("text",)), constructor(default)))
+    item = st.one_of(rel_path(default, 1, tails=("text",)), constructor(default))
+    ret = draw(st.one_of(item, st.lists(item, min_size=2, max_size=3).map(lambda i: Items(tuple(i)))))
     wrapper = draw(st.one_of(st.none(), element_name(default, constructor=True)))
     var = draw(st.sampled_from(["v", "for", "s.t"]))
     return Subscription(Flwr(var, binding, where, ret, wrapper), namespaces, default, version=version)
