@@ -106,6 +106,17 @@ CASES: dict[str, list[str]] = {
         "for $e in //entry return <e><!--entry-->{ $e/title }<!-- end --></e>",
         "<all>{ for $b in //book[p] return ($b) }</all>",
     ],
+    # order by: strings by codepoint, numbers with NaN, empty least/greatest, descending, ties stable
+    "order": [
+        "for $b in //book order by $b/title return $b/title",
+        "for $b in //book order by $b/@year descending return <y>{ $b/title }</y>",
+        "for $b in //book order by number($b/@year) return $b/title",
+        "for $b in //book order by number($b/@year) descending empty greatest return $b/title",
+        "for $b in //book order by $b/@lang empty greatest, $b/title descending return $b/title",
+        "for $p in //p stable order by $p/@n descending return $p",
+        "<r>{ for $e in //entry order by $e/title return $e/category }</r>",
+        "for $b in //b order by number($b) descending return $b",
+    ],
     "count": [
         "//book[count(p) > 2]",
         "//book[count(.//p) = 3]",

@@ -301,6 +301,18 @@ Return = Constructor | RelPath | Items
 
 
 @dataclass(frozen=True)
+class OrderSpec:
+    """One ``order by`` key: a path from the bound variable (``$s/@date``, ``$s/price``, ``$s``),
+    compared as strings by codepoint or, when the text wrote ``number(...)``, as doubles (NaN for a
+    value that is not a number). ``empty_greatest`` is ``empty greatest``; ties keep document order."""
+
+    path: RelPath
+    descending: bool = False
+    empty_greatest: bool = False
+    numeric: bool = False
+
+
+@dataclass(frozen=True)
 class Flwr:
     """``for $var in binding [where c1 and c2 ...] return ret``, optionally inside one constant element."""
 
@@ -310,6 +322,7 @@ class Flwr:
     ret: Return
     wrapper: QName | None = None
     span: Span | None = field(default=None, compare=False)
+    order: tuple[OrderSpec, ...] = ()
 
 
 @dataclass(frozen=True)

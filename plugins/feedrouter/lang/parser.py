@@ -49,6 +49,7 @@ from feedrouter.lang.ast import (
     Literal,
     Not,
     Or,
+    OrderSpec,
     Position,
     QName,
     RelPath,
@@ -104,6 +105,8 @@ MAX_PARTS = 2048
 #: Alternatives of one ``or`` (a literal sequence counts each literal): past this many a condition
 #: is refused (FR115) rather than split into that many conjunctive plans.
 MAX_ALTERNATIVES = 64
+#: What an order key may be wrapped in to compare as numbers.
+NUMBER_CASTS = ("number", "fn:number", "xs:double")
 #: The versions a version declaration may name (Saxon runs texts of each with the same meaning here).
 SUPPORTED_VERSIONS = ("1.0", "3.0", "3.1")
 #: Explicit forward axes written out, and the abbreviation each is (positions aside, see step()).
@@ -160,6 +163,7 @@ class _Parser:
         self.parts = 0
         self.predicate_start = -1  # where the innermost predicate's expression starts
         self.aliases: dict[str, RelPath] = {}  # let $t := $s/title: $t stands for that path
+        self.order: tuple[OrderSpec, ...] = ()
         self.version = ""
         self.tok = Token("eof", "", 0, 0)
 
@@ -425,10 +429,11 @@ class _Parser:
         self.before_in()
         binding = self.abs_path("binding")
         self.var = name.text
+        self.order = ()
         where = self.clauses()
         self.advance()
         ret = self.return_expr()
-        return Flwr(name.text, binding, where, ret, None, self.span(start.start))
+        return Flwr(name.text, binding, where, ret, None, self.span(start.start), self.order)
 
     def before_in(self) -> None:
         tok = self.tok
@@ -457,6 +462,13 @@ class _Parser:
                     self.diag.add("FR104", "a let clause must come before 'where'", tok.start)
                 self.let_clause()
                 continue
+            if (tok.is_name("order") and self.peek().is_name("by")) or (
+                tok.is_name("stable") and self.peek().is_name("order")
+            ):
+                self.order_clause()
+                continue
+            if self.order:
+                raise self.unexpected(tok, "'return' after 'order by'", "clause")
             if tok.is_name("where"):
                 if seen:
                     self.diag.add(
@@ -474,6 +486,46 @@ class _Parser:
                 self.advance()
             self.skip_until(lambda t: t.is_name(*CLAUSES) or t.is_punct(","))
         return tuple(where)
+
+    def order_clause(self) -> None:
+        """``[stable] order by key [ascending|descending] [empty greatest|least], ...``."""
+        if self.order:
+            message = "only one 'order by' clause is supported; list the keys in it"
+            self.diag.add("FR104", message, self.tok.start)
+        if self.tok.is_name("stable"):
+            self.advance()
+        self.advance()
+        self.advance()
+        keys = [self.order_key()]
+        while self.tok.is_punct(","):
+            self.advance()
+            keys.append(self.order_key())
+        self.order = tuple(keys)
+
+    def order_key(self) -> OrderSpec:
+        tok = self.tok
+        numeric = tok.text in NUMBER_CASTS and tok.kind == "name" and self.peek().is_punct("(")
+        if numeric:
+            self.advance()
+            opener = self.advance()
+            path = self.var_path("order")
+            self.close(")", opener, f"the argument list of {tok.text}()")
+            self.advance()
+        else:
+            path = self.var_path("order")
+        descending = False
+        if self.tok.is_name("ascending", "descending"):
+            descending = self.advance().text == "descending"
+        empty_greatest = False
+        if self.tok.is_name("empty"):
+            self.advance()
+            if not self.tok.is_name("greatest", "least"):
+                raise self.diag.fail("FR100", "expected 'greatest' or 'least' after 'empty'", self.tok.start)
+            empty_greatest = self.advance().text == "greatest"
+        if self.tok.is_name("collation"):
+            message = "collations are not supported; keys compare by codepoint"
+            raise self.diag.fail("FR104", message, self.tok.start)
+        return OrderSpec(path, descending, empty_greatest, numeric)
 
     def wrapped(self) -> Flwr:
         """``<w>{ for ... }</w>``: a FLWR inside one constant element."""

@@ -207,7 +207,7 @@ class _XQueryWriter(_Writer):
         body = self.sub.body
         if isinstance(body, Filter):
             return self.filter_path(body.path)
-        text = f"{self.for_where(body)}\nreturn {self.ret(body)}"
+        text = f"{self.for_where(body)}{self.order(body)}\nreturn {self.ret(body)}"
         if body.wrapper is None:
             return text
         tag = self.name(body.wrapper, element=True, constructor=True)
@@ -231,6 +231,16 @@ class _XQueryWriter(_Writer):
     def flwr_var(self) -> str:
         assert isinstance(self.sub.body, Flwr)
         return self.sub.body.var
+
+    def order(self, flwr: Flwr) -> str:
+        keys = []
+        for spec in flwr.order:
+            key = self.var_path(spec.path)
+            key = f"number({key})" if spec.numeric else key
+            key += " descending" if spec.descending else ""
+            key += " empty greatest" if spec.empty_greatest else ""
+            keys.append(key)
+        return f"\norder by {', '.join(keys)}" if keys else ""
 
     def ret(self, flwr: Flwr) -> str:
         if isinstance(flwr.ret, Items):

@@ -224,7 +224,7 @@ class Planner:
         bound = main.alternatives[0].pattern  # alternatives differ in conditions, not in navigation
         returns = tuple(self._return_item(bound, path, held, notes) for path in slots)
         wrapper = make_wrapper(body.wrapper) if body.wrapper else None
-        return SubscriptionPlan(sid, True, main, returns, template, wrapper, held, notes)
+        return SubscriptionPlan(sid, True, main, returns, template, wrapper, held, notes, order=body.order)
 
     def _main(
         self, binding: ast.AbsPath | ast.Union, where: tuple[ast.Condition, ...], notes: list[str]

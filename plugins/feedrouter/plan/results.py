@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from feedrouter.engine.document import iter_text_nodes
 from feedrouter.errors import CompileWarning
+from feedrouter.lang import ast
 from feedrouter.output.factory import (
     ElementTemplate,
     Item,
@@ -24,9 +25,11 @@ from feedrouter.output.factory import (
     render_wrapped,
 )
 from feedrouter.plan.context import DocumentContext
+from feedrouter.plan.evaluate import values
 from feedrouter.plan.operators import PatternPlan, UnionPlan
 from feedrouter.plan.patterns import PathPattern, format_pattern
 from feedrouter.plan.search import search_all
+from feedrouter.plan.values import to_double
 
 
 class SlotRef:
@@ -141,6 +144,7 @@ class SubscriptionPlan:
     held: list[PatternPlan] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # rewrites applied
     warning: CompileWarning | None = None  # FR304: it can never match a document valid under the DTD
+    order: tuple[ast.OrderSpec, ...] = ()  # order by: the keys the bindings are sorted by
     signature: tuple = field(init=False, repr=False)
     code: tuple[Code, ...] = field(init=False, repr=False)  # the template, flattened and resolved
 
@@ -149,13 +153,16 @@ class SubscriptionPlan:
         # What the result depends on, and nothing else: plans with one signature give one result.
         # Patterns stand for their interned plans (the planner interns by pattern).
         returns = tuple(r.key for r in self.returns)
-        self.signature = (self.is_flwr, self.main.pattern, returns, self.template, self.wrapper)
+        self.signature = (self.is_flwr, self.main.pattern, returns, self.template, self.wrapper, self.order)
 
     def bindings(self, ctx: DocumentContext) -> list[int]:
-        """The bound nodes (FLWR) or selected nodes (filter), distinct and in document order."""
+        """The bound nodes (FLWR) or selected nodes (filter), distinct and in document order, or in
+        the order of the ``order by`` keys."""
         bound = ctx.bindings.get(self.main)
         if bound is None:
             bound = ctx.bindings[self.main] = self.main.bound_nodes(ctx)
+        if self.order and len(bound) > 1:
+            return ordered(ctx, bound, getattr(self, "order", ()))
         return bound
 
     def result(self, ctx: DocumentContext, bound: list[int]) -> bytes:
@@ -184,3 +191,29 @@ class SubscriptionPlan:
                     )
                     append(op.start + body + op.end if body else op.empty)  # type: ignore[union-attr]
         return render_wrapped(self.wrapper, b"".join(parts))
+
+
+def ordered(ctx: DocumentContext, bound: list[int], order: tuple[ast.OrderSpec, ...]) -> list[int]:
+    """The bindings sorted by the ``order by`` keys, as XQuery sorts: strings by codepoint, numbers
+    as doubles, the empty key (and NaN) least or greatest, equal keys in document order. A key of
+    several nodes (XPTY0004 in XQuery) counts as empty (NaN for ``number()``)."""
+    result = list(bound)  # the memo is shared with other plans: sort a copy
+    for spec in reversed(order):  # stable sorts, last key first: the first key decides most
+        keys = {nid: _order_key(ctx, nid, spec) for nid in result}
+        result.sort(key=keys.__getitem__, reverse=spec.descending)
+    return result
+
+
+def _order_key(ctx: DocumentContext, nid: int, spec: ast.OrderSpec) -> tuple[int, str | float]:
+    """A binding's key as (rank, value). XQuery puts NaN between the empty key and the values, on
+    the side ``empty least``/``empty greatest`` puts the empty key; ``number()`` of nothing is NaN."""
+    found = values(ctx, ctx.nodes[nid], spec.path)
+    low = not spec.empty_greatest
+    if spec.numeric:
+        number = to_double(found[0]) if len(found) == 1 else None
+        if number is None or number != number:
+            return (1 if low else 3), 0.0
+        return 2, number
+    if len(found) != 1:
+        return (0 if low else 4), ""
+    return 2, found[0]

@@ -73,6 +73,7 @@ class SubscriptionOptions:
     conditions: float = 0.0
     positions: float = 0.0
     unions: float = 0.0  # a filter is a union of two paths
+    orders: float = 0.0  # a FLWR has an order by clause
 
 
 def generate_subscriptions(
@@ -190,6 +191,8 @@ class SubscriptionWriter:
         path, bound = self.path(None, self._length(self.opts.D1), self.opts.step_predicate_prob, inner=True)
         conditions = self.conditions(var, bound, self._count(self.opts.PP))
         where = f"\nwhere {' and '.join(conditions)}" if conditions else ""
+        if self.rng.random() < self.opts.orders:
+            where += self._order(var, bound)
         text = f"for {var} in {path}{where}\nreturn {self.result(var, bound)}"
         if self.rng.random() < self.opts.wrapper_prob:
             text = f"<results>{{\n{text}\n}}</results>"
@@ -388,6 +391,24 @@ class SubscriptionWriter:
         values = sorted({self._string_value(self.rng.choice(domains)) for _ in range(3)})
         literals = ", ".join(xquery_string(v) for v in values)
         return f"{path} {self.rng.choice(('=', '=', '!='))} ({literals})"
+
+    def _order(self, var: str, bound: frozenset[str]) -> str:
+        """``order by`` one or two keys: an attribute, a child's value or the node, sometimes as a
+        number, descending, or with the empty key greatest."""
+        keys = []
+        for _ in range(self.rng.randint(1, 2)):
+            attrs = self._attributes(bound)
+            if attrs and self.rng.random() < 0.5:
+                key = f"{var}/@{self.rng.choice(attrs)}"
+            else:
+                text, _ = self.relative(bound, 1, leading=var)
+                key = text or var
+            if self.rng.random() < 0.3:
+                key = f"number({key})"
+            key += " descending" if self.rng.random() < 0.4 else ""
+            key += " empty greatest" if self.rng.random() < 0.3 else ""
+            keys.append(key)
+        return f"\norder by {', '.join(keys)}"
 
     def _position(self) -> str:
         return self.rng.choice(("[1]", "[2]", "[last()]", "[position() <= 2]", "[position() > 1]"))

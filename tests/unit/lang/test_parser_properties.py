@@ -31,6 +31,7 @@ from feedrouter.lang.ast import (
     Literal,
     Not,
     Or,
+    OrderSpec,
     Position,
     QName,
     RelPath,
@@ -289,7 +290,15 @@ def subscription(draw: st.DrawFn) -> Subscription:
     ret = draw(st.one_of(item, st.lists(item, min_size=2, max_size=3).map(lambda i: Items(tuple(i)))))
     wrapper = draw(st.one_of(st.none(), element_name(default, constructor=True)))
     var = draw(st.sampled_from(["v", "for", "s.t"]))
-    return Subscription(Flwr(var, binding, where, ret, wrapper), namespaces, default, version=version)
+    order = tuple(draw(st.lists(order_spec(default), max_size=2)))
+    flwr = Flwr(var, binding, where, ret, wrapper, order=order)
+    return Subscription(flwr, namespaces, default, version=version)
+
+
+@st.composite
+def order_spec(draw: st.DrawFn, default: str) -> OrderSpec:
+    path = draw(rel_path(default, 1, tails=("attr",)))
+    return OrderSpec(path, draw(st.booleans()), draw(st.booleans()), draw(st.booleans()))
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
