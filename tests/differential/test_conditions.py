@@ -87,6 +87,10 @@ CASES: dict[str, list[str]] = {
         "for $b in //book let $t := $b/title where contains($t, 'XML') return <r>{ $t }</r>",
         "for $b in //book let $p := $b/p let $n := $p/@n where $n = 2 or empty($p) return $b/title",
         "for $e in //entry let $c := $e/category return <e>{ $c }{ $e/title }</e>",
+        "//book/title/text()",
+        "//p[@n]/text()",
+        "//book[@lang = 'fr' or @year]/p/text()",
+        "//entry[not(link)]/category[1]/text()",
     ],
     # constant attributes on constructed elements (references, escapes, xml:lang, a prefix)
     "attributes": [

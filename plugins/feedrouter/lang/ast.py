@@ -110,10 +110,12 @@ class RelPath:
 
 @dataclass(frozen=True)
 class AbsPath:
-    """An absolute path of element steps (``/a//b[...]``): binding paths and filter subscriptions."""
+    """An absolute path of element steps (``/a//b[...]``): binding paths and filter subscriptions.
+    A filter's path may end in ``text()`` (``tail``): it delivers those text nodes."""
 
     steps: tuple[Step, ...]
     span: Span | None = field(default=None, compare=False)
+    tail: TextTest | None = None
 
 
 @dataclass(frozen=True)

@@ -402,6 +402,9 @@ class _Parser:
             paths.append(self.abs_path("filter"))
         if len(paths) == 1:
             return paths[0]
+        if any(p.tail is not None for p in paths):
+            message = "a union of paths selects elements; deliver text nodes with one text() filter"
+            raise self.diag.fail("FR111", message, start.start)
         if len(paths) > MAX_ALTERNATIVES:
             message = f"{len(paths)} paths in one union; at most {MAX_ALTERNATIVES} are supported"
             raise self.diag.fail("FR115", message, start.start)
@@ -571,6 +574,9 @@ class _Parser:
             if isinstance(item, Step):
                 steps.append(item)
                 continue
+            if isinstance(item, TextTest) and role == "filter" and steps:
+                self.no_more_steps(item)
+                return AbsPath(tuple(steps), self.span(start.start), item)
             what = "attributes" if isinstance(item, AttributeTest) else "text nodes"
             self.diag.add("FR111", f"a {role} path must select elements, not {what}", at)
         return AbsPath(tuple(steps), self.span(start.start))

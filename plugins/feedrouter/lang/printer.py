@@ -107,7 +107,7 @@ class _Writer:
         raise NotImplementedError
 
     def abs_path(self, path: AbsPath) -> str:
-        return "".join(self.step(step) for step in path.steps)
+        return "".join(self.step(step) for step in path.steps) + ("/text()" if path.tail else "")
 
     def filter_path(self, path: AbsPath | Union) -> str:
         if isinstance(path, Union):

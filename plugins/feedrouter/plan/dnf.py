@@ -39,7 +39,7 @@ def alternatives(binding: ast.AbsPath, where: Conjunct) -> list[tuple[ast.AbsPat
             raise _TooMany
     except _TooMany:
         return [(binding, where)]
-    return [(ast.AbsPath(steps, binding.span), w) for steps in paths for w in wheres]
+    return [(ast.AbsPath(steps, binding.span, binding.tail), w) for steps in paths for w in wheres]
 
 
 def _conjunction(terms: Conjunct) -> list[Conjunct]:

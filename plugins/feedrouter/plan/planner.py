@@ -208,7 +208,10 @@ class Planner:
         body = tree.body
         notes: list[str] = []
         if isinstance(body, ast.Filter):
-            main, held = self._main(body.path, (), notes)
+            path = body.path
+            if isinstance(path, ast.AbsPath) and path.tail is not None:
+                return self._text_filter(sid, path, notes)
+            main, held = self._main(path, (), notes)
             returns: tuple[ReturnItem, ...] = (self._intern_return(ReturnItem(None)),)
             return SubscriptionPlan(sid, False, main, returns, Slot(0), None, held, notes)
         main, held = self._main(body.binding, body.where, notes)
@@ -225,6 +228,14 @@ class Planner:
         returns = tuple(self._return_item(bound, path, held, notes) for path in slots)
         wrapper = make_wrapper(body.wrapper) if body.wrapper else None
         return SubscriptionPlan(sid, True, main, returns, template, wrapper, held, notes, order=body.order)
+
+    def _text_filter(self, sid: str, path: ast.AbsPath, notes: list[str]) -> SubscriptionPlan:
+        """``//hedline/hl1/text()``: the elements that have text children, bound as a FLWR's are,
+        and their text nodes returned through one slot (XQuery serializes them concatenated)."""
+        has_text = ast.Exists(ast.RelPath((), ast.TextTest()))
+        main, held = self._main(ast.AbsPath(path.steps, path.span), (has_text,), notes)
+        returns = (self._intern_return(ReturnItem(None, text=True)),)
+        return SubscriptionPlan(sid, True, main, returns, Slot(0), None, held, notes)
 
     def _main(
         self, binding: ast.AbsPath | ast.Union, where: tuple[ast.Condition, ...], notes: list[str]
