@@ -100,6 +100,11 @@ CASES: dict[str, list[str]] = {
         'declare namespace p = "urn:p";\n'
         'for $b in //book return <p:r p:id="1" plain="2">{ $b/title }</p:r>',
         'for $a in //a return <n depth="x"><m k=""/></n>',
+        # attribute value templates and the bound node's attributes copied onto the result
+        'for $b in //book return <r year="y{ $b/@year }z" n="{ $b/p/@n }">{ $b/@lang }{ $b/title }</r>',
+        "for $b in //book return <r>{ $b/@year, $b/@lang }</r>",
+        'for $b in //book return <r a="{ $b/title } &amp; { $b/author }" b="{{{ $b/p[1] }}}"/>',
+        'for $e in //entry return <e c="{ $e/category/text() }">{ $e/@missing }</e>',
     ],
     # sequences in return, comments in constructors
     "returns": [

@@ -274,11 +274,20 @@ class CommentContent:
 
 @dataclass(frozen=True)
 class AttributeConstructor:
-    """``name="value"`` on a direct element constructor: a constant value (references resolved,
-    ``{{``/``}}`` unescaped, literal whitespace normalized to spaces as XQuery does)."""
+    """``name="value"`` on a direct element constructor. ``parts`` is the attribute value template:
+    literal strings (references resolved, ``{{``/``}}`` unescaped, literal whitespace normalized to
+    spaces, as XQuery does) and enclosed paths (``year="{ $b/@year }"``) whose values are joined by
+    single spaces. A constant value is one string."""
 
     name: QName
-    value: str
+    parts: tuple[str | Enclosed, ...]
+
+    @property
+    def constant(self) -> str | None:
+        """The value when it has no enclosed expression, else None."""
+        return "".join(p for p in self.parts if isinstance(p, str)) if all(
+            isinstance(p, str) for p in self.parts
+        ) else None
 
 
 @dataclass(frozen=True)

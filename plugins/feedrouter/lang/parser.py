@@ -1206,11 +1206,7 @@ class _Parser:
             raise self.diag.recover(
                 "FR104", "write literal text directly in the element, not in braces", tok.start
             )
-        path = self.var_path("enclosed")
-        if isinstance(path.tail, AttributeTest):
-            message = "attributes cannot be returned; return elements or text()"
-            self.diag.add("FR111", message, tok.start)
-        return path
+        return self.var_path("enclosed")  # attributes: constructor() checks where they stand
 
     def constructor(
         self, lt: int, on_enclosed: Callable[[int], tuple[object, int]]
@@ -1243,7 +1239,36 @@ class _Parser:
                 items.append(item)
                 offsets.append(piece.start)
         self.depth -= 1
+        self.check_attribute_content(items, offsets, attributes)
         return Constructor(name, tuple(items), self.span(lt), tuple(attributes)), pos, offsets
+
+    def check_attribute_content(
+        self, items: list, offsets: list[int], attributes: list[AttributeConstructor]
+    ) -> None:
+        """``{ $v/@id }`` in element content makes attributes of the constructed element: XQuery wants
+        them before any other content (XQTY0024) and each name once (XQDY0025). feedrouter takes the
+        bound node's own attributes by name (at most one node each), so both are checked here."""
+        names = {a.name for a in attributes}
+        content_seen = False
+        for item, offset in zip(items, offsets, strict=True):
+            paths = item.paths if isinstance(item, Enclosed) else ()
+            if not paths:
+                content_seen = content_seen or not isinstance(item, Enclosed)
+                continue
+            for path in paths:
+                if not isinstance(path.tail, AttributeTest):
+                    content_seen = True
+                    continue
+                if content_seen:
+                    message = "attributes must come before the element's other content (XQTY0024)"
+                    self.diag.add("FR111", message, offset)
+                elif path.steps or path.tail.name.local == "*" or _foreign(path.tail.name):
+                    message = f"only the bound node's own attributes go here, e.g. {{ ${self.var}/@id }}"
+                    self.diag.add("FR111", message, offset)
+                elif path.tail.name in names:
+                    message = f"the attribute '{path.tail.name}' is given twice (XQDY0025)"
+                    self.diag.add("FR104", message, offset)
+                names.add(path.tail.name)
 
     def content_item(
         self, kind: str, start: int, end: int, value: str, on_enclosed: Callable[[int], tuple[object, int]]
@@ -1290,16 +1315,7 @@ class _Parser:
             message = f"namespace declarations on constructors ('{raw}') are not supported; use the prolog"
             self.diag.add("FR104", message, at)
             return end
-        literal = value.replace("{{", "").replace("}}", "")
-        if "{" in literal:
-            message = "attribute value templates ('{ ... }' in a value) are not supported yet"
-            self.diag.add("FR104", message, start + value.find("{"))
-            return end
-        if "}" in literal:
-            self.diag.add("FR100", "write a '}' in an attribute value as '}}'", start + value.find("}"))
-            return end
-        # XQuery normalizes literal whitespace in the value to spaces; references stay as they are
-        text = value.replace("{{", "{").replace("}}", "}").replace("\t", " ").replace("\n", " ")
+        parts = self.attribute_parts(value, start)
         name = self.resolve_raw(raw, at, element=False)
         if name.uri and not name.prefix:
             self.diag.add("FR104", f"give the attribute '{raw}' a prefix declared in the prolog", at)
@@ -1307,8 +1323,40 @@ class _Parser:
         if any(a.name == name for a in attributes):
             self.diag.add("FR104", f"the attribute '{raw}' is given twice (XQST0040)", at)
             return end
-        attributes.append(AttributeConstructor(name, self.lexer.resolve_references(text, start)))
+        attributes.append(AttributeConstructor(name, parts))
         return end
+
+    def attribute_parts(self, value: str, start: int) -> tuple[str | Enclosed, ...]:
+        """An attribute value template: literal runs and ``{ $v/... }`` enclosed paths, in order."""
+        parts: list[str | Enclosed] = []
+        literal: list[str] = []
+        i = 0
+        while i < len(value):
+            if value.startswith(("{{", "}}"), i):
+                literal.append(value[i])
+                i += 2
+            elif value[i] == "{":
+                self.flush_literal(literal, parts, start + i)
+                enclosed, end = self.enclosed(start + i)
+                if len(enclosed.paths) != 1:
+                    message = "write one path per '{ }' in an attribute value: '{ $v/a } { $v/b }'"
+                    raise self.diag.fail("FR104", message, start + i)
+                parts.append(enclosed)
+                i = end - start
+            elif value[i] == "}":
+                raise self.diag.fail("FR100", "write a '}' in an attribute value as '}}'", start + i)
+            else:
+                # XQuery normalizes literal whitespace in the value to spaces; references stay
+                literal.append(" " if value[i] in "\t\n" else value[i])
+                i += 1
+        self.flush_literal(literal, parts, start + len(value))
+        return tuple(parts) if parts else ("",)
+
+    def flush_literal(self, literal: list[str], parts: list[str | Enclosed], offset: int) -> None:
+        if literal:
+            text = "".join(literal)
+            parts.append(self.lexer.resolve_references(text, offset))
+            literal.clear()
 
     def end_tag(self, pos: int, raw: RawName, lt: int) -> int:
         found = self.lexer.tag_name(pos)
@@ -1571,3 +1619,8 @@ def regex_problem(pattern: str, flags: str) -> str | None:
     except ValueError as err:
         return str(err)
     return None
+
+
+def _foreign(name: QName) -> bool:
+    """An attribute name in a namespace other than ``xml``: copying it would need a declaration."""
+    return bool(name.uri) and name.uri != XML_NS

@@ -16,6 +16,7 @@ from decimal import Decimal
 from feedrouter.lang.ast import (
     AbsPath,
     And,
+    AttributeConstructor,
     AttributeTest,
     BooleanCall,
     Call,
@@ -253,12 +254,17 @@ class _XQueryWriter(_Writer):
     def constructor(self, ctor: Constructor) -> str:
         tag = self.name(ctor.name, element=True, constructor=True)
         attributes = "".join(
-            f' {self.name(a.name, element=False, constructor=True)}="{_attribute_text(a.value)}"'
+            f' {self.name(a.name, element=False, constructor=True)}="{self.attribute_value(a)}"'
             for a in ctor.attributes
         )
         if not ctor.content:
             return f"<{tag}{attributes}/>"
         return f"<{tag}{attributes}>{''.join(self.content(item) for item in ctor.content)}</{tag}>"
+
+    def attribute_value(self, attribute: AttributeConstructor) -> str:
+        return "".join(
+            _attribute_text(p) if isinstance(p, str) else self.content(p) for p in attribute.parts
+        )
 
     def content(self, item: Constructor | Enclosed | TextContent | CommentContent) -> str:
         if isinstance(item, Constructor):

@@ -39,10 +39,12 @@ def serialized_attribute(value: str) -> str:
 
 @dataclass(frozen=True)
 class Slot:
-    """Where the nodes of return path ``index`` go; ``default_ns`` is the default namespace in scope."""
+    """Where the nodes of return path ``index`` go; ``default_ns`` is the default namespace in scope.
+    ``value``: the path's atomized values joined by spaces go there (an attribute value template)."""
 
     index: int
     default_ns: str = ""
+    value: bool = False
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,8 @@ class ElementTemplate:
     end: bytes
     empty: bytes
     content: tuple[ElementTemplate | Slot | bytes, ...] = field(default=())
+    # a start tag with attribute value templates or attribute slots, built per binding
+    head: tuple[Slot | bytes, ...] = field(default=())
 
 
 Template = ElementTemplate | Slot
@@ -78,7 +82,10 @@ class _Scope:
 def compile_constructor(
     ctor: ast.Constructor, slots: list[ast.RelPath], scope: _Scope | None = None
 ) -> ElementTemplate:
-    """Compile a constructor; each enclosed path is appended to ``slots`` and gets its index."""
+    """Compile a constructor; each enclosed path is appended to ``slots`` and gets its index.
+
+    Attribute value templates and ``{ $v/@id }`` attribute slots make the start tag a sequence of
+    bytes and slots (``head``), built per binding."""
     scope = scope or _Scope()
     qname = str(ctor.name)
     declarations, inner = scope.open(ctor.name)
@@ -86,7 +93,16 @@ def compile_constructor(
         if attribute.name.uri:
             more, inner = inner.open(attribute.name)
             declarations += more
-    declarations += "".join(f' {a.name}="{serialized_attribute(a.value)}"' for a in ctor.attributes)
+    head: list[Slot | bytes] = [f"<{qname}{declarations}".encode()]
+    for attribute in ctor.attributes:
+        head.append(f' {attribute.name}="'.encode())
+        for part in attribute.parts:
+            if isinstance(part, str):
+                head.append(serialized_attribute(part).encode())
+            else:
+                slots.append(part.paths[0])  # the parser allows one path per enclosed value
+                head.append(Slot(len(slots) - 1, value=True))
+        head.append(b'"')
     content: list[ElementTemplate | Slot | bytes] = []
     for item in ctor.content:
         if isinstance(item, ast.Constructor):
@@ -98,13 +114,39 @@ def compile_constructor(
         else:
             for path in item.paths:
                 slots.append(path)
-                content.append(Slot(len(slots) - 1, inner.bindings.get("", "")))
+                slot = Slot(len(slots) - 1, inner.bindings.get("", ""))
+                (head if isinstance(path.tail, ast.AttributeTest) else content).append(slot)
+    constant = all(isinstance(part, bytes) for part in head)
+    opened = b"".join(p for p in head if isinstance(p, bytes))
     return ElementTemplate(
-        start=f"<{qname}{declarations}>".encode(),
+        start=opened + b">",
         end=f"</{qname}>".encode(),
-        empty=f"<{qname}{declarations}/>".encode(),
+        empty=opened + b"/>",
         content=tuple(content),
+        head=() if constant else (*head, b">"),
     )
+
+
+
+def value_slots(template: Template) -> set[int]:
+    """The indexes of the slots that hold attribute values (atomized, joined), not nodes."""
+    if isinstance(template, Slot):
+        return {template.index} if template.value else set()
+    found = {part.index for part in template.head if isinstance(part, Slot) and part.value}
+    for part in template.content:
+        if not isinstance(part, bytes):
+            found |= value_slots(part)
+    return found
+
+
+def attribute_value(values: Sequence[str]) -> bytes:
+    """An enclosed expression's values in an attribute: joined by single spaces, escaped."""
+    return serialized_attribute(" ".join(values)).encode()
+
+
+def attribute_node(name: str, value: str) -> bytes:
+    """An attribute copied onto a constructed element (``{ $v/@id }``)."""
+    return f' {name}="{serialized_attribute(value)}"'.encode()
 
 
 def compile_items(items: ast.Items, slots: list[ast.RelPath]) -> ElementTemplate:
@@ -173,6 +215,15 @@ def _flatten_into(template: Template, ops: list[Op]) -> None:
         ops.append(template)
         return
     content = [part for part in template.content if part != b""]  # empty text adds no content
+    if template.head:  # a start tag built per binding: never the <e/> form
+        ops.extend(template.head)
+        for part in content:
+            if isinstance(part, bytes):
+                ops.append(part)
+            else:
+                _flatten_into(part, ops)
+        ops.append(template.end)
+        return
     if not content:
         ops.append(template.empty)
     elif all(isinstance(part, Slot) for part in content):
@@ -192,16 +243,22 @@ def render_items(items: Sequence[Item], ctx: DocumentView, default_ns: str = "")
     """Copies of the selected nodes, concatenated (adjacent text nodes merge, as XQuery's do)."""
     if not default_ns:  # the common case, kept tight: it runs for every distinct slot of a document
         serialized = ctx.serialized
-        return b"".join(
-            [_text_node(ctx, item) if isinstance(item, tuple) else serialized(item) for item in items]
-        )
+        return b"".join([_rendered(ctx, item, serialized) for item in items])
     out = []
     for item in items:
-        if isinstance(item, tuple):
+        if isinstance(item, bytes):
+            out.append(item)
+        elif isinstance(item, tuple):
             out.append(_text_node(ctx, item))
         else:
             out.append(_copied_element(ctx, item, default_ns))
     return b"".join(out)
+
+
+def _rendered(ctx: DocumentView, item: Item, serialized: Any) -> bytes:
+    if isinstance(item, int):
+        return serialized(item)
+    return _text_node(ctx, item) if isinstance(item, tuple) else item
 
 
 def render_items_within(
@@ -212,7 +269,9 @@ def render_items_within(
     size = 0
     serialized = ctx.serialized
     for item in items:
-        if isinstance(item, tuple):
+        if isinstance(item, bytes):
+            data = item
+        elif isinstance(item, tuple):
             data = _text_node(ctx, item)
         elif default_ns:
             data = _copied_element(ctx, item, default_ns)

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from lxml import etree
 
 TextRef = tuple[int, int]  # (element id, index of the text node among the element's text children)
-Item = int | TextRef  # an element by id, or one text node of an element
+Item = int | TextRef | bytes  # an element by id, one text node of an element, or built bytes
 
 #: One document's slot bytes: ``(slot ref, binding)`` to the serialized items of that slot for that
 #: bound node. Refs are interned by the planner, so equal slots of different plans share entries.

@@ -14,7 +14,7 @@ from enum import Enum
 from feedrouter.engine.nfa import Nfa
 from feedrouter.errors import CompileError, CompileWarning
 from feedrouter.lang import ast
-from feedrouter.output.factory import Slot, Template, compile_constructor, compile_items
+from feedrouter.output.factory import Slot, Template, compile_constructor, compile_items, value_slots
 from feedrouter.output.factory import wrapper_template as make_wrapper
 from feedrouter.plan.claims import no_duplicates, no_duplicates_on, ordered_on
 from feedrouter.plan.dnf import MAX_DISJUNCTS, alternatives
@@ -225,7 +225,10 @@ class Planner:
             slots.append(body.ret)
             template = Slot(0)
         bound = main.alternatives[0].pattern  # alternatives differ in conditions, not in navigation
-        returns = tuple(self._return_item(bound, path, held, notes) for path in slots)
+        values = value_slots(template)
+        returns = tuple(
+            self._return_item(bound, path, held, notes, i in values) for i, path in enumerate(slots)
+        )
         wrapper = make_wrapper(body.wrapper) if body.wrapper else None
         return SubscriptionPlan(sid, True, main, returns, template, wrapper, held, notes, order=body.order)
 
@@ -255,18 +258,20 @@ class Planner:
         return UnionPlan(tuple(plans)), plans
 
     def _return_item(
-        self, bound: PathPattern, path: ast.RelPath, held: list[PatternPlan], notes: list[str]
+        self, bound: PathPattern, path: ast.RelPath, held: list[PatternPlan], notes: list[str], value: bool
     ) -> ReturnItem:
         text = isinstance(path.tail, ast.TextTest)
+        attribute = path.tail.name.clark if isinstance(path.tail, ast.AttributeTest) else ""
         if not path.steps:
-            return self._intern_return(ReturnItem(None, text))
+            return self._intern_return(ReturnItem(None, text, attribute=attribute, value=value))
         pattern = self.rewrite(relative_pattern(bound.nav, path), notes)
         if not self.strategy.returns_in_nfa:
-            return self._intern_return(ReturnItem(pattern, text))
+            return self._intern_return(ReturnItem(pattern, text, attribute=attribute, value=value))
         plan = self.acquire(pattern, main=False)
         held.append(plan)
         claim = no_duplicates_on(pattern.nav, pattern.base - 1, self.graph) if self.optimize.claims else None
-        return self._intern_return(ReturnItem(pattern, text, plan, dedupe=claim is None))
+        item = ReturnItem(pattern, text, plan, dedupe=claim is None, attribute=attribute, value=value)
+        return self._intern_return(item)
 
     def _intern_return(self, item: ReturnItem) -> ReturnItem:
         shared, refs = self._returns.get(item.key, (item, 0))

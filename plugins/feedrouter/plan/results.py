@@ -20,6 +20,8 @@ from feedrouter.output.factory import (
     Slot,
     SlotElement,
     Template,
+    attribute_node,
+    attribute_value,
     flatten,
     render_items,
     render_wrapped,
@@ -73,11 +75,13 @@ class ReturnItem:
     plan: PatternPlan | None = None
     dedupe: bool = True  # False where Claim 3 proves the return stream has no duplicates
     refs: dict[str, SlotRef] = field(default_factory=dict, repr=False)
+    attribute: str = ""  # the path ends in @attribute (a Clark name): its values, or copies of it
+    value: bool = False  # an attribute value template's part: the atomized values joined by spaces
 
     @property
     def key(self) -> tuple:
         """What the items depend on: return items with one key are interned as one."""
-        return (self.pattern, self.text, self.dedupe, self.plan is not None)
+        return (self.pattern, self.text, self.dedupe, self.plan is not None, self.attribute, self.value)
 
     def ref(self, default_ns: str) -> SlotRef:
         ref = self.refs.get(default_ns)
@@ -100,18 +104,34 @@ class ReturnItem:
             nodes = self.plan.group(ctx, self.pattern.base - 1, bound, self.dedupe)
         else:
             nodes = search_all(ctx, bound, self.pattern)
+        if self.value:
+            return [attribute_value(self._values(ctx, nodes))]
+        if self.attribute:
+            name = _attribute_name(self.attribute)
+            found = (ctx.nodes[nid].get(self.attribute) for nid in nodes)
+            return [attribute_node(name, v) for v in found if v is not None]
         if not self.text:
             return nodes  # shared with the GroupBy's memo: read only
         return [(nid, index) for nid in nodes for index, _ in iter_text_nodes(ctx.nodes[nid])]
 
+    def _values(self, ctx: DocumentContext, nodes: Sequence[int]) -> list[str]:
+        """The atomized values of the slot's nodes (attributes, text nodes or elements)."""
+        if self.attribute:
+            found = (ctx.nodes[nid].get(self.attribute) for nid in nodes)
+            return [v for v in found if v is not None]
+        if self.text:
+            return [text for nid in nodes for _, text in iter_text_nodes(ctx.nodes[nid])]
+        return [ctx.string_value(nid) for nid in nodes]
+
     def describe(self) -> str:
         if self.pattern is None:
-            return "$bound"
+            return "$bound" + (f"/@{self.attribute}" if self.attribute else "")
         if self.plan is not None:
             how = "OuterJoin-Select over GroupBy" + ("" if self.dedupe else " (no DupElim: Claim 3)")
         else:
             how = "Return-Select[tree]"
-        return f"{how}({format_pattern(self.pattern)}{'/text()' if self.text else ''})"
+        tail = "/text()" if self.text else f"/@{self.attribute}" if self.attribute else ""
+        return f"{how}({format_pattern(self.pattern)}{tail})"
 
 
 Code = bytes | SlotRef | SlotElement[SlotRef]
@@ -217,3 +237,8 @@ def _order_key(ctx: DocumentContext, nid: int, spec: ast.OrderSpec) -> tuple[int
     if len(found) != 1:
         return (0 if low else 4), ""
     return 2, found[0]
+
+
+def _attribute_name(clark: str) -> str:
+    """An attribute's name as written on the constructed element: no namespace, or ``xml:``."""
+    return "xml:" + clark.split("}", 1)[1] if clark.startswith("{") else clark

@@ -12,6 +12,7 @@ from feedrouter.lang import parse, to_xquery
 from feedrouter.lang.ast import (
     MATCH_FUNCTIONS,
     AbsPath,
+    AttributeConstructor,
     And,
     AttributeTest,
     Axis,
@@ -269,7 +270,16 @@ def constructor(draw: st.DrawFn, default: str, depth: int = 2) -> Constructor:
         else:
             paths = draw(st.lists(rel_path(default, 1, tails=("text",)), max_size=2))
             items.append(Enclosed(tuple(paths)))
-    return Constructor(draw(element_name(default, constructor=True)), tuple(items))  # type: ignore[arg-type]
+    attributes: dict[QName, AttributeConstructor] = {}
+    for _ in range(draw(st.integers(0, 2))):
+        name = draw(attribute_name())
+        parts: list[str | Enclosed] = [draw(st.text(XML_CHARS, max_size=5))]
+        if draw(st.booleans()):
+            parts.append(Enclosed((draw(rel_path(default, 1, tails=("attr", "text"))),)))
+        kept = tuple(p for p in parts if p != "") or ("",)  # the parser keeps no empty literal run
+        attributes[name] = AttributeConstructor(name, kept)
+    name = draw(element_name(default, constructor=True))
+    return Constructor(name, tuple(items), attributes=tuple(attributes.values()))  # type: ignore[arg-type]
 
 
 @st.composite
