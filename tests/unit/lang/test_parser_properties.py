@@ -12,8 +12,8 @@ from feedrouter.lang import parse, to_xquery
 from feedrouter.lang.ast import (
     MATCH_FUNCTIONS,
     AbsPath,
-    AttributeConstructor,
     And,
+    AttributeConstructor,
     AttributeTest,
     Axis,
     BooleanCall,
