@@ -22,7 +22,12 @@ DOCUMENTS = [
     b"<entry><title>merger</title><category>Politics</category><link href='a'/><link href='b'/></entry>"
     b"<entry><title>Another</title></entry></feed>",
     b"<a><a><b>1</b><b>2</b><a><b>3</b></a></a><b>4</b><c>\xc2\xa0x\xc2\xa0</c></a>",
+    b'<feed xmlns="urn:atom" xmlns:dc="http://purl.org/dc/elements/1.1/"><entry><title>T</title>'
+    b"<dc:creator>Ann</dc:creator><dc:date>2020</dc:date></entry><entry><title>U</title>"
+    b'<creator>Bob</creator><link xmlns="">x</link></entry></feed>',
 ]
+DC = 'declare namespace dc = "http://purl.org/dc/elements/1.1/";\n'
+
 
 CASES: dict[str, list[str]] = {
     "or": [
@@ -125,6 +130,19 @@ CASES: dict[str, list[str]] = {
         "for $p in //p stable order by $p/@n descending return $p",
         "<r>{ for $e in //entry order by $e/title return $e/category }</r>",
         "for $b in //b order by number($b) descending return $b",
+    ],
+    # namespace wildcards: *:name (any namespace or none) and prefix:* (any name in one namespace)
+    "wildcards": [
+        "//*:creator",
+        "//*:entry/*:title",
+        DC + "//*:entry[dc:*]/*:title",
+        DC + "//dc:*",
+        "for $e in //*:entry where $e/*:creator = 'Bob' return $e/*:title",
+        "//*:entry[*:creator[contains(., 'n')]]//*:title",
+        "/*:feed//*:entry[1]/*:title",
+        "//*:link | //*:date",
+        DC + "for $e in //*:entry return <e>{ $e/dc:*[1] }</e>",
+        "//*:book/*:title",
     ],
     "count": [
         "//book[count(p) > 2]",

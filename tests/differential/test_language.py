@@ -39,7 +39,16 @@ def test_generated_language_round_agrees_with_saxon(
     graph = dtds.load(dtd_name)
     documents = generate_documents(graph, 12, seed=seed, doctype=dtd_name == "news")
     texts = generate_subscriptions(
-        graph, 80, seed=seed, form="mixed", conditions=0.5, positions=0.25, unions=0.2, orders=0.3, **knobs
+        graph,
+        80,
+        seed=seed,
+        form="mixed",
+        conditions=0.5,
+        positions=0.25,
+        unions=0.2,
+        orders=0.3,
+        any_namespace=0.1,
+        **knobs,
     )
     subscriptions = [(f"{dtd_name}-{i}", t) for i, t in enumerate(texts)]
     counts = compare_with_saxon(oracle, subscriptions, documents, dtd=graph)

@@ -18,6 +18,28 @@ WILDCARD = "*"
 _EPSILON = "//"
 
 
+def is_namespace_wildcard(test: str) -> bool:
+    """``{*}local`` (``*:local``: any namespace) or ``{uri}*`` (``p:*``: any name in ``uri``)."""
+    return test.startswith("{*}") or (test.startswith("{") and test.endswith("}*"))
+
+
+def tag_matches(test: str, tag: str) -> bool:
+    """Whether an element named ``tag`` (lxml's Clark name) passes the name test ``test``."""
+    if test in (WILDCARD, tag):
+        return True
+    if test.startswith("{*}"):
+        return tag.rpartition("}")[2] == test[3:]
+    return test.endswith("}*") and tag.startswith(test[:-1])
+
+
+def wildcard_labels(tag: str) -> tuple[str, ...]:
+    """The namespace-wildcard name tests an element named ``tag`` passes, as NFA edge labels."""
+    uri, brace, local = tag.rpartition("}")
+    if not brace:
+        return ("{*}" + tag,)
+    return ("{*}" + local, uri + "}*")
+
+
 @dataclass(frozen=True)
 class NavStep:
     """One navigation step: ``axis`` and an element name in Clark notation, or ``*``."""
@@ -48,6 +70,11 @@ class _State:
 
 class Nfa:
     """A YFilter NFA with incremental insertion and removal of paths."""
+
+    #: Whether some edge is a namespace wildcard (``{*}x``, ``{uri}*``); a class default, so that
+    #: automata pickled before these existed read False. It is never reset: a stale True costs
+    #: two dictionary look-ups per new (state set, name), which the lazy DFA caches anyway.
+    namespace_wildcards = False
 
     def __init__(self) -> None:
         self._states: dict[int, _State] = {0: _State(parent=-1, label="")}
@@ -115,6 +142,8 @@ class Nfa:
         target = node.edges.get(tag)
         if target is None:
             target = node.edges[tag] = self._new_state(state, tag)
+            if is_namespace_wildcard(tag):
+                self.namespace_wildcards = True  # steps look those labels up too from now on
         return target
 
     def _delete(self, pid: int) -> None:
@@ -188,14 +217,13 @@ class Nfa:
     def step(self, states: frozenset[int], tag: str) -> frozenset[int]:
         """The active states after an element named ``tag`` starts below ``states``."""
         nxt: set[int] = set()
+        labels = (tag, WILDCARD, *wildcard_labels(tag)) if self.namespace_wildcards else (tag, WILDCARD)
         for state in states:
             node = self._states[state]
-            target = node.edges.get(tag)
-            if target is not None:
-                nxt.add(target)
-            target = node.edges.get(WILDCARD)
-            if target is not None:
-                nxt.add(target)
+            for label in labels:
+                target = node.edges.get(label)
+                if target is not None:
+                    nxt.add(target)
             if node.self_loop:
                 nxt.add(state)
         return self.closure(nxt)

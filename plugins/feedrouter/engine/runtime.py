@@ -24,7 +24,7 @@ from itertools import chain, islice
 
 from lxml import etree
 
-from feedrouter.engine.nfa import WILDCARD, NavPath, Nfa
+from feedrouter.engine.nfa import WILDCARD, NavPath, Nfa, tag_matches
 from feedrouter.errors import DocumentError
 from feedrouter.lang.ast import Axis
 
@@ -196,7 +196,7 @@ def _bind(
     shape: _PathShape, ids: list[int], tags: list[str], step: int, pos: int, fields: list[int]
 ) -> Iterator[PathTuple]:
     tag = shape.tags[step]
-    if tag != WILDCARD and tags[pos] != tag:
+    if tag != WILDCARD and tags[pos] != tag and not (tag[0] == "{" and tag_matches(tag, tags[pos])):
         return
     fields[step] = ids[pos]
     if step == 0:

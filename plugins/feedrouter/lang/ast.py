@@ -42,6 +42,13 @@ _FLIPPED = {
 }
 
 
+#: The wildcard part of a name test: ``QName(ANY, "creator")`` is ``*:creator`` (any namespace, or
+#: none), ``QName(uri, ANY)`` is ``p:*`` (any name in ``uri``). Their Clark names are lxml's own
+#: spellings, ``{*}creator`` and ``{uri}*``. A plain ``*`` step stays ``Step.name is None``; the parser
+#: refuses a prolog binding a prefix to the URI "*", so the marker is never a real namespace.
+ANY = "*"
+
+
 @dataclass(frozen=True)
 class QName:
     """A resolved name; ``uri`` is "" for no namespace."""

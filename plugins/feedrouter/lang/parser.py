@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 
 from feedrouter.errors import ErrorDetail, Span, SubscriptionError, error
 from feedrouter.lang.ast import (
+    ANY,
     MATCH_FUNCTIONS,
     AbsPath,
     And,
@@ -350,6 +351,9 @@ class _Parser:
             )
         self.advance()
         uri = self.uri_literal()
+        if uri == ANY:
+            message = 'the namespace URI "*" is not supported (it reads as a wildcard)'
+            self.diag.add("FR100", message, prefix.start)
         if prefix.text in ("xml", "xmlns") or uri in (XML_NS, XMLNS_NS):
             self.diag.add("FR100", f"the prefix '{prefix.text}' cannot be bound to \"{uri}\"", prefix.start)
         elif prefix.text in self.declared_prefixes:
@@ -617,6 +621,8 @@ class _Parser:
             return Step(axis, None, self.predicates(), self.span(tok.start))
         if tok.is_punct("*"):
             name = None
+        elif tok.kind == "wildcard":
+            name = self.wildcard_name(tok)
         elif tok.kind == "name":
             name = self.resolve(tok, element=True)
         elif lone_slash:
@@ -669,15 +675,25 @@ class _Parser:
             else:
                 self.advance()
             return True
-        if tok.kind == "wildcard":
-            self.diag.add("FR104", f"namespace wildcards such as '{tok.text}' are not supported", tok.start)
-            self.advance()
-            return True
+
         if tok.is_punct("."):
             self.diag.add("FR104", "'.' is only allowed at the start of a relative path", tok.start)
             self.advance()
             return True
         return False
+
+    def wildcard_name(self, tok: Token) -> QName:
+        """``*:local`` (any namespace) or ``prefix:*`` (any name in the prefix's namespace)."""
+        text = tok.text
+        if text.startswith("*:"):
+            return QName(ANY, text[2:])
+        prefix = text[:-2]
+        uri = self.namespaces.get(prefix)
+        if uri is None:
+            message = f"unknown namespace prefix '{prefix}'; declare it in the prolog"
+            self.diag.add("FR105", message, tok.start)
+            return QName(ANY, ANY)
+        return QName(uri, ANY, prefix)
 
     def attribute_step(self, axis: Axis) -> AttributeTest:
         return self.attribute_name(axis, self.advance())

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from decimal import Decimal
 
 from feedrouter.lang.ast import (
+    ANY,
     AbsPath,
     And,
     AttributeConstructor,
@@ -190,6 +191,8 @@ class _XQueryWriter(_Writer):
         return "".join(lines)
 
     def name(self, name: QName, element: bool, constructor: bool = False) -> str:
+        if name.uri == ANY:
+            return f"*:{name.local}"
         if name.prefix and self.namespaces.get(name.prefix) == name.uri:
             return f"{name.prefix}:{name.local}"
         if name.uri == (self.default if element else ""):
@@ -282,6 +285,8 @@ class _XPathWriter(_Writer):
         self.prefixes: dict[str, str] = {}
 
     def name(self, name: QName, element: bool) -> str:
+        if name.uri == ANY:
+            raise ValueError(f"XPath 1.0 has no '*:{name.local}' name test")
         if not name.uri:
             return name.local
         return f"{self.prefix_for(name)}:{name.local}"

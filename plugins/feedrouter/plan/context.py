@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, cast
 from lxml import etree
 
 from feedrouter.engine.document import iter_text_nodes
+from feedrouter.engine.nfa import is_namespace_wildcard, tag_matches
 from feedrouter.engine.runtime import Matches, Nodes, PathTuple
 from feedrouter.errors import error
 from feedrouter.limits import DEFAULT_MAX_WORK
@@ -175,7 +176,12 @@ class DocumentContext:
                 else:
                     members.append(nid)
             self._tagged["*"] = list(range(len(self.matches.tags)))
-        return self._tagged.get(tag, [])
+        found = self._tagged.get(tag)
+        if found is None and is_namespace_wildcard(tag):
+            names = [n for n in self._tagged if n != "*" and not is_namespace_wildcard(n)]
+            names = [n for n in names if tag_matches(tag, n)]
+            found = self._tagged[tag] = sorted(nid for name in names for nid in self._tagged[name])
+        return found or []
 
     def id_of(self, element: etree._Element) -> int:
         if self._ids is None:

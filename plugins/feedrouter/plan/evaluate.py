@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from lxml import etree
 
 from feedrouter.engine.document import iter_text_nodes
+from feedrouter.engine.nfa import tag_matches
 from feedrouter.lang import ast
 from feedrouter.lang.ast import Axis, CompOp, is_positional
 from feedrouter.plan.functions import STRING_FUNCTIONS, matches_literal
@@ -139,7 +140,7 @@ def _from_document(ctx: DocumentContext, element: Element, steps: tuple[ast.Step
     first = steps[0]
     tag = _tag(first)
     if first.axis is Axis.CHILD:
-        candidates: Iterable[Element] = [root] if tag is _ANY_ELEMENT or root.tag == tag else []
+        candidates: Iterable[Element] = [root] if tag is _ANY_ELEMENT or tag_matches(tag, root.tag) else []
     else:
         candidates = root.iter(tag)
     nodes = _filtered(ctx, list(candidates), first)

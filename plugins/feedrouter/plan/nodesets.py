@@ -26,7 +26,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
 
-from feedrouter.engine.nfa import WILDCARD, NavPath
+from feedrouter.engine.nfa import NavPath, tag_matches
 from feedrouter.lang.ast import Axis
 from feedrouter.plan.context import DocumentContext
 
@@ -54,7 +54,7 @@ def below_root(ctx: DocumentContext, child: bool, tag: str) -> list[int]:
     if not ctx.nodes:
         return []
     if child:
-        return [0] if tag == WILDCARD or ctx.matches.tags[0] == tag else []
+        return [0] if tag_matches(tag, ctx.matches.tags[0]) else []
     return ctx.tagged(tag)
 
 
@@ -91,7 +91,7 @@ def _children(ctx: DocumentContext, sources: list[int], tag: str) -> list[int]:
         stop = max(stop, ends[source])
         node, last = source + 1, ends[source]
         while node <= last:
-            if tag == WILDCARD or tags[node] == tag:
+            if tag_matches(tag, tags[node]):
                 out.append(node)
             node = ends[node] + 1
     ctx.charge(len(sources) + len(out))

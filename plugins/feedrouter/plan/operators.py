@@ -18,7 +18,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 
-from feedrouter.engine.nfa import WILDCARD
+from feedrouter.engine.nfa import tag_matches
 from feedrouter.engine.runtime import PathTuple
 from feedrouter.lang.ast import Axis
 from feedrouter.plan.context import Checker, DocumentContext, checker
@@ -490,7 +490,7 @@ def _group_of_anchor(
         if node != anchor or len(between) < len(head):
             continue
         below = between[::-1]
-        if all(tag == WILDCARD or tags[below[i]] == tag for i, tag in enumerate(head)):
+        if all(tag_matches(tag, tags[below[i]]) for i, tag in enumerate(head)):
             members.append(nid)
     return members
 

@@ -74,6 +74,7 @@ class SubscriptionOptions:
     positions: float = 0.0
     unions: float = 0.0  # a filter is a union of two paths
     orders: float = 0.0  # a FLWR has an order by clause
+    any_namespace: float = 0.0  # a name test is written *:name (any namespace, or none)
 
 
 def generate_subscriptions(
@@ -235,6 +236,11 @@ class SubscriptionWriter:
         if self.rng.random() < self.opts.wildcard:
             return ("//" if descendant else "/"), "*", frozenset(candidates)
         name = self._pick(context, candidates, descendant)
+        written = f"*:{name.split(':')[-1]}" if self.rng.random() < self.opts.any_namespace else name
+        if written != name:  # any namespace: every element of that local name may be selected
+            local = name.split(":")[-1]
+            same = frozenset(n for n in candidates if n.split(":")[-1] == local)
+            return ("//" if descendant else "/"), written, same
         return ("//" if descendant else "/"), name, frozenset({name})
 
     def _candidates(self, context: Context, descendant: bool) -> list[str]:
