@@ -143,7 +143,9 @@ def _from_document(ctx: DocumentContext, element: Element, steps: tuple[ast.Step
         candidates: Iterable[Element] = [root] if tag is _ANY_ELEMENT or tag_matches(tag, root.tag) else []
     else:
         candidates = root.iter(tag)
-    nodes = _filtered(ctx, list(candidates), first)
+    found = list(candidates)
+    ctx.charge(len(found) + 1)
+    nodes = _filtered(ctx, found, first)
     for step in steps[1:]:
         nodes = _step(ctx, nodes, step)
     return nodes
