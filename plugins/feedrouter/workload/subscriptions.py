@@ -181,7 +181,7 @@ class SubscriptionWriter:
     def filter(self) -> str:
         """``/a[b/c[@d = 1]]//e[.//f]``: an absolute path with nested path predicates."""
         text, _ = self.path(None, self._length(self.opts.D1), self.opts.filter_predicate_prob)
-        if self.rng.random() < self.opts.unions:
+        if self.opts.unions and self.rng.random() < self.opts.unions:
             other, _ = self.path(None, self._length(self.opts.D1), self.opts.filter_predicate_prob)
             text += f" | {other}"
         return text
@@ -192,7 +192,7 @@ class SubscriptionWriter:
         path, bound = self.path(None, self._length(self.opts.D1), self.opts.step_predicate_prob, inner=True)
         conditions = self.conditions(var, bound, self._count(self.opts.PP))
         where = f"\nwhere {' and '.join(conditions)}" if conditions else ""
-        if self.rng.random() < self.opts.orders:
+        if self.opts.orders and self.rng.random() < self.opts.orders:
             where += self._order(var, bound)
         text = f"for {var} in {path}{where}\nreturn {self.result(var, bound)}"
         if self.rng.random() < self.opts.wrapper_prob:
@@ -215,7 +215,7 @@ class SubscriptionWriter:
             while self.rng.random() < predicate_prob and len(preds) < 200:
                 found = self.predicate(current, 2)
                 preds += f"[{found}]" if found else ""
-            if self.rng.random() < self.opts.positions:
+            if self.opts.positions and self.rng.random() < self.opts.positions:
                 preds += self._position()
             text += f"{axis}{test}{preds}"
         assert current is not None, "the document node always has the root below it"
@@ -236,7 +236,8 @@ class SubscriptionWriter:
         if self.rng.random() < self.opts.wildcard:
             return ("//" if descendant else "/"), "*", frozenset(candidates)
         name = self._pick(context, candidates, descendant)
-        written = f"*:{name.split(':')[-1]}" if self.rng.random() < self.opts.any_namespace else name
+        anywhere = self.opts.any_namespace and self.rng.random() < self.opts.any_namespace
+        written = f"*:{name.split(':')[-1]}" if anywhere else name
         if written != name:  # any namespace: every element of that local name may be selected
             local = name.split(":")[-1]
             same = frozenset(n for n in candidates if n.split(":")[-1] == local)
@@ -291,7 +292,7 @@ class SubscriptionWriter:
         return f"{_term(first)} and {_term(second)}" if first and second else first
 
     def _predicate_part(self, context: frozenset[str], depth: int) -> str | None:
-        if self.rng.random() < self.opts.conditions:
+        if self.opts.conditions and self.rng.random() < self.opts.conditions:
             found = self._language_condition(context, depth, "")
             if found:
                 return found
@@ -505,7 +506,7 @@ class SubscriptionWriter:
 
     def condition(self, var: str, bound: frozenset[str]) -> str:
         """One ``where`` condition on ``var``: a comparison of a relative path, or an existence test."""
-        if self.rng.random() < self.opts.conditions:
+        if self.opts.conditions and self.rng.random() < self.opts.conditions:
             found = self._language_condition(bound, 1, var + "/")
             if found:
                 return f"({found})" if " or " in found else found
