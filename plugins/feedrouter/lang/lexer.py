@@ -349,20 +349,6 @@ class Lexer:
             end += 2
         return self.text[pos + 1 : end].replace(quote * 2, quote), pos + 1, end + 1
 
-    def attribute_end(self, pos: int) -> int:
-        """Skip ``= "value"`` of an attribute in a start tag (which the parser rejects) and return the end."""
-        pos = self.skip_space(pos)
-        if not self.text.startswith("=", pos):
-            raise self.diag.fail("FR100", "expected '=' after the attribute name", pos)
-        pos = self.skip_space(pos + 1)
-        quote = self.text[pos : pos + 1]
-        if quote not in ("'", '"'):
-            raise self.diag.fail("FR100", "expected a quoted attribute value", pos)
-        end = self.text.find(quote, pos + 1)
-        if end < 0:
-            raise self.diag.fail("FR102", "unterminated attribute value", pos)
-        return end + 1
-
     def content_at(self, pos: int) -> Content:
         """The next piece of element content at ``pos``."""
         text = self.text

@@ -16,6 +16,7 @@ correct and bounded, rather than a product of plans.
 from __future__ import annotations
 
 from itertools import product
+from typing import TypeVar
 
 from feedrouter.lang import ast
 
@@ -23,6 +24,7 @@ from feedrouter.lang import ast
 MAX_DISJUNCTS = 64
 
 Conjunct = tuple[ast.Condition, ...]
+T = TypeVar("T")
 
 
 class _TooMany(Exception):
@@ -42,15 +44,20 @@ def alternatives(binding: ast.AbsPath, where: Conjunct) -> list[tuple[ast.AbsPat
     return [(ast.AbsPath(steps, binding.span, binding.tail), w) for steps in paths for w in wheres]
 
 
-def _conjunction(terms: Conjunct) -> list[Conjunct]:
-    """The alternatives of ``t1 and t2 ...``: the product of each term's alternatives."""
-    options = [_condition(term) for term in terms]
+def _bounded_product(options: list[list[T]]) -> list[tuple[T, ...]]:
+    """Every choice of one option per position; _TooMany past MAX_DISJUNCTS choices."""
     count = 1
     for found in options:
         count *= len(found)
         if count > MAX_DISJUNCTS:
             raise _TooMany
-    return [tuple(c for part in combo for c in part) for combo in product(*options)]
+    return list(product(*options))
+
+
+def _conjunction(terms: Conjunct) -> list[Conjunct]:
+    """The alternatives of ``t1 and t2 ...``: the product of each term's alternatives."""
+    options = [_condition(term) for term in terms]
+    return [tuple(c for part in combo for c in part) for combo in _bounded_product(options)]
 
 
 def _condition(condition: ast.Condition) -> list[Conjunct]:
@@ -77,13 +84,7 @@ def _with_path(condition: ast.Comparison | ast.Exists, steps: tuple[ast.Step, ..
 
 def _steps_alternatives(steps: tuple[ast.Step, ...]) -> list[tuple[ast.Step, ...]]:
     """The alternatives of a path: the product of its steps' predicate alternatives."""
-    options = [_step(step) for step in steps]
-    count = 1
-    for found in options:
-        count *= len(found)
-        if count > MAX_DISJUNCTS:
-            raise _TooMany
-    return [tuple(combo) for combo in product(*options)]
+    return _bounded_product([_step(step) for step in steps])
 
 
 def _step(step: ast.Step) -> list[ast.Step]:

@@ -14,8 +14,7 @@ big document is refused (FR205) rather than left to run.
 
 from __future__ import annotations
 
-import operator
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from lxml import etree
@@ -23,23 +22,16 @@ from lxml import etree
 from feedrouter.engine.document import iter_text_nodes
 from feedrouter.engine.nfa import tag_matches
 from feedrouter.lang import ast
-from feedrouter.lang.ast import Axis, CompOp, is_positional
+from feedrouter.lang.ast import Axis, is_positional
 from feedrouter.plan.functions import STRING_FUNCTIONS, matches_literal
-from feedrouter.plan.values import compare
+from feedrouter.plan.values import OPERATORS, compare
 
 if TYPE_CHECKING:  # the context imports this module to check residual tests
     from feedrouter.plan.context import DocumentContext
 
 Element = etree._Element
 _ANY_ELEMENT = etree.Element  # lxml's tag filter for "elements only"
-_ORDER: dict[CompOp, Callable[[Any, Any], bool]] = {
-    CompOp.EQ: operator.eq,
-    CompOp.NE: operator.ne,
-    CompOp.LT: operator.lt,
-    CompOp.LE: operator.le,
-    CompOp.GT: operator.gt,
-    CompOp.GE: operator.ge,
-}
+_ORDER = OPERATORS  # general comparisons of one value with one value
 
 
 class CardinalityError(Exception):

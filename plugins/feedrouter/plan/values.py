@@ -21,7 +21,7 @@ _XML_WHITESPACE = " \t\r\n"
 _DOUBLE = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _SPECIAL = {"INF": math.inf, "+INF": math.inf, "-INF": -math.inf, "NaN": math.nan}
 
-_OPERATORS: dict[CompOp, Callable[[Any, Any], bool]] = {
+OPERATORS: dict[CompOp, Callable[[Any, Any], bool]] = {
     CompOp.EQ: operator.eq,
     CompOp.NE: operator.ne,
     CompOp.LT: operator.lt,
@@ -46,13 +46,13 @@ def compare(value: str, op: CompOp, literal: Literal) -> bool:
     """One value against one literal: one step of an existential general comparison."""
     if isinstance(literal.value, float):
         number = to_double(value)
-        return number is not None and _OPERATORS[op](number, literal.value)
-    return _OPERATORS[op](value, literal.value)
+        return number is not None and OPERATORS[op](number, literal.value)
+    return OPERATORS[op](value, literal.value)
 
 
 def comparator(op: CompOp, literal: Literal) -> Callable[[str], bool]:
     """A one-argument test for ``value op literal``, built once per predicate."""
-    fn = _OPERATORS[op]
+    fn = OPERATORS[op]
     target = literal.value
     if isinstance(target, float):
 
