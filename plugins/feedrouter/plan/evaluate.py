@@ -23,8 +23,12 @@ from feedrouter.engine.document import iter_text_nodes
 from feedrouter.engine.nfa import tag_matches
 from feedrouter.lang import ast
 from feedrouter.lang.ast import Axis, is_positional
+from feedrouter.lang.regex import RegexTimeout
 from feedrouter.plan.functions import STRING_FUNCTIONS, matches_literal
 from feedrouter.plan.values import OPERATORS, compare
+
+#: A document may abandon this many regular-expression searches before it is refused (FR205).
+REGEX_TIMEOUTS_PER_DOCUMENT = 8
 
 if TYPE_CHECKING:  # the context imports this module to check residual tests
     from feedrouter.plan.context import DocumentContext
@@ -73,6 +77,11 @@ def holds(
         value = call_value(ctx, element, condition.call)
         return _ORDER[condition.op](value, condition.literal.value)
     except CardinalityError:
+        return False
+    except RegexTimeout:
+        # the search was abandoned; charged as a large share of the budget, so that a pathological
+        # pattern gets the document refused (FR205) after a few nodes instead of stalling the task
+        ctx.charge(max(1, ctx.max_work // REGEX_TIMEOUTS_PER_DOCUMENT))
         return False
 
 

@@ -36,3 +36,14 @@ def test_a_costly_residual_test_is_stopped_by_the_work_budget() -> None:
     with pytest.raises(DocumentError) as info:
         router.route(deep)
     assert info.value.code == "FR205"
+
+
+def test_a_backtracking_pattern_is_abandoned_and_charged_to_the_budget() -> None:
+    # (a|aa)+$ backtracks exponentially on a run of a's that does not end the value
+    values = b"".join(b"<v>" + b"a" * 40 + b"!</v>" for _ in range(30))
+    router = Router.compile([("q", '//v[matches(., "(a|aa)+$")]'), ("ok", "//v")])
+    with pytest.raises(DocumentError) as info:
+        router.route(b"<r>" + values + b"</r>")
+    assert info.value.code == "FR205"
+    one = router.route(b"<r><v>aa</v></r>")  # a value the pattern matches at once
+    assert set(one) == {"q", "ok"}

@@ -48,3 +48,11 @@ def test_match_functions(name: str, value: str, literals: tuple[str, ...], expec
 def test_bad_patterns_and_flags_are_refused(pattern: str, flags: str) -> None:
     with pytest.raises(ValueError, match="FORX000"):
         compile_regex(pattern, flags)
+
+
+def test_a_search_past_the_time_bound_raises() -> None:
+    from feedrouter.lang.regex import RegexTimeout, compile_regex, search
+
+    with pytest.raises(RegexTimeout):
+        search(compile_regex("(a|aa)+$"), "a" * 40 + "!")
+    assert search(compile_regex("(a|aa)+$"), "aaa")
