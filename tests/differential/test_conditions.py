@@ -25,7 +25,10 @@ DOCUMENTS = [
     b'<feed xmlns="urn:atom" xmlns:dc="http://purl.org/dc/elements/1.1/"><entry><title>T</title>'
     b"<dc:creator>Ann</dc:creator><dc:date>2020</dc:date></entry><entry><title>U</title>"
     b'<creator>Bob</creator><link xmlns="">x</link></entry></feed>',
+    b'<r xmlns:p="urn:p" xmlns:q="urn:q"><a x="1" p:x="2" id="k" xml:lang="en"><b q:z="z" z="y">t</b></a>'
+    b'<a y="3"/><a/><a p:id="7" q:id="8"/></r>',
 ]
+PQ = 'declare namespace n = "urn:p";\ndeclare namespace m = "urn:q";\n'
 DC = 'declare namespace dc = "http://purl.org/dc/elements/1.1/";\n'
 
 
@@ -111,6 +114,17 @@ CASES: dict[str, list[str]] = {
         'for $b in //book return <r a="{ $b/title } &amp; { $b/author }" b="{{{ $b/p[1] }}}"/>',
         'for $e in //entry return <e c="{ $e/category/text() }">{ $e/@missing }</e>',
     ],
+    # namespace declarations written on constructors, attributes on the element around a FLWR
+    "namespace declarations": [
+        'for $b in //book return <a:hit xmlns:a="urn:a">{ $b/title }</a:hit>',
+        'for $b in //book return <hit xmlns="urn:h"><t>{ $b/title }</t></hit>',
+        'for $e in //*:entry return <r xmlns="urn:atom">{ $e/title }</r>',
+        'for $e in //*:entry return <r xmlns:x="urn:x" x:n="1"><x:t>{ $e/*:title }</x:t></r>',
+        'for $a in //a return <o xmlns="urn:o"><i xmlns="">{ $a/b }</i></o>',
+        '<hits feed="lib" xmlns:h="urn:h">{ for $b in //book return <h:b>{ $b/@year }</h:b> }</hits>',
+        '<h:all xmlns:h="urn:h" h:n="x">{ for $p in //p[@n] return $p }</h:all>',
+        '<all xmlns="urn:atom">{ for $e in //entry return $e/title }</all>',
+    ],
     # sequences in return, comments in constructors
     "returns": [
         "for $e in //entry return ($e/title, $e/category)",
@@ -143,6 +157,47 @@ CASES: dict[str, list[str]] = {
         "//*:link | //*:date",
         DC + "for $e in //*:entry return <e>{ $e/dc:*[1] }</e>",
         "//*:book/*:title",
+    ],
+    # attribute wildcards: @*, @*:local, @prefix:* in conditions, values and copies
+    "attribute wildcards": [
+        '//a[@* = "3"]',
+        "//a[@*]",
+        "//*[not(@*)]",
+        PQ + '//a[@n:* = "2"]',
+        '//a[@*:x = "2"]',
+        "//*[@*:id > 7]",
+        PQ + "//*[@m:*]",
+        "for $s in //a return <r>{ $s/@* }</r>",
+        PQ + "for $s in //*[@m:*] return <r>{ $s/@m:* }<c>{ $s/* }</c></r>",
+        "for $s in //*:a return <r>{ $s/@*:id }</r>",
+        'for $s in //a[@*] return <r v="{ $s/@* }"/>',
+        'for $s in //a where $s/@* = "1" return $s/b',
+        "//*[@*:z]",
+        '//*[contains(@*, "y")]',
+        "for $b in //book where $b/@* = 'fr' return <r>{ $b/@* }{ $b/title }</r>",
+        "for $s in //a order by $s/@*:id return <r>{ $s/@* }</r>",
+    ],
+    # self:: and descendant-or-self:: written out
+    "self axes": [
+        "//*[self::p or self::title]",
+        "//book/*[self::author]",
+        "//book/*[not(self::p)][1]",
+        "//p/self::p[@n]",
+        "//book/*[1]/self::title",
+        "//book/*[2]/self::p",
+        "//sec/descendant-or-self::sec/p",
+        "//a//self::b",
+        "//descendant-or-self::b[. > 1]",
+        "/descendant-or-self::a/b",
+        "//book[descendant-or-self::p = 'c']",
+        "//book[.//self::p[@n = 2]]",
+        "//a[descendant-or-self::a/b = 3]",
+        "for $b in //book where $b/self::book/@lang = 'fr' return $b/title",
+        "for $b in //book/*[self::title or self::author] return <x>{ $b/self::* }</x>",
+        "for $a in //a where $a/descendant-or-self::a/b = 3 return <r>{ $a/b }</r>",
+        "//*:entry/self::*:entry/*[self::*:title]",
+        "//a/self::b | //b/self::b",
+        "//book/self::*[@year]/title",
     ],
     "count": [
         "//book[count(p) > 2]",

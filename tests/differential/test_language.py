@@ -1,9 +1,12 @@
 """Generated subscriptions of the language round against Saxon, over the project's DTDs.
 
 The workload generator writes or, not()/empty()/exists(), string functions, count(), literal
-sequences and positions at the rates given (``conditions``, ``positions``), mixed with the first
-round's predicates; every strategy and optimization level, with and without the shared selection,
-must agree with Saxon (C14N results, matched sets).
+sequences and positions (``conditions``, ``positions``), unions, order by and ``*:name``, the
+round's constructors (attributes, value templates, attribute copies, comments, namespace
+declarations, sequences, let aliases: ``constructors``) and its other spellings (child::,
+descendant::, self::, descendant-or-self::, @*, text() filters, the version line: ``spellings``) at
+the rates given, mixed with the first round's predicates; every strategy and optimization level,
+with and without the shared selection, must agree with Saxon (C14N results, matched sets).
 """
 
 from __future__ import annotations
@@ -48,6 +51,8 @@ def test_generated_language_round_agrees_with_saxon(
         unions=0.2,
         orders=0.3,
         any_namespace=0.1,
+        constructors=0.4,
+        spellings=0.25,
         **knobs,
     )
     subscriptions = [(f"{dtd_name}-{i}", t) for i, t in enumerate(texts)]

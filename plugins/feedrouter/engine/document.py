@@ -26,6 +26,7 @@ from typing import Protocol
 
 from lxml import etree
 
+from feedrouter.engine.nfa import is_namespace_wildcard, tag_matches
 from feedrouter.errors import DocumentError, Span
 from feedrouter.limits import DEFAULT_MAX_DEPTH, DEFAULT_MAX_DOCUMENT_BYTES, DocumentLimits
 from feedrouter.schema.dtd import general_entity_declarations
@@ -227,3 +228,35 @@ def iter_text_nodes(element: etree._Element) -> Iterator[tuple[int, str]]:
     for index, child in enumerate(element, start=1):
         if child.tail:
             yield index, child.tail
+
+
+#: ``@*``: every attribute of an element (``*:*`` as a Clark name test).
+ANY_ATTRIBUTE = "{*}*"
+
+
+def is_attribute_wildcard(clark: str) -> bool:
+    """Whether an attribute name test is ``@*``, ``@*:local`` or ``@prefix:*`` (no XML name has a ``*``)."""
+    return clark == ANY_ATTRIBUTE or is_namespace_wildcard(clark)
+
+
+def attribute_items(element: etree._Element, clark: str) -> list[tuple[str, str]]:
+    """The attributes an attribute name test selects on an element, as (Clark name, value), in the
+    document's order; a plain name selects at most one."""
+    if not is_attribute_wildcard(clark):
+        single = element.get(clark)
+        return [] if single is None else [(clark, single)]
+    everything = clark == ANY_ATTRIBUTE
+    found: list[tuple[str, str]] = []
+    for key, value in element.items():
+        name, text = str(key), str(value)  # lxml's stubs allow bytes; parsed documents give str
+        if everything or tag_matches(clark, name):
+            found.append((name, text))
+    return found
+
+
+def attribute_values(element: etree._Element, clark: str) -> list[str]:
+    """The values of the attributes an attribute name test selects (see :func:`attribute_items`)."""
+    if not is_attribute_wildcard(clark):
+        value = element.get(clark)
+        return [] if value is None else [value]
+    return [value for _, value in attribute_items(element, clark)]

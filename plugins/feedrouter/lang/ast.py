@@ -48,6 +48,9 @@ _FLIPPED = {
 #: refuses a prolog binding a prefix to the URI "*", so the marker is never a real namespace.
 ANY = "*"
 
+#: The namespace of ``xml:lang`` and ``xml:space``, bound to ``xml`` everywhere.
+XML_NAMESPACE = "http://www.w3.org/XML/1998/namespace"
+
 
 @dataclass(frozen=True)
 class QName:
@@ -219,6 +222,16 @@ class Position:
 
 
 @dataclass(frozen=True)
+class SelfTest:
+    """``self::name`` where it tests the context node itself: ``//*[self::a or self::b]``; ``name``
+    None is ``self::*``. A ``self::`` step after another step narrows that step instead, and
+    ``descendant-or-self::`` becomes a ``self::`` and a ``//`` alternative (the parser rewrites both)."""
+
+    name: QName | None
+    span: Span | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
 class Not:
     """``not(c)``; ``empty(p)`` is ``Not(Exists(p))``."""
 
@@ -243,7 +256,7 @@ class Or:
     span: Span | None = field(default=None, compare=False)
 
 
-Condition = Comparison | Exists | BooleanCall | CallComparison | Position | Not | And | Or
+Condition = Comparison | Exists | BooleanCall | CallComparison | Position | SelfTest | Not | And | Or
 
 
 def is_positional(condition: Condition) -> bool:
@@ -292,19 +305,24 @@ class AttributeConstructor:
     @property
     def constant(self) -> str | None:
         """The value when it has no enclosed expression, else None."""
-        return "".join(p for p in self.parts if isinstance(p, str)) if all(
-            isinstance(p, str) for p in self.parts
-        ) else None
+        return (
+            "".join(p for p in self.parts if isinstance(p, str))
+            if all(isinstance(p, str) for p in self.parts)
+            else None
+        )
 
 
 @dataclass(frozen=True)
 class Constructor:
-    """A direct element constructor ``<name a="v">…</name>``; attributes are constant."""
+    """A direct element constructor ``<name a="v">…</name>``."""
 
     name: QName
     content: tuple[Constructor | Enclosed | TextContent | CommentContent, ...] = ()
     span: Span | None = field(default=None, compare=False)
     attributes: tuple[AttributeConstructor, ...] = ()
+    # xmlns="uri" and xmlns:p="uri" as written, ("" for the default): in scope for the element's
+    # name, attributes and content (paths in its enclosed expressions too), and serialized on it
+    namespaces: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -332,13 +350,14 @@ class OrderSpec:
 
 @dataclass(frozen=True)
 class Flwr:
-    """``for $var in binding [where c1 and c2 ...] return ret``, optionally inside one constant element."""
+    """``for $var in binding [where c1 and c2 ...] return ret``, optionally inside one constant element
+    (``wrapper``: its name, constant attributes and namespace declarations; no content)."""
 
     var: str
     binding: AbsPath
     where: tuple[Condition, ...]
     ret: Return
-    wrapper: QName | None = None
+    wrapper: Constructor | None = None
     span: Span | None = field(default=None, compare=False)
     order: tuple[OrderSpec, ...] = ()
 

@@ -1,4 +1,4 @@
-"""A recursive-descent parser for the subscription subset of XQuery 3.1 (see SUBSCRIPTIONS.md).
+"""A recursive-descent parser for the subscription subset of XQuery 3.1 (the contract: docs/language.md).
 
 >>> parse('//item[@id = 3]').body.path.steps[0].name.local
 'item'
@@ -9,12 +9,16 @@ operator, an unknown prefix or variable) so that one error lists every problem i
 
 Decisions where the contract is silent (each is the conservative reading of XQuery 3.1):
 
-* explicit axes (``child::a`` and ``descendant::a`` too) are FR109 with a hint to write ``/``, ``//``;
-* ``//@a`` and ``//text()`` are FR104 (they reach the context node itself); a filter or binding path
-  ending in ``@a`` or ``text()`` is FR111, and so is an attribute in a return path or in braces
-  (XQuery would make it an attribute of the constructed element, which the engine does not build);
-* a second ``where`` clause is FR104 (join with ``and``); ``xquery version`` and every other prolog
-  declaration are FR104; ``{}`` is an empty enclosed expression; ``Q{uri}name`` is accepted in paths;
+* ``child::``, ``descendant::`` and ``attribute::`` are the abbreviated steps; ``self::`` and
+  ``descendant-or-self::`` are rewritten while the path is read (a ``self::`` step narrows the step
+  before it or tests the context node; ``descendant-or-self::`` is a ``self::`` or a ``//``
+  alternative), and positions on those two axes are FR107;
+* ``//@a`` and ``//text()`` are FR104 (they reach the context node itself); a binding path ending in
+  ``@a`` or ``text()`` is FR111, and so is an attribute in a return path;
+* a copied attribute (``{ $s/@id }``, ``{ $s/@* }``) must come before other content (XQTY0024) and
+  name each attribute once (XQDY0025), so a wildcard copy must be the element's only attributes;
+* a second ``where`` clause is FR104 (join with ``and``); ``{}`` is an empty enclosed expression;
+  ``Q{uri}name`` is accepted in paths;
 * as in XQuery: line ends are normalized first, namespace URIs are whitespace-collapsed, a prolog
   ``declare namespace p = ""`` undeclares ``p``, characters outside XML 1.0 are rejected (FR100), a
   number directly followed by a name is FR112, and ``$ v``, ``@ a``, ``text ( )`` are accepted.
@@ -29,6 +33,7 @@ from feedrouter.errors import ErrorDetail, Span, SubscriptionError, error
 from feedrouter.lang.ast import (
     ANY,
     MATCH_FUNCTIONS,
+    XML_NAMESPACE,
     AbsPath,
     And,
     AttributeConstructor,
@@ -55,6 +60,7 @@ from feedrouter.lang.ast import (
     QName,
     RelPath,
     Return,
+    SelfTest,
     Step,
     Subscription,
     Tail,
@@ -75,7 +81,7 @@ from feedrouter.lang.lexer import (
 )
 from feedrouter.limits import DEFAULT_MAX_SUBSCRIPTION_CHARS
 
-XML_NS = "http://www.w3.org/XML/1998/namespace"
+XML_NS = XML_NAMESPACE
 XMLNS_NS = "http://www.w3.org/2000/xmlns/"
 #: The prefixes XQuery 3.1 declares in every query (a prolog may rebind all but ``xml``).
 PREDECLARED = {
@@ -112,8 +118,16 @@ NUMBER_CASTS = ("number", "fn:number", "xs:double")
 SUPPORTED_VERSIONS = ("1.0", "3.0", "3.1")
 #: Explicit forward axes written out, and the abbreviation each is (positions aside, see step()).
 EXPLICIT_AXES = {"child": "/", "descendant": "//", "attribute": "@"}
+SELF_AXES = ("self", "descendant-or-self")
 
+_SELECTS_NOTHING = (
+    "this {role} path selects nothing: its 'self::' step names another element than the step before "
+    "it, or tests the document node (which is no element)"
+)
 Where = str  # "predicate" or "where": which kind of condition is being read
+#: One alternative of a path with self::/descendant-or-self:: steps: the conditions on its context
+#: node (from a leading self::) and its plain steps.
+Alternative = tuple[tuple[Condition, ...], tuple[Step, ...]]
 
 
 def parse(
@@ -166,6 +180,8 @@ class _Parser:
         self.aliases: dict[str, RelPath] = {}  # let $t := $s/title: $t stands for that path
         self.order: tuple[OrderSpec, ...] = ()
         self.version = ""
+        self.prefixed_constructor = False  # a constructor or its attribute uses a prefix (not xml:)
+        self.wildcard_copies: list[int] = []  # offsets of { $s/@* } copies, checked at the end
         self.tok = Token("eof", "", 0, 0)
 
     # -- token plumbing ----------------------------------------------------------------------------
@@ -389,10 +405,15 @@ class _Parser:
                 "empty subscription: write a filter path such as //item or a FLWR expression",
                 tok.start,
             )
-        if tok.is_name("for") and self.peek().is_punct("$"):
-            return self.flwr()
-        if tok.is_punct("<"):
-            return self.wrapped()
+        if (tok.is_name("for") and self.peek().is_punct("$")) or tok.is_punct("<"):
+            flwr = self.flwr() if tok.is_name("for") else self.wrapped()
+            if self.wildcard_copies and self.prefixed_constructor:
+                message = (
+                    "an attribute wildcard copy cannot be combined with prefixed constructor names "
+                    "(the copied attributes bring their own prefixes); name the attributes"
+                )
+                self.diag.add("FR111", message, self.wildcard_copies[0])
+            return flwr
         if tok.is_punct("/", "//"):
             return Filter(self.filter_path(), self.span(tok.start))
         raise self.unexpected(tok, "a subscription (a path starting with '/' or '//', or 'for ...')", "top")
@@ -400,10 +421,12 @@ class _Parser:
     def filter_path(self) -> AbsPath | Union:
         """A filter's path, or ``p1 | p2 | ...``: the nodes any of them selects."""
         start = self.tok
-        paths = [self.abs_path("filter")]
+        paths = self.absolute_alternatives(self.abs_path("filter"), "filter")
         while self.tok.is_punct("|") or self.tok.is_name("union"):
             self.advance()
-            paths.append(self.abs_path("filter"))
+            paths += self.absolute_alternatives(self.abs_path("filter"), "filter")
+        if not paths:
+            raise self.diag.fail("FR109", _SELECTS_NOTHING.format(role="filter"), start.start)
         if len(paths) == 1:
             return paths[0]
         if any(p.tail is not None for p in paths):
@@ -434,13 +457,24 @@ class _Parser:
         if not _plain(name):
             raise self.diag.fail("FR100", "expected a variable name after '$'", name.start)
         self.before_in()
-        binding = self.abs_path("binding")
+        binding = self.binding_path()
         self.var = name.text
         self.order = ()
         where = self.clauses()
         self.advance()
         ret = self.return_expr()
         return Flwr(name.text, binding, where, ret, None, self.span(start.start), self.order)
+
+    def binding_path(self) -> AbsPath:
+        path = self.abs_path("binding")
+        found = self.absolute_alternatives(path, "binding")
+        if len(found) > 1:
+            message = (
+                "'descendant-or-self::' in a for binding would bind a union of paths; write '//', or "
+                "use a filter subscription"
+            )
+            raise self.diag.fail("FR109", message, path.span.offset if path.span else 0)
+        return found[0]
 
     def before_in(self) -> None:
         tok = self.tok
@@ -541,11 +575,11 @@ class _Parser:
         # wrapper_body puts the FLWR where a constructor's content has its enclosed expressions
         items: tuple[object, ...] = ctor.content
         if len(items) == 1 and isinstance(items[0], Flwr):
-            if ctor.attributes:
-                message = "attributes on the element around a subscription are not supported yet"
+            if any(a.constant is None for a in ctor.attributes):
+                message = "the attributes of the element around a subscription must be constant"
                 raise self.diag.fail("FR104", message, lt)
             self.jump(end)
-            return replace(items[0], wrapper=ctor.name, span=self.span(lt))
+            return replace(items[0], wrapper=replace(ctor, content=()), span=self.span(lt))
         offset = next((o for o, i in zip(offsets, items, strict=True) if not isinstance(i, Flwr)), lt)
         if len(items) > 1 and all(isinstance(i, Flwr) for i in items):
             offset = offsets[1]
@@ -611,6 +645,8 @@ class _Parser:
         """One step after ``/`` or ``//`` (or the first step of a relative path, on the child axis)."""
         tok, nxt = self.tok, self.peek()
         self.count_part(tok.start)
+        if tok.kind == "name" and nxt.is_punct("::") and tok.text in SELF_AXES and not explicit:
+            return self.self_step(axis, tok)
         if tok.kind == "name" and nxt.is_punct("::") and tok.text in EXPLICIT_AXES and not explicit:
             return self.explicit_step(axis, tok)
         if tok.is_punct("@") and not explicit:
@@ -657,6 +693,125 @@ class _Parser:
             )
             raise self.diag.fail("FR107", message, tok.start)
         return found
+
+    def self_step(self, axis: Axis, tok: Token) -> _AxisStep:
+        """``self::a`` or ``descendant-or-self::a`` (after ``//``, ``self::`` is ``descendant-or-self::``
+        too): kept as an :class:`_AxisStep` until the path is complete, then rewritten
+        (:meth:`alternatives_of`). Positions on these axes are refused (FR107): on ``self::`` they are
+        always 1, on ``descendant-or-self::`` they count a different sequence than ``//a[1]``."""
+        self.advance()
+        self.advance()
+        name_tok = self.tok
+        if name_tok.is_punct("*"):
+            name = None
+        elif name_tok.kind == "wildcard":
+            name = self.wildcard_name(name_tok)
+        elif name_tok.kind == "name" and not self.peek().is_punct("(", "::"):
+            name = self.resolve(name_tok, element=True)
+        else:
+            found = f"expected an element name test after '{tok.text}::', found {name_tok.describe()}"
+            raise self.diag.fail("FR100", found, name_tok.start)
+        self.advance()
+        predicates = self.predicates()
+        if any(is_positional(p) for p in predicates):
+            message = f"positions on '{tok.text}::' are not supported; put the position on the step before"
+            raise self.diag.fail("FR107", message, tok.start)
+        descendants = tok.text == "descendant-or-self" or axis is Axis.DESCENDANT
+        return _AxisStep(axis, name, predicates, self.span(tok.start), descendants)
+
+    def alternatives_of(self, steps: tuple[Step, ...], at: int) -> list[Alternative]:
+        """A path's ``self::``/``descendant-or-self::`` steps rewritten: the alternatives (their union
+        is the path's nodes), each as the conditions its context node must pass (a leading ``self::``)
+        and plain steps. ``x/self::a[p]`` narrows ``x`` (``x[self::a][p]``); ``x/descendant-or-self::a``
+        is ``x/self::a`` or ``x//a``. Alternatives that can never select a node are left out."""
+        found: list[Alternative] = [((), ())]
+        for step in steps:
+            if not isinstance(step, _AxisStep):
+                found = [(guards, (*done, step)) for guards, done in found]
+                continue
+            grown: list[Alternative] = []
+            for guards, done in found:
+                if not done:  # the context node: an element, so self::* holds
+                    test = () if step.name is None else (SelfTest(step.name, step.span),)
+                    grown.append(((*guards, *test, *step.predicates), done))
+                elif (narrowed := _narrowed(done[-1], step)) is not None:
+                    grown.append((guards, (*done[:-1], narrowed)))
+                if step.descendants:
+                    below = Step(Axis.DESCENDANT, step.name, step.predicates, step.span)
+                    grown.append((guards, (*done, below)))
+            found = grown
+            if len(found) > MAX_ALTERNATIVES:
+                message = f"more than {MAX_ALTERNATIVES} alternatives from a path's descendant-or-self::"
+                raise self.diag.fail("FR115", message, at)
+        return found
+
+    def plain_path(self, path: RelPath, role: str) -> RelPath:
+        """A path that must stay one path (a return, order, let or argument path): its ``self::``
+        steps folded into the steps before; a leading one or ``descendant-or-self::`` is refused."""
+        if not any(isinstance(s, _AxisStep) for s in path.steps):
+            return path
+        at = path.span.offset if path.span is not None else 0
+        found = self.alternatives_of(path.steps, at)
+        if len(found) != 1 or found[0][0]:
+            message = (
+                f"'self::a' at the start of a path, or 'descendant-or-self::' in one, is not supported in "
+                f"a {role} path; write the test as a condition (a predicate or the where clause), or '//'"
+            )
+            raise self.diag.fail("FR109", message, at)
+        return RelPath(found[0][1], path.tail, path.span)
+
+    def absolute_alternatives(self, path: AbsPath, role: str) -> list[AbsPath]:
+        """An absolute path's alternatives (see :meth:`alternatives_of`); a leading ``self::`` tests the
+        document node, which is no element, so those alternatives select nothing and are dropped."""
+        if not any(isinstance(s, _AxisStep) for s in path.steps):
+            return [path]
+        at = path.span.offset if path.span is not None else 0
+        alternatives = self.alternatives_of(path.steps, at)
+        found = [AbsPath(steps, path.span, path.tail) for tests, steps in alternatives if not tests and steps]
+        if not found and role != "filter":  # a union's other paths may select something
+            raise self.diag.fail("FR109", _SELECTS_NOTHING.format(role=role), at)
+        return found
+
+    def expand_axes(self, condition: Condition) -> Condition:
+        """A condition with its paths' ``self::``/``descendant-or-self::`` steps rewritten: a path's
+        alternatives become an ``or`` (exact for existence and general comparisons, which are
+        existential), a leading ``self::`` a :class:`SelfTest` on the context node."""
+        if isinstance(condition, (And, Or)):
+            return replace(condition, terms=tuple(self.expand_axes(t) for t in condition.terms))
+        if isinstance(condition, Not):
+            return replace(condition, operand=self.expand_axes(condition.operand))
+        if isinstance(condition, (BooleanCall, CallComparison)):
+            return replace(condition, call=self.plain_call(condition.call))
+        if not isinstance(condition, (Comparison, Exists)) or not any(
+            isinstance(s, _AxisStep) for s in condition.path.steps
+        ):
+            return condition
+        path = condition.path
+        at = path.span.offset if path.span is not None else 0
+        terms: list[Condition] = []
+        for guards, steps in self.alternatives_of(path.steps, at):
+            if not steps and path.tail is None and isinstance(condition, Exists) and guards:
+                parts = guards  # '.' always exists
+            else:
+                parts = (*guards, replace(condition, path=RelPath(steps, path.tail, path.span)))
+            terms.append(parts[0] if len(parts) == 1 else And(parts, condition.span))
+        if len(terms) == 1:
+            return terms[0]
+        return Or(tuple(terms), condition.span) if terms else Not(Exists(RelPath()), condition.span)
+
+    def plain_call(self, call: Call) -> Call:
+        arg = call.arg
+        if isinstance(arg, Call):
+            return replace(call, arg=self.plain_call(arg))
+        if isinstance(arg, AbsPath):
+            found = self.absolute_alternatives(arg, "argument")
+            if len(found) > 1:
+                at = arg.span.offset if arg.span is not None else 0
+                raise self.diag.fail(
+                    "FR109", "'descendant-or-self::' is not supported in a function argument; write '//'", at
+                )
+            return replace(call, arg=found[0])
+        return replace(call, arg=self.plain_path(arg, "function argument"))
 
     def unsupported_step(self, tok: Token, nxt: Token) -> bool:
         """Report a step outside the subset and skip it (True), so that parsing goes on."""
@@ -709,10 +864,12 @@ class _Parser:
                 "descendant elements"
             )
             self.diag.add("FR104", message, at.start)
-        if tok.is_punct("*") or tok.kind == "wildcard":
-            self.diag.add("FR104", "attribute wildcards such as '@*' are not supported", tok.start)
+        if tok.is_punct("*"):
             self.advance()
-            return AttributeTest(QName("", "*"))
+            return AttributeTest(QName(ANY, ANY))
+        if tok.kind == "wildcard":
+            self.advance()
+            return AttributeTest(self.wildcard_name(tok))  # '@*:id' also selects 'id'
         if tok.kind != "name":
             raise self.diag.fail(
                 "FR100", f"expected an attribute name after '@', found {tok.describe()}", tok.start
@@ -805,18 +962,27 @@ class _Parser:
             raise self.diag.fail("FR100", "expected a variable name after '$'", name.start)
         alias = self.aliases.get(name.text)
         if name.text != self.var and alias is None:
-            known = ", ".join(f"${v}" for v in [self.var, *self.aliases])
-            self.diag.add("FR106", f"unknown variable '${name.text}'; the variables are {known}", tok.start)
+            if self.var is None:
+                message = f"unknown variable '${name.text}': no variable is bound here (outside the FLWR)"
+            else:
+                known = ", ".join(f"${v}" for v in [self.var, *self.aliases])
+                message = f"unknown variable '${name.text}'; the variables are {known}"
+            self.diag.add("FR106", message, tok.start)
         if self.tok.is_punct("["):
             message = "predicates on the variable are not supported; put the condition in the where clause"
             raise self.diag.recover("FR104", message, self.tok.start)
         steps, tail = self.rel_steps()
         if alias is None:
-            return RelPath(steps, tail, self.span(tok.start))
-        if alias.tail is not None and (steps or tail is not None):
+            path = RelPath(steps, tail, self.span(tok.start))
+        elif alias.tail is not None and (steps or tail is not None):
             message = f"'${name.text}' holds attributes or text: no steps below it"
             raise self.diag.recover("FR104", message, tok.start)
-        return RelPath(alias.steps + steps, tail if alias.tail is None else alias.tail, self.span(tok.start))
+        else:
+            path = RelPath(
+                alias.steps + steps, tail if alias.tail is None else alias.tail, self.span(tok.start)
+            )
+        # a where path is part of a condition, whose self:: steps expand_axes rewrites
+        return path if role == "where" else self.plain_path(path, role)
 
     def let_clause(self) -> None:
         """``let $t := $s/title``: an alias of a path from the bound variable (or an earlier alias),
@@ -884,7 +1050,7 @@ class _Parser:
         terms: list[Condition] = []
         while True:
             try:
-                terms.append(self.condition(where))
+                terms.append(self.expand_axes(self.condition(where)))
             except Recover:
                 self.skip_until(lambda t: t.is_name("and", "or", "return", "order", "stable"))
             if not self.tok.is_name("and"):
@@ -1232,11 +1398,36 @@ class _Parser:
         if found is None:
             raise self.diag.fail("FR100", "expected an element name right after '<'", lt + 1)
         raw, pos = found
+        pos, empty, written = self.start_tag_rest(pos, raw)
+        declared = self.namespace_declarations(written)
+        saved = self.namespaces, self.default_ns
+        try:
+            self.declare_namespaces(declared)
+            return self.constructor_in_scope(lt, raw, pos, empty, written, declared, on_enclosed)
+        finally:
+            self.namespaces, self.default_ns = saved
+
+    def constructor_in_scope(
+        self,
+        lt: int,
+        raw: RawName,
+        pos: int,
+        empty: bool,
+        written: list[_WrittenAttribute],
+        declared: tuple[tuple[str, str], ...],
+        on_enclosed: Callable[[int], tuple[object, int]],
+    ) -> tuple[Constructor, int, list[int]]:
+        """The rest of a constructor once its namespace declarations are in scope: its name, its
+        attributes and its content resolve names with them (XQuery's statically known namespaces)."""
         name = self.resolve_raw(raw, lt + 1, element=True)
         attributes: list[AttributeConstructor] = []
-        pos, empty = self.start_tag_rest(pos, raw, attributes)
+        for attribute in written:
+            if not _is_declaration(attribute.raw):
+                self.attribute(attribute, attributes)
+        if declared or _foreign(name) or any(_foreign(a.name) for a in attributes):
+            self.prefixed_constructor = True
         if empty:
-            return Constructor(name, (), self.span(lt), tuple(attributes)), pos, []
+            return Constructor(name, (), self.span(lt), tuple(attributes), declared), pos, []
         self.enter()
         items: list = []
         offsets: list[int] = []
@@ -1256,15 +1447,18 @@ class _Parser:
                 offsets.append(piece.start)
         self.depth -= 1
         self.check_attribute_content(items, offsets, attributes)
-        return Constructor(name, tuple(items), self.span(lt), tuple(attributes)), pos, offsets
+        return Constructor(name, tuple(items), self.span(lt), tuple(attributes), declared), pos, offsets
 
     def check_attribute_content(
         self, items: list, offsets: list[int], attributes: list[AttributeConstructor]
     ) -> None:
         """``{ $v/@id }`` in element content makes attributes of the constructed element: XQuery wants
         them before any other content (XQTY0024) and each name once (XQDY0025). feedrouter takes the
-        bound node's own attributes by name (at most one node each), so both are checked here."""
+        bound node's own attributes (at most one node per name), so both are checked here; a wildcard
+        copy (``{ $v/@* }``) must be the element's only attributes, as its names are known only per
+        document."""
         names = {a.name for a in attributes}
+        wildcard = False
         content_seen = False
         for item, offset in zip(items, offsets, strict=True):
             paths = item.paths if isinstance(item, Enclosed) else ()
@@ -1278,12 +1472,20 @@ class _Parser:
                 if content_seen:
                     message = "attributes must come before the element's other content (XQTY0024)"
                     self.diag.add("FR111", message, offset)
-                elif path.steps or path.tail.name.local == "*" or _foreign(path.tail.name):
+                elif path.steps or (_foreign(path.tail.name) and not is_wildcard(path.tail.name)):
                     message = f"only the bound node's own attributes go here, e.g. {{ ${self.var}/@id }}"
                     self.diag.add("FR111", message, offset)
-                elif path.tail.name in names:
-                    message = f"the attribute '{path.tail.name}' is given twice (XQDY0025)"
+                elif path.tail.name in names or ((wildcard or is_wildcard(path.tail.name)) and names):
+                    message = (
+                        f"the attribute '{path.tail.name}' is given twice (XQDY0025)"
+                        if not is_wildcard(path.tail.name) and not wildcard
+                        else "an attribute wildcard copy may give an attribute twice (XQDY0025); make it "
+                        "the element's only attributes, or name the attributes"
+                    )
                     self.diag.add("FR104", message, offset)
+                elif is_wildcard(path.tail.name):
+                    wildcard = True
+                    self.wildcard_copies.append(offset)
                 names.add(path.tail.name)
 
     def content_item(
@@ -1304,43 +1506,72 @@ class _Parser:
         span = self.span(offset)
         return f"line {span.line}, column {span.column}"
 
-    def start_tag_rest(
-        self, pos: int, raw: RawName, attributes: list[AttributeConstructor]
-    ) -> tuple[int, bool]:
-        """Read the rest of a start tag: its constant attributes, then ``/>`` or ``>``."""
+    def start_tag_rest(self, pos: int, raw: RawName) -> tuple[int, bool, list[_WrittenAttribute]]:
+        """Read the rest of a start tag: its attributes as written, then ``/>`` or ``>``. Names are
+        resolved later, once the tag's namespace declarations (which may come last) are known."""
         text = self.text
+        written: list[_WrittenAttribute] = []
         while True:
             after = self.lexer.skip_space(pos)
             if text.startswith("/>", after):
-                return after + 2, True
+                return after + 2, True, written
             if text.startswith(">", after):
-                return after + 1, False
+                return after + 1, False, written
             attribute = self.lexer.tag_name(after) if after > pos else None
             if attribute is not None:
-                pos = self.attribute(attribute[0], after, attribute[1], attributes)
+                value, start, pos = self.lexer.attribute_value(attribute[1])
+                self.count_part(after)
+                written.append(_WrittenAttribute(attribute[0], after, value, start))
                 continue
             if after >= len(text):
                 raise self.diag.fail("FR103", f"unterminated start tag <{raw}>: close it with '>'", after)
             raise self.diag.fail("FR100", f"expected '>' to end the start tag <{raw}>", after)
 
-    def attribute(self, raw: RawName, at: int, pos: int, attributes: list[AttributeConstructor]) -> int:
-        """One ``name="value"`` of a start tag; returns where it ends."""
-        value, start, end = self.lexer.attribute_value(pos)
-        self.count_part(at)
-        if raw.prefix == "xmlns" or (not raw.prefix and raw.local == "xmlns"):
-            message = f"namespace declarations on constructors ('{raw}') are not supported; use the prolog"
-            self.diag.add("FR104", message, at)
-            return end
-        parts = self.attribute_parts(value, start)
+    def namespace_declarations(self, written: list[_WrittenAttribute]) -> tuple[tuple[str, str], ...]:
+        """The ``xmlns="uri"`` and ``xmlns:p="uri"`` attributes of a start tag, as (prefix, uri) with
+        "" for the default element namespace; XQuery's static errors for them are reported."""
+        declared: dict[str, str] = {}
+        for attribute in written:
+            if not _is_declaration(attribute.raw):
+                continue
+            prefix = attribute.raw.local if attribute.raw.prefix else ""
+            shown = f"xmlns:{prefix}" if prefix else "xmlns"
+            if "{" in attribute.value.replace("{{", ""):
+                message = f"the namespace declaration '{shown}' must be a constant URI (XQST0022)"
+                self.diag.add("FR104", message, attribute.at)
+                continue
+            parts = self.attribute_parts(attribute.value, attribute.start)
+            uri = " ".join("".join(p for p in parts if isinstance(p, str)).split())
+            problem = _declaration_problem(prefix, uri, shown, prefix in declared)
+            if problem is not None:
+                self.diag.add("FR104", problem, attribute.at)
+                continue
+            declared[prefix] = uri
+        return tuple(declared.items())
+
+    def declare_namespaces(self, declared: tuple[tuple[str, str], ...]) -> None:
+        """Put a constructor's namespace declarations in scope (the caller restores the old scope)."""
+        if not declared:
+            return
+        self.namespaces = dict(self.namespaces)
+        for prefix, uri in declared:
+            if prefix:
+                self.namespaces[prefix] = uri
+            else:
+                self.default_ns = uri
+
+    def attribute(self, written: _WrittenAttribute, attributes: list[AttributeConstructor]) -> None:
+        """One ``name="value"`` of a start tag."""
+        raw, at = written.raw, written.at
+        parts = self.attribute_parts(written.value, written.start)
         name = self.resolve_raw(raw, at, element=False)
         if name.uri and not name.prefix:
             self.diag.add("FR104", f"give the attribute '{raw}' a prefix declared in the prolog", at)
-            return end
+            return
         if any(a.name == name for a in attributes):
             self.diag.add("FR104", f"the attribute '{raw}' is given twice (XQST0040)", at)
-            return end
+            return
         attributes.append(AttributeConstructor(name, parts))
-        return end
 
     def attribute_parts(self, value: str, start: int) -> tuple[str | Enclosed, ...]:
         """An attribute value template: literal runs and ``{ $v/... }`` enclosed paths, in order."""
@@ -1432,6 +1663,77 @@ class _Parser:
         return self.diag.fail("FR100", f"expected {expected}, found {tok.describe()}", tok.start)
 
 
+@dataclass(frozen=True)
+class _AxisStep(Step):
+    """A ``self::`` (``descendants`` False) or ``descendant-or-self::`` step while its path is read;
+    never in a parsed subscription (the parser rewrites it, see ``_Parser.alternatives_of``)."""
+
+    descendants: bool = False
+
+
+def _narrowed(previous: Step, step: _AxisStep) -> Step | None:
+    """``previous/self::name[p]`` as one step, or None when no node can pass both name tests. The name
+    tests intersect where ``previous`` has no position (positions count ``previous``'s own matches:
+    ``*[1]/self::a`` is the first element if it is an ``a``); otherwise a :class:`SelfTest` follows."""
+    if step.name is None:
+        return replace(previous, predicates=previous.predicates + step.predicates)
+    if previous.name is not None and not _wild(previous.name) and not _wild(step.name):
+        if previous.name != step.name:
+            return None
+        return replace(previous, predicates=previous.predicates + step.predicates)
+    name = _intersection(previous.name, step.name)
+    if name is not None and not any(is_positional(p) for p in previous.predicates):
+        return replace(previous, name=name, predicates=previous.predicates + step.predicates)
+    test = SelfTest(step.name, step.span)
+    return replace(previous, predicates=(*previous.predicates, test, *step.predicates))
+
+
+def _wild(name: QName) -> bool:
+    return name.uri == ANY or name.local == ANY
+
+
+def _intersection(first: QName | None, second: QName) -> QName | None:
+    """The one name test equal to passing both, where there is one (``*:a`` and ``p:*`` is ``p:a``)."""
+    if first is None:
+        return second
+    uri = second.uri if first.uri == ANY else first.uri if second.uri == ANY else None
+    local = second.local if first.local == ANY else first.local if second.local == ANY else None
+    if uri is None or local is None:
+        same_uri = first.uri == second.uri or ANY in (first.uri, second.uri)
+        same_local = first.local == second.local or ANY in (first.local, second.local)
+        if not (same_uri and same_local):
+            return None
+        uri = first.uri if uri is None else uri
+        local = first.local if local is None else local
+    prefix = second.prefix if uri == second.uri else first.prefix
+    return QName(uri, local, prefix)
+
+
+@dataclass(frozen=True)
+class _WrittenAttribute:
+    """An attribute of a start tag as written: its name is resolved once the tag is read."""
+
+    raw: RawName
+    at: int
+    value: str
+    start: int
+
+
+def _is_declaration(raw: RawName) -> bool:
+    return raw.prefix == "xmlns" or (not raw.prefix and raw.local == "xmlns")
+
+
+def _declaration_problem(prefix: str, uri: str, shown: str, repeated: bool) -> str | None:
+    """What XQuery refuses in a namespace declaration attribute, or None."""
+    if repeated:
+        return f"the namespace declaration '{shown}' is given twice (XQST0071)"
+    if prefix in ("xml", "xmlns") or uri in (XML_NS, XMLNS_NS):
+        return f"'{shown}' cannot bind the xml or xmlns prefixes or namespaces (XQST0070)"
+    if prefix and not uri:
+        return f"'{shown}=\"\"' would undeclare the prefix, which XQuery does not allow here (XQST0085)"
+    return None
+
+
 def _plain(tok: Token) -> bool:
     """An unprefixed name (variables in the subset have no namespace)."""
     return (
@@ -1508,8 +1810,6 @@ def _axis_message(name: str) -> str:
         return f"the backward axis '{name}::' is not supported"
     if name in ("following", "following-sibling", "namespace"):
         return f"the axis '{name}::' is not supported"
-    if name in ("self", "descendant-or-self"):
-        return f"the axis '{name}::' is not supported; write a predicate, or '//' for descendant-or-self"
     if name in ("child", "descendant", "attribute"):
         return f"'{name}::' is not supported here{hint}"
     return f"'{name}::' is not an axis"
@@ -1635,6 +1935,11 @@ def regex_problem(pattern: str, flags: str) -> str | None:
     except ValueError as err:
         return str(err)
     return None
+
+
+def is_wildcard(name: QName) -> bool:
+    """``*``, ``*:local`` or ``prefix:*`` as an attribute name test."""
+    return name.uri == ANY or name.local == ANY
 
 
 def _foreign(name: QName) -> bool:

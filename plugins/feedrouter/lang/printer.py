@@ -10,7 +10,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from decimal import Decimal
 
 from feedrouter.lang.ast import (
@@ -38,6 +39,7 @@ from feedrouter.lang.ast import (
     Position,
     QName,
     RelPath,
+    SelfTest,
     Step,
     Subscription,
     TextContent,
@@ -142,6 +144,10 @@ class _Writer:
         if isinstance(condition, CallComparison):
             literal = self.literal(condition.literal, condition.op)
             return f"{self.call(condition.call, path_writer)} {condition.op.value} {literal}"
+        if isinstance(condition, SelfTest):
+            test = "*" if condition.name is None else self.name(condition.name, element=True)
+            context = path_writer(RelPath())  # '.' in a predicate, '$v' in a where clause
+            return f"self::{test}" if context == "." else f"{context}/self::{test}"
         return self.position(condition)
 
     def conjunct(self, condition: Condition, path_writer: Callable[[RelPath], str]) -> str:
@@ -192,7 +198,7 @@ class _XQueryWriter(_Writer):
 
     def name(self, name: QName, element: bool, constructor: bool = False) -> str:
         if name.uri == ANY:
-            return f"*:{name.local}"
+            return "*" if name.local == ANY else f"*:{name.local}"
         if name.prefix and self.namespaces.get(name.prefix) == name.uri:
             return f"{name.prefix}:{name.local}"
         if name.uri == (self.default if element else ""):
@@ -211,11 +217,40 @@ class _XQueryWriter(_Writer):
         body = self.sub.body
         if isinstance(body, Filter):
             return self.filter_path(body.path)
-        text = f"{self.for_where(body)}{self.order(body)}\nreturn {self.ret(body)}"
         if body.wrapper is None:
-            return text
-        tag = self.name(body.wrapper, element=True, constructor=True)
-        return f"<{tag}>{{\n{text}\n}}</{tag}>"
+            return f"{self.for_where(body)}{self.order(body)}\nreturn {self.ret(body)}"
+        with self.scope(body.wrapper):
+            text = f"{self.for_where(body)}{self.order(body)}\nreturn {self.ret(body)}"
+            tag, attributes = self.start_tag(body.wrapper)
+        return f"<{tag}{attributes}>{{\n{text}\n}}</{tag}>"
+
+    @contextmanager
+    def scope(self, ctor: Constructor) -> Iterator[None]:
+        """A constructor's namespace declarations in scope while its name and content are written."""
+        saved = self.namespaces, self.default
+        self.namespaces = dict(self.namespaces)
+        for prefix, uri in ctor.namespaces:
+            if prefix:
+                self.namespaces[prefix] = uri
+            else:
+                self.default = uri
+        try:
+            yield
+        finally:
+            self.namespaces, self.default = saved
+
+    def start_tag(self, ctor: Constructor) -> tuple[str, str]:
+        """A constructor's tag name and its attributes (declarations first), written in its scope."""
+        tag = self.name(ctor.name, element=True, constructor=True)
+        declarations = "".join(
+            f' {"xmlns:" + prefix if prefix else "xmlns"}="{_attribute_text(uri)}"'
+            for prefix, uri in ctor.namespaces
+        )
+        attributes = "".join(
+            f' {self.name(a.name, element=False, constructor=True)}="{self.attribute_value(a)}"'
+            for a in ctor.attributes
+        )
+        return tag, declarations + attributes
 
     def for_where(self, flwr: Flwr) -> str:
         text = f"for ${flwr.var} in {self.abs_path(flwr.binding)}"
@@ -255,19 +290,14 @@ class _XQueryWriter(_Writer):
         return self.var_path(item) if isinstance(item, RelPath) else self.constructor(item)
 
     def constructor(self, ctor: Constructor) -> str:
-        tag = self.name(ctor.name, element=True, constructor=True)
-        attributes = "".join(
-            f' {self.name(a.name, element=False, constructor=True)}="{self.attribute_value(a)}"'
-            for a in ctor.attributes
-        )
-        if not ctor.content:
-            return f"<{tag}{attributes}/>"
-        return f"<{tag}{attributes}>{''.join(self.content(item) for item in ctor.content)}</{tag}>"
+        with self.scope(ctor):
+            tag, attributes = self.start_tag(ctor)
+            if not ctor.content:
+                return f"<{tag}{attributes}/>"
+            return f"<{tag}{attributes}>{''.join(self.content(item) for item in ctor.content)}</{tag}>"
 
     def attribute_value(self, attribute: AttributeConstructor) -> str:
-        return "".join(
-            _attribute_text(p) if isinstance(p, str) else self.content(p) for p in attribute.parts
-        )
+        return "".join(_attribute_text(p) if isinstance(p, str) else self.content(p) for p in attribute.parts)
 
     def content(self, item: Constructor | Enclosed | TextContent | CommentContent) -> str:
         if isinstance(item, Constructor):
@@ -285,6 +315,8 @@ class _XPathWriter(_Writer):
         self.prefixes: dict[str, str] = {}
 
     def name(self, name: QName, element: bool) -> str:
+        if name.uri == ANY and name.local == ANY:
+            return "*"
         if name.uri == ANY:
             raise ValueError(f"XPath 1.0 has no '*:{name.local}' name test")
         if not name.uri:

@@ -78,6 +78,32 @@ class _Scope:
         inner.bindings[prefix] = name.uri
         return f' {attr}="{_escape_attribute(name.uri)}"', inner
 
+    def declare(self, prefix: str, uri: str) -> tuple[str, _Scope]:
+        """A namespace declaration written on a constructor (``xmlns:p="uri"``), unless already in scope."""
+        return self.open(ast.QName(uri, "", prefix)) if prefix or uri else self._undeclare_default()
+
+    def _undeclare_default(self) -> tuple[str, _Scope]:
+        if not self.bindings.get(""):
+            return "", self
+        inner = _Scope(self.bindings)
+        inner.bindings[""] = ""
+        return ' xmlns=""', inner
+
+    def start(self, ctor: ast.Constructor) -> tuple[str, _Scope]:
+        """The declarations a constructed element's start tag needs (those written on it, then its
+        name's and its attributes' namespaces when not in scope), and the scope of its content."""
+        declarations, inner = "", self
+        for prefix, uri in ctor.namespaces:
+            more, inner = inner.declare(prefix, uri)
+            declarations += more
+        more, inner = inner.open(ctor.name)
+        declarations += more
+        for attribute in ctor.attributes:
+            if attribute.name.uri:
+                more, inner = inner.open(attribute.name)
+                declarations += more
+        return declarations, inner
+
 
 def compile_constructor(
     ctor: ast.Constructor, slots: list[ast.RelPath], scope: _Scope | None = None
@@ -88,11 +114,7 @@ def compile_constructor(
     bytes and slots (``head``), built per binding."""
     scope = scope or _Scope()
     qname = str(ctor.name)
-    declarations, inner = scope.open(ctor.name)
-    for attribute in ctor.attributes:
-        if attribute.name.uri:
-            more, inner = inner.open(attribute.name)
-            declarations += more
+    declarations, inner = scope.start(ctor)
     head: list[Slot | bytes] = [f"<{qname}{declarations}".encode()]
     for attribute in ctor.attributes:
         head.append(f' {attribute.name}="'.encode())
@@ -127,7 +149,6 @@ def compile_constructor(
     )
 
 
-
 def value_slots(template: Template) -> set[int]:
     """The indexes of the slots that hold attribute values (atomized, joined), not nodes."""
     if isinstance(template, Slot):
@@ -142,6 +163,11 @@ def value_slots(template: Template) -> set[int]:
 def attribute_value(values: Sequence[str]) -> bytes:
     """An enclosed expression's values in an attribute: joined by single spaces, escaped."""
     return serialized_attribute(" ".join(values)).encode()
+
+
+def namespace_declaration(prefix: str, uri: str) -> bytes:
+    """``xmlns:prefix="uri"`` (with its leading space) for a start tag."""
+    return f' xmlns:{prefix}="{_escape_attribute(uri)}"'.encode()
 
 
 def attribute_node(name: str, value: str) -> bytes:
@@ -161,14 +187,15 @@ def compile_items(items: ast.Items, slots: list[ast.RelPath]) -> ElementTemplate
     return ElementTemplate(start=b"", end=b"", empty=b"", content=tuple(content))
 
 
-def wrapper_template(name: ast.QName) -> ElementTemplate:
+def wrapper_template(wrapper: ast.Constructor) -> ElementTemplate:
     """The constant element around a whole FLWR result; its content is the concatenated groups."""
-    declarations, inner = _Scope().open(name)
-    qname = str(name)
+    declarations, inner = _Scope().start(wrapper)
+    qname = str(wrapper.name)
+    attributes = "".join(f' {a.name}="{serialized_attribute(a.constant or "")}"' for a in wrapper.attributes)
     return ElementTemplate(
-        start=f"<{qname}{declarations}>".encode(),
+        start=f"<{qname}{declarations}{attributes}>".encode(),
         end=f"</{qname}>".encode(),
-        empty=f"<{qname}{declarations}/>".encode(),
+        empty=f"<{qname}{declarations}{attributes}/>".encode(),
         content=(Slot(0, inner.bindings.get("", "")),),
     )
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, cast
 
 from lxml import etree
 
-from feedrouter.engine.document import iter_text_nodes
+from feedrouter.engine.document import attribute_values, is_attribute_wildcard, iter_text_nodes
 from feedrouter.engine.nfa import is_namespace_wildcard, tag_matches
 from feedrouter.engine.runtime import Matches, Nodes, PathTuple
 from feedrouter.errors import error
@@ -243,11 +243,15 @@ def checker(test: LocalTest) -> Checker:
         assert step is not None
         return lambda ctx, nid: evaluate.survives(ctx, ctx.nodes[nid], step)
     if kind is TestKind.ATTR_EXISTS:
+        if is_attribute_wildcard(attribute):
+            return lambda ctx, nid: bool(attribute_values(ctx.nodes[nid], attribute))
         return lambda ctx, nid: ctx.nodes[nid].get(attribute) is not None
     if kind is TestKind.TEXT_EXISTS:
         return lambda ctx, nid: any(True for _ in iter_text_nodes(ctx.nodes[nid]))
     assert test.op is not None and test.literal is not None
     holds = comparator(test.op, test.literal)
+    if kind is TestKind.ATTR_CMP and is_attribute_wildcard(attribute):
+        return lambda ctx, nid: any(holds(v) for v in attribute_values(ctx.nodes[nid], attribute))
     if kind is TestKind.ATTR_CMP:
 
         def attr_cmp(ctx: DocumentContext, nid: int) -> bool:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from lxml import etree
 
-from feedrouter.engine.document import iter_text_nodes
+from feedrouter.engine.document import attribute_values, iter_text_nodes
 from feedrouter.engine.nfa import tag_matches
 from feedrouter.lang import ast
 from feedrouter.lang.ast import Axis, is_positional
@@ -63,6 +63,9 @@ def holds(
     if kind is ast.Not:
         assert isinstance(condition, ast.Not)
         return not holds(ctx, element, condition.operand, position, size)
+    if kind is ast.SelfTest:
+        assert isinstance(condition, ast.SelfTest)
+        return condition.name is None or tag_matches(condition.name.clark, element.tag)
     if kind is ast.Position:
         assert isinstance(condition, ast.Position)
         bound = size if condition.index is None else condition.index
@@ -131,7 +134,7 @@ def values(ctx: DocumentContext, element: Element, path: ast.RelPath | ast.AbsPa
         return [ctx.string_value(ctx.id_of(node)) for node in nodes]
     if isinstance(tail, ast.AttributeTest):
         name = tail.name.clark
-        return [v for node in nodes if (v := node.get(name)) is not None]
+        return [v for node in nodes for v in attribute_values(node, name)]
     return [text for node in nodes for _, text in iter_text_nodes(node)]
 
 

@@ -27,7 +27,7 @@ from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from feedrouter.engine.document import iter_text_nodes
+from feedrouter.engine.document import attribute_values, iter_text_nodes
 from feedrouter.engine.nfa import NavPath
 from feedrouter.lang import ast
 from feedrouter.lang.ast import MATCH_FUNCTIONS, CompOp
@@ -349,9 +349,7 @@ def _values(ctx: DocumentContext, nid: int, site: ProbeSite) -> Iterator[str]:
     if site.call is not None:
         yield from _call_values(ctx, nid, site.call)
     elif site.kind is TestKind.ATTR_CMP:
-        value = ctx.nodes[nid].get(site.attribute)
-        if value is not None:
-            yield value
+        yield from attribute_values(ctx.nodes[nid], site.attribute)
     elif site.kind is TestKind.TEXT_CMP:
         for _, text in iter_text_nodes(ctx.nodes[nid]):
             yield text

@@ -10,9 +10,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from feedrouter.engine.document import iter_text_nodes
+from lxml import etree
+
+from feedrouter.engine.document import attribute_items, attribute_values, iter_text_nodes
 from feedrouter.errors import CompileWarning
 from feedrouter.lang import ast
+from feedrouter.lang.ast import XML_NAMESPACE
 from feedrouter.output.factory import (
     ElementTemplate,
     Item,
@@ -23,6 +26,7 @@ from feedrouter.output.factory import (
     attribute_node,
     attribute_value,
     flatten,
+    namespace_declaration,
     render_items,
     render_wrapped,
 )
@@ -107,9 +111,7 @@ class ReturnItem:
         if self.value:
             return [attribute_value(self._values(ctx, nodes))]
         if self.attribute:
-            name = _attribute_name(self.attribute)
-            found = (ctx.nodes[nid].get(self.attribute) for nid in nodes)
-            return [attribute_node(name, v) for v in found if v is not None]
+            return [copy for nid in nodes for copy in copied_attributes(ctx.nodes[nid], self.attribute)]
         if not self.text:
             return nodes  # shared with the GroupBy's memo: read only
         return [(nid, index) for nid in nodes for index, _ in iter_text_nodes(ctx.nodes[nid])]
@@ -117,8 +119,7 @@ class ReturnItem:
     def _values(self, ctx: DocumentContext, nodes: Sequence[int]) -> list[str]:
         """The atomized values of the slot's nodes (attributes, text nodes or elements)."""
         if self.attribute:
-            found = (ctx.nodes[nid].get(self.attribute) for nid in nodes)
-            return [v for v in found if v is not None]
+            return [v for nid in nodes for v in attribute_values(ctx.nodes[nid], self.attribute)]
         if self.text:
             return [text for nid in nodes for _, text in iter_text_nodes(ctx.nodes[nid])]
         return [ctx.string_value(nid) for nid in nodes]
@@ -239,6 +240,21 @@ def _order_key(ctx: DocumentContext, nid: int, spec: ast.OrderSpec) -> tuple[int
     return 2, found[0]
 
 
-def _attribute_name(clark: str) -> str:
-    """An attribute's name as written on the constructed element: no namespace, or ``xml:``."""
-    return "xml:" + clark.split("}", 1)[1] if clark.startswith("{") else clark
+def copied_attributes(element: etree._Element, clark: str) -> list[bytes]:
+    """``{ $v/@id }``, ``{ $v/@* }``: the attributes as written on the constructed element. One in a
+    namespace other than ``xml:`` keeps the document's prefix and brings its declaration (the parser
+    keeps such copies off elements whose own names use prefixes)."""
+    copies: list[bytes] = []
+    declared: set[str] = set()
+    for key, value in attribute_items(element, clark):
+        uri, _, local = key[1:].partition("}") if key.startswith("{") else ("", "", key)
+        if not uri:
+            copies.append(attribute_node(local, value))
+        elif uri == XML_NAMESPACE:
+            copies.append(attribute_node("xml:" + local, value))
+        else:
+            prefix = min(p for p, u in element.nsmap.items() if p and u == uri)
+            declaration = b"" if prefix in declared else namespace_declaration(prefix, uri)
+            declared.add(prefix)
+            copies.append(declaration + attribute_node(f"{prefix}:{local}", value))
+    return copies

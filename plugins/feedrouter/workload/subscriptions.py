@@ -75,6 +75,12 @@ class SubscriptionOptions:
     unions: float = 0.0  # a filter is a union of two paths
     orders: float = 0.0  # a FLWR has an order by clause
     any_namespace: float = 0.0  # a name test is written *:name (any namespace, or none)
+    # how often a FLWR's result uses the constructors of the language round (attributes, attribute
+    # value templates, attribute copies, comments, namespace declarations, a sequence, a let alias)
+    constructors: float = 0.0
+    # how often a step, condition or filter is written in the language round's other spellings
+    # (child::/descendant::, self::, descendant-or-self::, @*, a text() filter, the version line)
+    spellings: float = 0.0
 
 
 def generate_subscriptions(
@@ -174,16 +180,22 @@ class SubscriptionWriter:
         if form == "mixed":
             form = self.rng.choice(("flwr", "filter"))
         body = self.filter() if form == "filter" else self.flwr()
+        if self.opts.spellings and self.rng.random() < self.opts.spellings / 4:
+            return f'xquery version "{self.rng.choice(("3.1", "1.0"))}";\n' + self.prolog + body
         return self.prolog + body
 
     # ------------------------------------------------------------------------------------ forms
 
     def filter(self) -> str:
         """``/a[b/c[@d = 1]]//e[.//f]``: an absolute path with nested path predicates."""
-        text, _ = self.path(None, self._length(self.opts.D1), self.opts.filter_predicate_prob)
+        text, selected = self.path(None, self._length(self.opts.D1), self.opts.filter_predicate_prob)
         if self.opts.unions and self.rng.random() < self.opts.unions:
             other, _ = self.path(None, self._length(self.opts.D1), self.opts.filter_predicate_prob)
             text += f" | {other}"
+        elif (
+            self.opts.spellings and self.rng.random() < self.opts.spellings / 2 and self._text_only(selected)
+        ):
+            text += "/text()"  # a text-node filter: the text of the selected elements
         return text
 
     def flwr(self) -> str:
@@ -194,9 +206,15 @@ class SubscriptionWriter:
         where = f"\nwhere {' and '.join(conditions)}" if conditions else ""
         if self.opts.orders and self.rng.random() < self.opts.orders:
             where += self._order(var, bound)
-        text = f"for {var} in {path}{where}\nreturn {self.result(var, bound)}"
+        rich = bool(self.opts.constructors) and self.rng.random() < self.opts.constructors
+        if rich:
+            lets, result = self._rich_result(var, bound)
+            text = f"for {var} in {path}{lets}{where}\nreturn {result}"
+        else:
+            text = f"for {var} in {path}{where}\nreturn {self.result(var, bound)}"
         if self.rng.random() < self.opts.wrapper_prob:
-            text = f"<results>{{\n{text}\n}}</results>"
+            start = self.rng.choice(_WRAPPERS) if rich else "<results>"
+            text = f"{start}{{\n{text}\n}}</results>"
         return text
 
     # ------------------------------------------------------------------------------------ paths
@@ -217,6 +235,8 @@ class SubscriptionWriter:
                 preds += f"[{found}]" if found else ""
             if self.opts.positions and self.rng.random() < self.opts.positions:
                 preds += self._position()
+            if self.opts.spellings and self.rng.random() < self.opts.spellings:
+                axis, test, preds = self._spelled_step(axis, test, preds, current)
             text += f"{axis}{test}{preds}"
         assert current is not None, "the document node always has the root below it"
         return text, current
@@ -294,6 +314,10 @@ class SubscriptionWriter:
     def _predicate_part(self, context: frozenset[str], depth: int) -> str | None:
         if self.opts.conditions and self.rng.random() < self.opts.conditions:
             found = self._language_condition(context, depth, "")
+            if found:
+                return found
+        if self.opts.spellings and self.rng.random() < self.opts.spellings:
+            found = self._spelled_condition(context, "")
             if found:
                 return found
         roll = self.rng.random()
@@ -417,6 +441,86 @@ class SubscriptionWriter:
             keys.append(key)
         return f"\norder by {', '.join(keys)}"
 
+    # ------------------------------------------------------------------------------------ spellings
+
+    def _text_only(self, elements: frozenset[str]) -> bool:
+        return all(self.graph.text_only(e) for e in elements)
+
+    def _spelled_step(
+        self, axis: str, test: str, preds: str, selected: frozenset[str]
+    ) -> tuple[str, str, str]:
+        """The same step written another way: ``/child::a``, ``/descendant::a`` (no positions: they
+        count differently there), ``//*[self::a or self::b]`` for a wildcard, ``/a/self::a``."""
+        names = sorted(n for n in selected if ":" not in n)
+        roll = self.rng.random()
+        if test == "*" and names and roll < 0.5:
+            picked = sorted(set(self.rng.sample(names, min(2, len(names)))))
+            tests = " or ".join(f"self::{n}" for n in picked)
+            return axis, test, f"[{tests}]{preds}"
+        if roll < 0.6 and test != "*" and "[" not in preds:
+            return axis, test, f"/self::{test}"
+        if axis == "//" and "position()" not in preds and "last()" not in preds and not _numbered(preds):
+            return "/descendant::", test, preds
+        return axis + "child::" if axis == "/" else axis, test, preds
+
+    def _spelled_condition(self, context: frozenset[str], lead: str) -> str | None:
+        """A condition in the round's other spellings: ``@*`` tests, ``self::a``,
+        ``descendant-or-self::a`` and ``.//self::a`` existence (``lead``: a where clause's variable)."""
+        kind = self.rng.choice(("any attribute", "any attribute", "self", "descendant-or-self"))
+        if kind == "any attribute":
+            attrs = self._attributes(context)
+            if not attrs:
+                return None
+            attr = self.rng.choice(attrs)
+            domains = [
+                attribute_domain(self.graph, e, attr) for e in context if attr in self.graph.attributes(e)
+            ]
+            if self.rng.random() < 0.3 or not all(d.comparable for d in domains):
+                return f"{lead}@*"
+            value = self._string_value(self.rng.choice(domains))
+            return f"{lead}@* {self.rng.choice(('=', '=', '!='))} {xquery_string(value)}"
+        if kind == "self":
+            names = sorted(context)
+            picked = self.rng.choice(names)
+            if ":" in picked:
+                return None
+            other = self.rng.choice(sorted(self.graph.element_names))
+            test = f"{lead}self::{picked}"
+            return test if other == picked or ":" in other else f"{test} or {lead}self::{other}"
+        text, _ = self.relative(context, 1)
+        name = text.rsplit("/", 1)[-1]
+        if not text or name == "*" or name.startswith("*:"):
+            return None
+        if self.rng.random() < 0.5:
+            return f"{lead}descendant-or-self::{name}"
+        return f"{lead.rstrip('/')}//self::{name}" if lead else f".//self::{name}"
+
+    # ------------------------------------------------------------------------------------ constructors
+
+    def _rich_result(self, var: str, bound: frozenset[str]) -> tuple[str, str]:
+        """A ``let`` alias (or nothing) and a return clause with the round's constructors: attributes
+        (constant, value templates, copies of the bound node's), comments, namespace declarations,
+        or a sequence of items."""
+        lets = ""
+        path = self._return_path(var, bound)
+        if path != var and "/text()" not in path and self.rng.random() < 0.3:
+            lets, path = f"\nlet $t := {path}", "$t"
+        attrs = self._attributes(bound)
+        kind = self.rng.choice(("attributes", "copy", "comment", "namespace", "sequence"))
+        if kind == "sequence":
+            other = self._return_path(var, bound)
+            return lets, f"({path}, <sep/>, {other})"
+        if kind == "comment":
+            return lets, f"<hit><!-- {self.rng.choice(WORDS)} -->{{ {path} }}</hit>"
+        if kind == "namespace":
+            return lets, f'<h:hit xmlns:h="urn:feedrouter:hit" h:src="wire">{{ {path} }}</h:hit>'
+        if kind == "copy" and attrs:
+            copied = "@*" if self.rng.random() < 0.4 else "@" + self.rng.choice(attrs)
+            return lets, f"<hit>{{ {var}/{copied} }}{{ {path} }}</hit>"
+        value = f"{var}/@{self.rng.choice(attrs)}" if attrs else self._return_path(var, bound)
+        template = f"{{ {value} }}" if "/text()" not in value else "x"
+        return lets, f'<hit src="feed &amp; wire" of="#{template}">{{ {path} }}</hit>'
+
     def _position(self) -> str:
         return self.rng.choice(("[1]", "[2]", "[last()]", "[position() <= 2]", "[position() > 1]"))
 
@@ -510,6 +614,10 @@ class SubscriptionWriter:
             found = self._language_condition(bound, 1, var + "/")
             if found:
                 return f"({found})" if " or " in found else found
+        if self.opts.spellings and self.rng.random() < self.opts.spellings:
+            found = self._spelled_condition(bound, var + "/")
+            if found:
+                return f"({found})" if " or " in found else found
         if self.rng.random() < self.opts.exists_prob:
             text, _ = self.relative(bound, self._length(self.opts.D2), leading=var)
             if text:
@@ -556,6 +664,15 @@ class SubscriptionWriter:
         return self.rng.randint(low, high)
 
 
+#: Start tags of the element around a FLWR when the language round's constructors are on.
+_WRAPPERS = ("<results>", '<results feed="wire">', '<results xmlns:r="urn:feedrouter:results" r:n="1">')
+
+
+def _numbered(predicates: str) -> bool:
+    """Whether predicates written by the generator hold a numeric position such as ``[2]``."""
+    return any(f"[{n}]" in predicates for n in range(1, 10))
+
+
 def _term(condition: str) -> str:
     """A condition as a term of ``and``: an ``or`` in parentheses."""
     return f"({condition})" if " or " in condition else condition
@@ -569,14 +686,16 @@ def match_probe(text: str) -> str:
     lines), so it is for generated texts only, e.g. to check match rates with a real XQuery processor.
     """
     prolog, body = _split_prolog(text)
-    if not body.startswith(("for ", "<results>")):
+    if not body.startswith(("for ", "<results")):
         return f"{prolog}exists({body})"
-    body = body.removeprefix("<results>{\n")
+    body = body[body.index("{\n") + 2 :] if body.startswith("<results") else body
     head = body[: body.index("\nreturn ")]
     return f"{prolog}exists({head}\nreturn 1)"
 
 
 def _split_prolog(text: str) -> tuple[str, str]:
     lines = text.split("\n")
-    cut = next(i for i, line in enumerate(lines) if not line.startswith(("declare ", "(:")) or not line)
+    cut = next(
+        i for i, line in enumerate(lines) if not line.startswith(("declare ", "(:", "xquery ")) or not line
+    )
     return "".join(line + "\n" for line in lines[:cut]), "\n".join(lines[cut:])

@@ -98,7 +98,7 @@ def test_the_flwr_example_of_the_contract() -> None:
             ret=Constructor(
                 q("section"), (Enclosed((rel(step("title")),)), Enclosed((rel(step("figure", DESC)),)))
             ),
-            wrapper=q("sections"),
+            wrapper=Constructor(q("sections")),
         )
     )
     assert sub.text == text
@@ -134,7 +134,7 @@ def test_namespace_declarations_resolve_element_and_attribute_names() -> None:
 
 def test_the_default_element_namespace_applies_to_constructors_and_wrappers() -> None:
     body = flwr('declare default element namespace "urn:d"; <w>{ for $v in //a return <r><s/></r> }</w>')
-    assert body.wrapper == QName("urn:d", "w")
+    assert body.wrapper == Constructor(QName("urn:d", "w"))
     assert body.ret == Constructor(QName("urn:d", "r"), (Constructor(QName("urn:d", "s")),))
 
 
@@ -396,7 +396,7 @@ def test_empty_element_forms() -> None:
 
 def test_a_wrapper_allows_whitespace_and_comments_around_the_flwr() -> None:
     body = flwr("<w>\n  {(: c :) for $v in //a return <x>{ $v }</x> (: d :)}\n</w> (: after :)")
-    assert body.wrapper == q("w")
+    assert body.wrapper == Constructor(q("w"))
     assert body.ret == Constructor(q("x"), (Enclosed((rel(),)),))
 
 

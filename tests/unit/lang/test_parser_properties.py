@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from feedrouter.errors import SubscriptionError
 from feedrouter.lang import parse, to_xquery
 from feedrouter.lang.ast import (
+    ANY,
     MATCH_FUNCTIONS,
     AbsPath,
     And,
@@ -36,6 +37,7 @@ from feedrouter.lang.ast import (
     Position,
     QName,
     RelPath,
+    SelfTest,
     Step,
     Subscription,
     TextContent,
@@ -143,8 +145,10 @@ def element_name(draw: st.DrawFn, default: str, constructor: bool = False) -> QN
 
 
 @st.composite
-def attribute_name(draw: st.DrawFn) -> QName:
+def attribute_name(draw: st.DrawFn, wildcards: bool = False) -> QName:
     local = draw(LOCALS)
+    if wildcards and draw(st.integers(0, 3)) == 0:
+        return draw(st.sampled_from([QName(ANY, ANY), QName(ANY, local), QName(PREFIXES["p"], ANY, "p")]))
     prefix = draw(st.sampled_from(["", "", "p", "xml"]))
     uri = {"": "", "p": PREFIXES["p"], "xml": XML_NS}[prefix]
     return QName(uri, local, prefix)
@@ -162,7 +166,7 @@ def rel_path(draw: st.DrawFn, default: str, depth: int, tails: tuple[str, ...] =
     steps = tuple(draw(st.lists(step(default, depth - 1), max_size=3)))
     tail = draw(st.sampled_from((None, *tails)))
     if tail == "attr":
-        return RelPath(steps, AttributeTest(draw(attribute_name())))
+        return RelPath(steps, AttributeTest(draw(attribute_name(wildcards=True))))
     return RelPath(steps, TextTest() if tail == "text" else None)
 
 
@@ -216,7 +220,10 @@ def condition(draw: st.DrawFn, default: str, depth: int, positions: bool = False
     """Any condition as the parser builds it: or/and flattened, and only under or/not."""
     kinds = ["plain", "plain", "function"] + (["or", "and", "not"] if depth > 0 else [])
     kinds += ["position"] if positions else []
+    kinds += ["self"]
     kind = draw(st.sampled_from(kinds))
+    if kind == "self":  # self::* is '.' once parsed: only named tests round-trip
+        return SelfTest(draw(element_name(default).filter(lambda n: n is not None)))
     if kind == "plain":
         return draw(plain_condition(default, depth))
     if kind == "function":
@@ -255,8 +262,14 @@ def step(draw: st.DrawFn, default: str, depth: int = 2) -> Step:
     return Step(axis, draw(element_name(default)), tuple(predicates))
 
 
+#: Namespace declarations written on constructors: a default, a new prefix, a rebound one, xmlns="".
+DECLARATIONS = st.sampled_from([(), (), (("", "urn:z"),), (("q", "urn:q"),), (("r", "urn:r"), ("", ""))])
+
+
 @st.composite
 def constructor(draw: st.DrawFn, default: str, depth: int = 2) -> Constructor:
+    declared = draw(DECLARATIONS)
+    default = dict(declared).get("", default)  # the element's name and content see its declarations
     items: list[Constructor | Enclosed | TextContent | CommentContent] = []
     for _ in range(draw(st.integers(0, 3))):
         kinds = ["enclosed", "text", "comment"] + (["element"] if depth > 0 else [])
@@ -279,7 +292,9 @@ def constructor(draw: st.DrawFn, default: str, depth: int = 2) -> Constructor:
         kept = tuple(p for p in parts if p != "") or ("",)  # the parser keeps no empty literal run
         attributes[name] = AttributeConstructor(name, kept)
     name = draw(element_name(default, constructor=True))
-    return Constructor(name, tuple(items), attributes=tuple(attributes.values()))  # type: ignore[arg-type]
+    return Constructor(
+        name, tuple(items), attributes=tuple(attributes.values()), namespaces=declared  # type: ignore[arg-type]
+    )
 
 
 @st.composite
@@ -298,7 +313,14 @@ def subscription(draw: st.DrawFn) -> Subscription:
     where = tuple(t for c in where for t in (c.terms if isinstance(c, And) else (c,)))
     item = st.one_of(rel_path(default, 1, tails=("text",)), constructor(default))
     ret = draw(st.one_of(item, st.lists(item, min_size=2, max_size=3).map(lambda i: Items(tuple(i)))))
-    wrapper = draw(st.one_of(st.none(), element_name(default, constructor=True)))
+    wrapper_name = draw(st.one_of(st.none(), element_name(default, constructor=True)))
+    wrapper = None
+    if wrapper_name is not None:
+        value = draw(st.text(XML_CHARS, min_size=1, max_size=5))
+        constant = AttributeConstructor(QName("", "feed"), (value,))
+        attributes = (constant,) if draw(st.booleans()) else ()
+        declared = draw(st.sampled_from([(), (("r", "urn:r"),)]))  # a new prefix: names inside keep theirs
+        wrapper = Constructor(wrapper_name, attributes=attributes, namespaces=declared)
     var = draw(st.sampled_from(["v", "for", "s.t"]))
     order = tuple(draw(st.lists(order_spec(default), max_size=2)))
     flwr = Flwr(var, binding, where, ret, wrapper, order=order)

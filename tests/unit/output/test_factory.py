@@ -64,7 +64,7 @@ def test_no_namespace_constructor_inside_a_default_namespace_undeclares_it() -> 
 
 
 def test_wrapper_slot_knows_the_default_namespace_in_scope() -> None:
-    wrapper = wrapper_template(q("all", "urn:d"))
+    wrapper = wrapper_template(ast.Constructor(q("all", "urn:d")))
     assert wrapper.start == b'<all xmlns="urn:d">'
     assert wrapper.content[0].default_ns == "urn:d"
 
@@ -131,7 +131,7 @@ def test_a_result_is_assembled_from_a_document_view_and_its_slot_bytes_are_filed
     code = tuple(
         SlotElement(op.start, op.end, op.empty, (ref,)) if isinstance(op, SlotElement) else op for op in code
     )
-    wrapper = wrapper_template(q("all"))
+    wrapper = wrapper_template(ast.Constructor(q("all")))
     result = assemble_within(code, wrapper, view, [1, 4], limit=1000)
     assert result == b"<all><x><b>1</b><c/></x><x/></all>"
     assert view.slot_bytes == {(ref, 1): b"<b>1</b><c/>", (ref, 4): b""}
