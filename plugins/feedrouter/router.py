@@ -112,6 +112,9 @@ class Router:
         # sid -> text, kept only where the fallback for invalid documents may have to recompile
         # them (validates_documents); the plans themselves keep neither text nor syntax tree
         self._texts: dict[str, str] = {}
+        # subscriptions with positional predicates: while there are any, the run records sibling
+        # positions as it streams (engine.runtime.run(positions=True))
+        self._positional: set[str] = set()
         self._index: SelectionIndex[PlanGroup] = SelectionIndex()
         self._shared = SharedPlans()
         self.errors: dict[str, FeedrouterError] = {}
@@ -186,6 +189,8 @@ class Router:
             raise
         plan = self._planner.plan(sid, tree)
         self._plans[sid] = plan
+        if lang.ast.mentions(tree, lang.ast.Position):
+            self._positional.add(sid)
         if self.validates_documents:
             self._texts[sid] = text
         if plan.warning is not None:  # the planner's never-match check (FR304)
@@ -223,6 +228,7 @@ class Router:
                 self._index.remove(group, pid, probe)
         self._warnings.pop(sid, None)
         self._texts.pop(sid, None)
+        self._positional.discard(sid)
         self._planner.drop(plan)
         if self._fallback is not None and sid in self._fallback:
             self._fallback.remove(sid)
@@ -265,7 +271,9 @@ class Router:
             complete_attribute_defaults(root, document, self._parser.dtd_text)
             if self.validates_documents and not self._valid(root, source):
                 return self._invalid_document_fallback()._route(document, source, profiler)
-            matches = run(self._dfa, chain((first,), events), self._parser.limits.max_depth)
+            matches = run(
+                self._dfa, chain((first,), events), self._parser.limits.max_depth, bool(self._positional)
+            )
         ctx = DocumentContext(matches, source, profiler, max_work=self._parser.limits.max_work)
         with _measure(profiler, "shared selection"):
             # the index yields groups in an order fixed by the router's history (dicts keep order,
@@ -378,6 +386,7 @@ class Router:
 
     def __setstate__(self, state: dict[str, object]) -> None:
         self.__dict__.update(state)
+        self.__dict__.setdefault("_positional", set())  # older routers: positions from the tree
         if "_texts" not in state:  # pickled when each plan kept its own text
             plans: dict[str, SubscriptionPlan] = state["_plans"]  # type: ignore[assignment]
             self._texts = {

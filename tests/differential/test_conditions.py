@@ -198,6 +198,10 @@ CASES: dict[str, list[str]] = {
         "//*:entry/self::*:entry/*[self::*:title]",
         "//a/self::b | //b/self::b",
         "//book/self::*[@year]/title",
+        "for $x in //book/*[self::title or self::p] return <r>{ $x/text() }</r>",
+        "for $b in /* where $b/descendant-or-self::book and $b/book/title return <r>{ $b/book/title }</r>",
+        "for $x in //* where $x/self::sec or $x/self::entry return ($x/p[1], $x/title)",
+        "//*[self::p or self::title][. = 'a' or @n = 2]",
     ],
     "count": [
         "//book[count(p) > 2]",

@@ -229,7 +229,10 @@ class Matches:
         "_pids",
         "_tuples",
         "by_state",
+        "child_counts",
+        "element_ordinals",
         "nodes",
+        "ordinals",
         "parents",
         "tags",
     )
@@ -246,6 +249,13 @@ class Matches:
         self._ends: array[int] | None = None
         self._chains: dict[int, tuple[list[int], list[str]]] = {}
         self._chained = 0  # elements held by the chains in the memo
+        # sibling positions, recorded while streaming when some plan has positional predicates
+        # (run(..., positions=True)): per element its position among its parent's children of its
+        # name and among all its element siblings; per parent (-1: the document node) how many
+        # children of each name it has ("" counts them all)
+        self.ordinals: array[int] | None = None
+        self.element_ordinals: array[int] | None = None
+        self.child_counts: dict[int, dict[str, int]] = {}
 
     def subtree_ends(self) -> array[int]:
         """Per element, the id of the last element in its subtree: ids are in document order, so
@@ -373,11 +383,16 @@ class _Chain:
             self.tags.append(self._names[node])
 
 
-def run(dfa: LazyDfa, events: Iterable[tuple[str, etree._Element]], max_depth: int) -> Matches:
+def run(
+    dfa: LazyDfa, events: Iterable[tuple[str, etree._Element]], max_depth: int, positions: bool = False
+) -> Matches:
     """Drive the automaton with ``(event, element)`` pairs, ``event`` being ``start`` or ``end``.
 
-    Comments and processing instructions may appear among the events; they are skipped.
+    Comments and processing instructions may appear among the events; they are skipped. With
+    ``positions`` the run also records sibling positions per name (:attr:`Matches.ordinals`).
     """
+    if positions:
+        return _run_with_positions(dfa, events, max_depth)
     dfa.check()
     matches = Matches(dfa)
     elements, parents, tags, by_state = (
@@ -416,4 +431,41 @@ def run(dfa: LazyDfa, events: Iterable[tuple[str, etree._Element]], max_depth: i
             by_state[did] = array("i", (nid,))
         else:
             members.append(nid)
+    return matches
+
+
+def _run_with_positions(
+    dfa: LazyDfa, events: Iterable[tuple[str, etree._Element]], max_depth: int
+) -> Matches:
+    """:func:`run` that also counts, per open element, its children by name as they stream past:
+    a positional predicate then reads an element's position (and its parent's count, for
+    ``last()``) instead of walking the siblings in the tree."""
+    ordinals, element_ordinals = array("i"), array("i")
+    counters: list[dict[str, int]] = [{}]  # the document node's, then one per open element
+    child_counts: dict[int, dict[str, int]] = {}
+    open_ids = [-1]
+
+    def counted(pairs: Iterable[tuple[str, etree._Element]]) -> Iterator[tuple[str, etree._Element]]:
+        for event, element in pairs:
+            tag = element.tag
+            if isinstance(tag, str):
+                if event == "end":
+                    done = counters.pop()
+                    nid = open_ids.pop()
+                    if done:
+                        child_counts[nid] = done
+                else:
+                    counter = counters[-1]
+                    same = counter[tag] = counter.get(tag, 0) + 1
+                    total = counter[""] = counter.get("", 0) + 1
+                    ordinals.append(same)
+                    element_ordinals.append(total)
+                    open_ids.append(len(ordinals) - 1)
+                    counters.append({})
+            yield event, element
+
+    matches = run(dfa, counted(events), max_depth)
+    child_counts[-1] = counters[0]
+    matches.child_counts = child_counts
+    matches.ordinals, matches.element_ordinals = ordinals, element_ordinals
     return matches

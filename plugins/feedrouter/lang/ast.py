@@ -7,7 +7,7 @@ cleanly and compares by value (identical paths are found by equality).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
 from enum import Enum
 
 from feedrouter.errors import Span
@@ -257,6 +257,17 @@ class Or:
 
 
 Condition = Comparison | Exists | BooleanCall | CallComparison | Position | SelfTest | Not | And | Or
+
+
+def mentions(node: object, kind: type) -> bool:
+    """Whether a syntax tree (a subscription, or any node of one) holds a node of class ``kind``."""
+    if isinstance(node, kind):
+        return True
+    if isinstance(node, tuple):
+        return any(mentions(item, kind) for item in node)
+    if is_dataclass(node) and not isinstance(node, type):
+        return any(mentions(getattr(node, f.name), kind) for f in fields(node) if f.compare)
+    return False
 
 
 def is_positional(condition: Condition) -> bool:

@@ -17,6 +17,7 @@ from feedrouter.engine.document import attribute_values, is_attribute_wildcard, 
 from feedrouter.engine.nfa import is_namespace_wildcard, tag_matches
 from feedrouter.engine.runtime import Matches, Nodes, PathTuple
 from feedrouter.errors import error
+from feedrouter.lang import ast
 from feedrouter.limits import DEFAULT_MAX_WORK
 from feedrouter.output.view import SlotBytes
 from feedrouter.plan import evaluate
@@ -230,6 +231,16 @@ class DocumentContext:
 Checker = Callable[[DocumentContext, int], bool]
 
 
+def _name_checker(test: ast.SelfTest) -> Checker:
+    """``self::a`` on a node the NFA found: its name as the run recorded it, no look at the tree."""
+    if test.name is None:
+        return lambda ctx, nid: True
+    clark = test.name.clark
+    if is_namespace_wildcard(clark):
+        return lambda ctx, nid: tag_matches(clark, ctx.matches.tags[nid])
+    return lambda ctx, nid: ctx.matches.tags[nid] == clark
+
+
 @lru_cache(maxsize=65536)
 def checker(test: LocalTest) -> Checker:
     """Compile a local test once into a function of (context, node id)."""
@@ -237,10 +248,15 @@ def checker(test: LocalTest) -> Checker:
     if kind is TestKind.RESIDUAL:
         condition = test.condition
         assert condition is not None
+        if isinstance(condition, ast.SelfTest):
+            return _name_checker(condition)
         return lambda ctx, nid: evaluate.holds(ctx, ctx.nodes[nid], condition)
     if kind is TestKind.POSITION:
         step = test.step
         assert step is not None
+        recorded = evaluate.recorded_survives(step)
+        if recorded is not None:
+            return recorded
         return lambda ctx, nid: evaluate.survives(ctx, ctx.nodes[nid], step)
     if kind is TestKind.ATTR_EXISTS:
         if is_attribute_wildcard(attribute):

@@ -31,17 +31,41 @@ class _TooMany(Exception):
     """The product of the alternatives passed MAX_DISJUNCTS."""
 
 
-def alternatives(binding: ast.AbsPath, where: Conjunct) -> list[tuple[ast.AbsPath, Conjunct]]:
+def alternatives(
+    binding: ast.AbsPath, where: Conjunct, rename: bool = True
+) -> list[tuple[ast.AbsPath, Conjunct]]:
     """The conjunctive alternatives of a binding (or filter) path and its where conditions; the
-    input itself, alone, when nothing splits or the split would pass :data:`MAX_DISJUNCTS`."""
+    input itself, alone, when nothing splits or the split would pass :data:`MAX_DISJUNCTS`.
+    ``rename``: ``self::`` tests may become the name tests of the path's own steps (not where other
+    paths are planned from those steps, as a FLWR's returns are); paths inside conditions always may."""
     try:
-        paths = _steps_alternatives(binding.steps)
+        paths = _steps_alternatives(binding.steps, rename)
         wheres = _conjunction(where)
         if len(paths) * len(wheres) > MAX_DISJUNCTS:
             raise _TooMany
     except _TooMany:
         return [(binding, where)]
-    return [(ast.AbsPath(steps, binding.span, binding.tail), w) for steps in paths for w in wheres]
+    found = [(ast.AbsPath(steps, binding.span, binding.tail), w) for steps in paths for w in wheres]
+    if not rename:
+        return found
+    folded = [alt for alt in map(_bound_by_self_tests, found) if alt is not None]
+    return folded or found
+
+
+def _bound_by_self_tests(alternative: tuple[ast.AbsPath, Conjunct]) -> tuple[ast.AbsPath, Conjunct] | None:
+    """``for $s in //* where $s/self::a`` as ``for $s in //a``: the where clause's ``self::`` tests
+    name the binding step (see :func:`_named_by_self_tests`); not past a positional predicate."""
+    path, where = alternative
+    tests = tuple(c for c in where if isinstance(c, ast.SelfTest))
+    last = path.steps[-1] if path.steps else None
+    if not tests or last is None or any(ast.is_positional(p) for p in last.predicates):
+        return alternative
+    named = _named_by_self_tests(ast.Step(last.axis, last.name, tests, last.span))
+    if named is None:
+        return None
+    step = ast.Step(last.axis, named.name, last.predicates, last.span)
+    rest = tuple(c for c in where if not isinstance(c, ast.SelfTest)) + named.predicates
+    return ast.AbsPath((*path.steps[:-1], step), path.span, path.tail), rest
 
 
 def _bounded_product(options: list[list[T]]) -> list[tuple[T, ...]]:
@@ -82,12 +106,40 @@ def _with_path(condition: ast.Comparison | ast.Exists, steps: tuple[ast.Step, ..
     return ast.Exists(path, condition.span)
 
 
-def _steps_alternatives(steps: tuple[ast.Step, ...]) -> list[tuple[ast.Step, ...]]:
+def _steps_alternatives(steps: tuple[ast.Step, ...], rename: bool = True) -> list[tuple[ast.Step, ...]]:
     """The alternatives of a path: the product of its steps' predicate alternatives."""
-    return _bounded_product([_step(step) for step in steps])
+    return _bounded_product([_step(step, rename) for step in steps])
 
 
-def _step(step: ast.Step) -> list[ast.Step]:
+def _step(step: ast.Step, rename: bool = True) -> list[ast.Step]:
     if not step.predicates or any(ast.is_positional(p) for p in step.predicates):
         return [step]
-    return [ast.Step(step.axis, step.name, c, step.span) for c in _conjunction(step.predicates)]
+    found = [ast.Step(step.axis, step.name, c, step.span) for c in _conjunction(step.predicates)]
+    if not rename:
+        return found
+    folded = [s for s in map(_named_by_self_tests, found) if s is not None]
+    return folded or found  # every alternative names two different elements: the tests say no
+
+
+def _named_by_self_tests(step: ast.Step) -> ast.Step | None:
+    """``*[self::a][p]`` as ``a[p]``: a ``self::`` test among a step's predicates (none positional)
+    becomes its name test, so that ``//*[self::a or self::b]`` is two NFA paths, ``//a`` and ``//b``,
+    shared with every other subscription on them, instead of a test of every element. None when the
+    step can select nothing (``a[self::b]``); wildcard names other than ``*`` keep the test."""
+    name, kept = step.name, []
+    for condition in step.predicates:
+        if not isinstance(condition, ast.SelfTest) or condition.name is None or _wild(condition.name):
+            kept.append(condition)
+        elif name is None:
+            name = condition.name
+        elif _wild(name):
+            kept.append(condition)
+        elif name != condition.name:
+            return None
+    if name == step.name and len(kept) == len(step.predicates):
+        return step
+    return ast.Step(step.axis, name, tuple(kept), step.span)
+
+
+def _wild(name: ast.QName) -> bool:
+    return ast.ANY in (name.uri, name.local)

@@ -14,7 +14,7 @@ big document is refused (FR205) rather than left to run.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from lxml import etree
@@ -193,6 +193,52 @@ def survives(ctx: DocumentContext, element: Element, step: ast.Step) -> bool:
     if kept is None:
         kept = memo[key] = _survivors(ctx, parent, element, step)
     return element in kept
+
+
+def recorded_survives(step: ast.Step) -> Callable[[DocumentContext, int], bool] | None:
+    """:func:`survives` for an element the NFA matched (by id), from the sibling positions the run
+    recorded while streaming (``Matches.ordinals``): for a step whose first predicate is its only
+    positional one and whose name test is a name or ``*``, the element's position is its ordinal
+    among its parent's children of that name (or all its element children) and the size their count.
+    None where that does not hold (``p[@n][1]``, ``*:p[1]``): the tree is walked then."""
+    first, rest = step.predicates[0], step.predicates[1:]
+    name = step.name
+    if not is_positional(first) or any(is_positional(p) for p in rest):
+        return None
+    if name is not None and ast.ANY in (name.uri, name.local):
+        return None
+    by_name = name is not None
+    bounds = _position_bounds(first)
+
+    def check(ctx: DocumentContext, nid: int) -> bool:
+        matches = ctx.matches
+        ordinals = matches.ordinals if by_name else matches.element_ordinals
+        if ordinals is None:  # a run without positions (a router unpickled from an older version)
+            return survives(ctx, ctx.nodes[nid], step)
+        counts = matches.child_counts[matches.parents[nid]]
+        size = counts[matches.tags[nid]] if by_name else counts[""]
+        position = ordinals[nid]
+        ctx.charge(1)
+        if bounds is not None:  # [1], [last()], [position() <= 3]: no look at the element at all
+            if not all(_ORDER[op](position, size if index is None else index) for op, index in bounds):
+                return False
+            if not rest:
+                return True
+        element = ctx.nodes[nid]
+        if bounds is None and not holds(ctx, element, first, position, size):
+            return False
+        return all(holds(ctx, element, p) for p in rest)
+
+    return check
+
+
+def _position_bounds(condition: ast.Condition) -> tuple[tuple[ast.CompOp, float | None], ...] | None:
+    """A predicate of positions only (``[2]``, ``[position() > 1 and position() < 4]``) as its
+    (operator, bound) pairs, ``None`` standing for ``last()``; None for any other predicate."""
+    terms = condition.terms if isinstance(condition, ast.And) else (condition,)
+    if not all(isinstance(t, ast.Position) for t in terms):
+        return None
+    return tuple((t.op, t.index) for t in terms if isinstance(t, ast.Position))
 
 
 def _survivors(

@@ -214,7 +214,8 @@ class Planner:
             main, held = self._main(path, (), notes)
             returns: tuple[ReturnItem, ...] = (self._intern_return(ReturnItem(None)),)
             return SubscriptionPlan(sid, False, main, returns, Slot(0), None, held, notes)
-        main, held = self._main(body.binding, body.where, notes)
+        # a FLWR's return and order paths are planned from its binding's steps: those keep their names
+        main, held = self._main(body.binding, body.where, notes, rename=False)
         slots: list[ast.RelPath] = []
         template: Template
         if isinstance(body.ret, ast.Constructor):
@@ -241,13 +242,17 @@ class Planner:
         return SubscriptionPlan(sid, True, main, returns, Slot(0), None, held, notes)
 
     def _main(
-        self, binding: ast.AbsPath | ast.Union, where: tuple[ast.Condition, ...], notes: list[str]
+        self,
+        binding: ast.AbsPath | ast.Union,
+        where: tuple[ast.Condition, ...],
+        notes: list[str],
+        rename: bool = True,
     ) -> tuple[PatternPlan | UnionPlan, list[PatternPlan]]:
         """The main plan of a binding or filter path with its where conditions: one pattern plan, or
         a union of one per conjunctive alternative where an ``or`` splits (:mod:`feedrouter.plan.dnf`)
-        or the filter is a union of paths."""
+        or the filter is a union of paths. ``rename``: ``self::`` tests may name the path's steps."""
         paths = binding.paths if isinstance(binding, ast.Union) else (binding,)
-        split = [alt for path in paths for alt in alternatives(path, where)]
+        split = [alt for path in paths for alt in alternatives(path, where, rename)]
         if len(split) > MAX_DISJUNCTS:
             split = [(path, where) for path in paths]
         plans = [self.acquire(self.rewrite(absolute_pattern(b, w), notes), main=True) for b, w in split]

@@ -213,7 +213,8 @@ class SubscriptionWriter:
         else:
             text = f"for {var} in {path}{where}\nreturn {self.result(var, bound)}"
         if self.rng.random() < self.opts.wrapper_prob:
-            start = self.rng.choice(_WRAPPERS) if rich else "<results>"
+            # copied attributes bring their own prefixes: no prefixed wrapper around a wildcard copy
+            start = self.rng.choice(_WRAPPERS[: 2 if "/@* }" in text else 3]) if rich else "<results>"
             text = f"{start}{{\n{text}\n}}</results>"
         return text
 

@@ -91,3 +91,31 @@ def test_streams_equal_brute_force_enumeration(doc: str, paths: list[str]) -> No
     for p in paths:
         got = sorted(streams[p], key=lambda t: (t[-1], t))
         assert got == brute_force(data, p), p
+
+
+@settings(max_examples=60, deadline=None)
+@given(doc=trees())
+def test_recorded_positions_equal_the_tree(doc: str) -> None:
+    """With positions on, each element's ordinal among same-named and among all element siblings,
+    and each parent's counts, are what the tree says."""
+    matches = run(LazyDfa(Nfa()), DocumentParser().events(doc.encode()), 256, positions=True)
+    elements = list(etree.fromstring(doc.encode()).iter(etree.Element))
+    assert matches.ordinals is not None and matches.element_ordinals is not None
+    for nid, element in enumerate(elements):
+        parent = element.getparent()
+        siblings = [element] if parent is None else [c for c in parent if isinstance(c.tag, str)]
+        same = [s for s in siblings if s.tag == element.tag]
+        assert matches.ordinals[nid] == same.index(element) + 1
+        assert matches.element_ordinals[nid] == siblings.index(element) + 1
+        counts = matches.child_counts[matches.parents[nid]]
+        assert counts[element.tag] == len(same) and counts[""] == len(siblings)
+
+
+def test_positions_are_recorded_only_when_asked_for() -> None:
+    doc = b"<a><!-- c --><b/><c/><b/></a>"
+    plain = run(LazyDfa(Nfa()), DocumentParser().events(doc), 256)
+    assert plain.ordinals is None and not plain.child_counts
+    counted = run(LazyDfa(Nfa()), DocumentParser().events(doc), 256, positions=True)
+    assert list(counted.ordinals or ()) == [1, 1, 1, 2]
+    assert list(counted.element_ordinals or ()) == [1, 1, 2, 3]
+    assert counted.child_counts == {-1: {"a": 1, "": 1}, 0: {"b": 2, "c": 1, "": 3}}

@@ -32,6 +32,12 @@ def split(text: str) -> list[str]:
         ("//a[b or c][1]", ["//a[b or c][1]"]),
         ("//a[1]/d[e or f]", ["//a[1]/d[e]", "//a[1]/d[f]"]),
         ('//a[contains(b, "x") or c]', ['//a[contains(b, "x")]', "//a[c]"]),
+        # self:: tests name the step: two shared NFA paths instead of a test of every element
+        ("//*[self::a or self::b]/c", ["//a/c", "//b/c"]),
+        ("//x[.//*[self::a or self::b]]", ["//x[.//a]", "//x[.//b]"]),
+        ("//a[self::a or self::b]", ["//a"]),  # a[self::b] selects nothing
+        ("//*:a[self::b]", ["//*:a[self::b]"]),  # a wildcard name keeps the test
+        ("//*[1][self::a]", ["//*[1][self::a]"]),  # a position counts every element: no renaming
     ],
 )
 def test_alternatives(text: str, expected: list[str]) -> None:
@@ -60,3 +66,12 @@ def test_a_union_plan_is_indexed_once_per_alternative_and_given_once() -> None:
     assert router.route(doc)["b"] == b'<s l="en"><t>z</t></s><s l="fr"/>'
     router.remove("b")
     assert set(router.route(doc)) == {"en"}
+
+
+def test_a_flwr_binding_keeps_its_names_and_where_self_tests_name_filters_only() -> None:
+    flwr = parse("for $x in //*[self::a or self::b] where $x/self::a return $x/c").body
+    assert isinstance(flwr, ast.Flwr)
+    kept = alternatives(flwr.binding, flwr.where, rename=False)
+    assert {p.steps[-1].name for p, _ in kept} == {None}  # returns are planned from '//*'
+    renamed = alternatives(flwr.binding, flwr.where)
+    assert [(p.steps[-1].name.local, w) for p, w in renamed] == [("a", ())]  # type: ignore[union-attr]
