@@ -274,7 +274,9 @@ class Router:
             matches = run(
                 self._dfa, chain((first,), events), self._parser.limits.max_depth, bool(self._positional)
             )
-        ctx = DocumentContext(matches, source, profiler, max_work=self._parser.limits.max_work)
+        ctx = DocumentContext(
+            matches, source, profiler, max_work=self._parser.limits.max_work, members=self._planner.members
+        )
         with _measure(profiler, "shared selection"):
             # the index yields groups in an order fixed by the router's history (dicts keep order,
             # and so does pickling): results come out in the same order every time

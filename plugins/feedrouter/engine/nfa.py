@@ -18,6 +18,10 @@ WILDCARD = "*"
 _EPSILON = "//"
 
 
+#: ``Q{}*``: any element (or attribute) in no namespace.
+NO_NAMESPACE = "{}*"
+
+
 def is_namespace_wildcard(test: str) -> bool:
     """``{*}local`` (``*:local``: any namespace) or ``{uri}*`` (``p:*``: any name in ``uri``)."""
     return test.startswith("{*}") or (test.startswith("{") and test.endswith("}*"))
@@ -29,6 +33,8 @@ def tag_matches(test: str, tag: str) -> bool:
         return True
     if test.startswith("{*}"):
         return tag.rpartition("}")[2] == test[3:]
+    if test == NO_NAMESPACE:
+        return not tag.startswith("{")
     return test.endswith("}*") and tag.startswith(test[:-1])
 
 
@@ -36,7 +42,7 @@ def wildcard_labels(tag: str) -> tuple[str, ...]:
     """The namespace-wildcard name tests an element named ``tag`` passes, as NFA edge labels."""
     uri, brace, local = tag.rpartition("}")
     if not brace:
-        return ("{*}" + tag,)
+        return ("{*}" + tag, NO_NAMESPACE)
     return ("{*}" + local, uri + "}*")
 
 

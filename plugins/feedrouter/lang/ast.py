@@ -14,8 +14,24 @@ from feedrouter.errors import Span
 
 
 class Axis(Enum):
+    """A step's axis, spelled as the printer writes it before the name test. The backward axes
+    (issue 15) select elements only, except ``..`` (``parent::node()``), which selects the document
+    node above the root element; the planner turns them into forward constraints
+    (:mod:`feedrouter.plan.backward`)."""
+
     CHILD = "/"
     DESCENDANT = "//"
+    PARENT = "/parent::"
+    PARENT_NODE = "/.."  # no name test: '..'
+    ANCESTOR = "/ancestor::"
+    ANCESTOR_OR_SELF = "/ancestor-or-self::"
+
+    @property
+    def backward(self) -> bool:
+        return self in _BACKWARD
+
+
+_BACKWARD = frozenset({Axis.PARENT, Axis.PARENT_NODE, Axis.ANCESTOR, Axis.ANCESTOR_OR_SELF})
 
 
 class CompOp(Enum):
@@ -62,8 +78,9 @@ class QName:
 
     @property
     def clark(self) -> str:
-        """The name as lxml spells element and attribute names: ``{uri}local`` or ``local``."""
-        return f"{{{self.uri}}}{self.local}" if self.uri else self.local
+        """The name as lxml spells element and attribute names: ``{uri}local`` or ``local``; ``{}*``
+        is ``Q{}*``, any name in no namespace (``*`` alone is any name at all)."""
+        return f"{{{self.uri}}}{self.local}" if self.uri or self.local == ANY else self.local
 
     def __str__(self) -> str:
         return f"{self.prefix}:{self.local}" if self.prefix else self.local
@@ -232,6 +249,16 @@ class SelfTest:
 
 
 @dataclass(frozen=True)
+class Member:
+    """The context node is among the nodes an absolute path selects. The planner writes backward
+    steps as these (``[../title]`` on a ``p`` is ``p`` being in ``//*[title]/p``): an x-dag edge
+    made forward, joined on the node; it never comes from the parser."""
+
+    path: AbsPath
+    span: Span | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
 class Not:
     """``not(c)``; ``empty(p)`` is ``Not(Exists(p))``."""
 
@@ -256,7 +283,7 @@ class Or:
     span: Span | None = field(default=None, compare=False)
 
 
-Condition = Comparison | Exists | BooleanCall | CallComparison | Position | SelfTest | Not | And | Or
+Condition = Comparison | Exists | BooleanCall | CallComparison | Position | SelfTest | Member | Not | And | Or
 
 
 def mentions(node: object, kind: type) -> bool:

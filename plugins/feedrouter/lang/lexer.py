@@ -245,12 +245,15 @@ class Lexer:
         if close < 0 or brace >= 0:
             raise self.diag.fail("FR100", "expected '}' to close the namespace URI of 'Q{...}name'", pos)
         local = NCNAME.match(self.text, close + 1)
-        if local is None:
-            raise self.diag.fail("FR100", "expected a local name after 'Q{...}'", close + 1)
+        any_local = local is None and self.text.startswith("*", close + 1)  # Q{uri}*: a wildcard
+        if local is None and not any_local:
+            raise self.diag.fail("FR100", "expected a local name or '*' after 'Q{...}'", close + 1)
         uri = self.text[pos + 2 : close]
         if "&" in uri:
             raise self.diag.fail("FR104", "references in a 'Q{...}' namespace URI are not supported", pos)
         uri = collapse_whitespace(uri)
+        if local is None:
+            return Token("wildcard", self.text[pos : close + 2], pos, close + 2, RawName("", "*", uri))
         end = local.end()
         return Token("name", self.text[pos:end], pos, end, RawName("", local.group(), uri))
 

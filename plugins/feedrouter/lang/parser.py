@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from feedrouter.errors import ErrorDetail, Span, SubscriptionError, error
+from feedrouter.lang import backward
 from feedrouter.lang.ast import (
     ANY,
     MATCH_FUNCTIONS,
@@ -119,6 +120,9 @@ SUPPORTED_VERSIONS = ("1.0", "3.0", "3.1")
 #: Explicit forward axes written out, and the abbreviation each is (positions aside, see step()).
 EXPLICIT_AXES = {"child": "/", "descendant": "//", "attribute": "@"}
 SELF_AXES = ("self", "descendant-or-self")
+BACKWARD_AXES = {"parent": Axis.PARENT, "ancestor": Axis.ANCESTOR, "ancestor-or-self": Axis.ANCESTOR_OR_SELF}
+#: ``parent::node()`` while it is read (it becomes ``..``).
+_NODE_TEST = QName("", "node()")
 
 _SELECTS_NOTHING = (
     "this {role} path selects nothing: its 'self::' step names another element than the step before "
@@ -271,6 +275,9 @@ class _Parser:
             self.prolog()
             body = self.body()
             self.expect_end()
+            if not self.diag.details:  # on a tree that parsed cleanly: the problems stay in text order
+                for code, message, offset in backward.problems(body):
+                    self.diag.add(code, message, offset)
         except (Stop, Recover):
             pass
         except RecursionError:  # a safety net: MAX_DEPTH keeps the recursion far below Python's limit
@@ -647,6 +654,8 @@ class _Parser:
         self.count_part(tok.start)
         if tok.kind == "name" and nxt.is_punct("::") and tok.text in SELF_AXES and not explicit:
             return self.self_step(axis, tok)
+        if (tok.kind == "name" and nxt.is_punct("::") and tok.text in BACKWARD_AXES) or tok.is_punct(".."):
+            return self.backward_step(axis, tok)
         if tok.kind == "name" and nxt.is_punct("::") and tok.text in EXPLICIT_AXES and not explicit:
             return self.explicit_step(axis, tok)
         if tok.is_punct("@") and not explicit:
@@ -718,6 +727,54 @@ class _Parser:
             raise self.diag.fail("FR107", message, tok.start)
         descendants = tok.text == "descendant-or-self" or axis is Axis.DESCENDANT
         return _AxisStep(axis, name, predicates, self.span(tok.start), descendants)
+
+    def backward_step(self, axis: Axis, tok: Token) -> Step:
+        """``..``, ``parent::a``, ``ancestor::*``, ``ancestor-or-self::p:*`` with predicates (issue 15).
+        Positions on these reverse axes count backwards and are refused (FR107), as is a backward
+        step right after ``//`` (``a//..`` is every node below ``a`` that has children)."""
+        if axis is Axis.DESCENDANT:
+            written = ".." if tok.is_punct("..") else f"{tok.text}::"
+            message = f"'//{written}' is not supported; write the backward step after '/'"
+            raise self.diag.fail("FR109", message, tok.start)
+        self.advance()
+        if tok.is_punct(".."):
+            backward, name = Axis.PARENT_NODE, None
+        else:
+            self.advance()
+            backward = BACKWARD_AXES[tok.text]
+            name = self.backward_name_test(tok)
+            if name is _NODE_TEST:
+                if backward is not Axis.PARENT:
+                    message = f"'{tok.text}::node()' is not supported; write '{tok.text}::*' for elements"
+                    raise self.diag.fail("FR109", message, tok.start)
+                backward, name = Axis.PARENT_NODE, None
+        predicates = self.predicates()
+        if any(is_positional(p) for p in predicates):
+            message = "positions on backward steps (they count in reverse) are not supported"
+            raise self.diag.fail("FR107", message, tok.start)
+        return Step(backward, None if name is _NODE_TEST else name, predicates, self.span(tok.start))
+
+    def backward_name_test(self, axis_tok: Token) -> QName | None:
+        """The name test after ``parent::``, ``ancestor::``...: a name, ``*``, a wildcard, or
+        ``node()`` (``_NODE_TEST``, for ``parent::node()``, which is ``..``)."""
+        tok = self.tok
+        if tok.is_name("node") and self.peek().is_punct("("):
+            self.advance()
+            opener = self.advance()
+            self.close(")", opener, "'node('")
+            self.advance()
+            return _NODE_TEST
+        if tok.is_punct("*"):
+            self.advance()
+            return None
+        if tok.kind == "wildcard":
+            self.advance()
+            return self.wildcard_name(tok)
+        if tok.kind == "name" and not self.peek().is_punct("(", "::"):
+            self.advance()
+            return self.resolve(tok, element=True)
+        found = f"expected an element name test after '{axis_tok.text}::', found {tok.describe()}"
+        raise self.diag.fail("FR100", found, tok.start)
 
     def alternatives_of(self, steps: tuple[Step, ...], at: int) -> list[Alternative]:
         """A path's ``self::``/``descendant-or-self::`` steps rewritten: the alternatives (their union
@@ -842,6 +899,8 @@ class _Parser:
         text = tok.text
         if text.startswith("*:"):
             return QName(ANY, text[2:])
+        if isinstance(tok.value, RawName) and tok.value.uri is not None:
+            return QName(tok.value.uri, ANY)  # Q{uri}*, Q{}* (any element in no namespace)
         prefix = text[:-2]
         uri = self.namespaces.get(prefix)
         if uri is None:
@@ -1675,6 +1734,8 @@ def _narrowed(previous: Step, step: _AxisStep) -> Step | None:
     """``previous/self::name[p]`` as one step, or None when no node can pass both name tests. The name
     tests intersect where ``previous`` has no position (positions count ``previous``'s own matches:
     ``*[1]/self::a`` is the first element if it is an ``a``); otherwise a :class:`SelfTest` follows."""
+    if previous.axis is Axis.PARENT_NODE:  # '../self::a' is parent::a: a name test takes elements only
+        previous = replace(previous, axis=Axis.PARENT)
     if step.name is None:
         return replace(previous, predicates=previous.predicates + step.predicates)
     if previous.name is not None and not _wild(previous.name) and not _wild(step.name):
@@ -1767,8 +1828,6 @@ def _role_message(tok: Token, role: str, var: str | None) -> str | None:
 
 def _construct_message(tok: Token, nxt: Token) -> tuple[str, str] | None:
     """(code, message) for a recognizable construct outside the subset that starts at ``tok``."""
-    if tok.is_punct(".."):
-        return "FR109", "the parent step '..' is not supported (no backward axes)"
     if tok.is_punct("("):
         return "FR104", "parenthesized expressions and sequences are not supported"
     if tok.kind != "name":
@@ -1806,7 +1865,7 @@ def _call_message(name: str) -> tuple[str, str]:
 
 def _axis_message(name: str) -> str:
     hint = "; write 'a/b' for child::, 'a//b' for descendant::, '@a' for attribute::"
-    if name in ("parent", "ancestor", "ancestor-or-self", "preceding", "preceding-sibling"):
+    if name in ("preceding", "preceding-sibling"):
         return f"the backward axis '{name}::' is not supported"
     if name in ("following", "following-sibling", "namespace"):
         return f"the axis '{name}::' is not supported"

@@ -20,6 +20,7 @@ from feedrouter.lang.ast import (
     And,
     AttributeConstructor,
     AttributeTest,
+    Axis,
     BooleanCall,
     Call,
     CallComparison,
@@ -34,6 +35,7 @@ from feedrouter.lang.ast import (
     Flwr,
     Items,
     Literal,
+    Member,
     Not,
     Or,
     Position,
@@ -120,6 +122,8 @@ class _Writer:
 
     def step(self, step: Step) -> str:
         test = "*" if step.name is None else self.name(step.name, element=True)
+        if step.axis is Axis.PARENT_NODE:
+            test = ""
         return step.axis.value + test + "".join(self.predicate(c) for c in step.predicates)
 
     def predicate(self, condition: Condition) -> str:
@@ -144,6 +148,8 @@ class _Writer:
         if isinstance(condition, CallComparison):
             literal = self.literal(condition.literal, condition.op)
             return f"{self.call(condition.call, path_writer)} {condition.op.value} {literal}"
+        if isinstance(condition, Member):
+            return f"exists({path_writer(RelPath())} intersect {self.abs_path(condition.path)})"
         if isinstance(condition, SelfTest):
             test = "*" if condition.name is None else self.name(condition.name, element=True)
             context = path_writer(RelPath())  # '.' in a predicate, '$v' in a where clause
@@ -179,7 +185,7 @@ class _Writer:
             return self.tail(path) if path.tail else "."
         first, *rest = path.steps
         lead = self.step(first)
-        lead = lead[1:] if first.axis.value == "/" else "." + lead
+        lead = "." + lead if first.axis is Axis.DESCENDANT else lead[1:]
         return lead + "".join(self.step(s) for s in rest) + ("/" + self.tail(path) if path.tail else "")
 
     def tail(self, path: RelPath) -> str:
@@ -199,6 +205,9 @@ class _XQueryWriter(_Writer):
     def name(self, name: QName, element: bool, constructor: bool = False) -> str:
         if name.uri == ANY:
             return "*" if name.local == ANY else f"*:{name.local}"
+        if name.local == ANY:
+            prefix = next((p for p, u in self.namespaces.items() if u == name.uri and name.uri), None)
+            return f"{prefix}:*" if prefix else f"Q{{{name.uri}}}*"
         if name.prefix and self.namespaces.get(name.prefix) == name.uri:
             return f"{name.prefix}:{name.local}"
         if name.uri == (self.default if element else ""):
@@ -319,6 +328,8 @@ class _XPathWriter(_Writer):
             return "*"
         if name.uri == ANY:
             raise ValueError(f"XPath 1.0 has no '*:{name.local}' name test")
+        if name.local == ANY and not name.uri:
+            raise ValueError("XPath 1.0 has no 'Q{}*' name test")
         if not name.uri:
             return name.local
         return f"{self.prefix_for(name)}:{name.local}"

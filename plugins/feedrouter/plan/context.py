@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, cast
@@ -96,6 +96,7 @@ class DocumentContext:
         "caches",
         "matches",
         "max_work",
+        "members",
         "nodes",
         "outcomes",
         "profiler",
@@ -111,8 +112,11 @@ class DocumentContext:
         profiler: Profiler | None = None,
         *,
         max_work: int = DEFAULT_MAX_WORK,
+        members: Mapping[ast.AbsPath, PatternPlan] | None = None,
     ) -> None:
         self.matches = matches
+        # the plans of the forward paths backward steps became (feedrouter.plan.backward), by path
+        self.members = members or {}
         self.max_work = max_work
         self.work = 0
         self.profiler = profiler
@@ -126,6 +130,12 @@ class DocumentContext:
         self._string_values: dict[int, str] = {}
         self._serialized: dict[int, bytes] = {}
         self._tagged: dict[str, list[int]] | None = None
+
+    def member_set(self, path: ast.AbsPath) -> set[int]:
+        """The nodes an absolute path selects, from its shared plan's streams (built once per
+        document): an x-dag join of :mod:`feedrouter.plan.backward`, with no look at the tree."""
+        plan = self.members[path]
+        return plan.key_set(self, plan.pattern.last)
 
     def charge(self, units: int) -> None:
         """Add ``units`` to the document's work; FR205 once it passes the budget.
@@ -250,6 +260,12 @@ def checker(test: LocalTest) -> Checker:
         assert condition is not None
         if isinstance(condition, ast.SelfTest):
             return _name_checker(condition)
+        if isinstance(condition, ast.Member):
+            path = condition.path
+            return lambda ctx, nid: nid in ctx.member_set(path)
+        if isinstance(condition, ast.Not) and isinstance(condition.operand, ast.Member):
+            negated = condition.operand.path
+            return lambda ctx, nid: nid not in ctx.member_set(negated)
         return lambda ctx, nid: evaluate.holds(ctx, ctx.nodes[nid], condition)
     if kind is TestKind.POSITION:
         step = test.step

@@ -63,6 +63,9 @@ def holds(
     if kind is ast.Not:
         assert isinstance(condition, ast.Not)
         return not holds(ctx, element, condition.operand, position, size)
+    if kind is ast.Member:  # inside or/not: the same shared node set, by the element's id
+        assert isinstance(condition, ast.Member)
+        return ctx.id_of(element) in ctx.member_set(condition.path)
     if kind is ast.SelfTest:
         assert isinstance(condition, ast.SelfTest)
         return condition.name is None or tag_matches(condition.name.clark, element.tag)

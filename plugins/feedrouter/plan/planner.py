@@ -16,6 +16,7 @@ from feedrouter.errors import CompileError, CompileWarning
 from feedrouter.lang import ast
 from feedrouter.output.factory import Slot, Template, compile_constructor, compile_items, value_slots
 from feedrouter.output.factory import wrapper_template as make_wrapper
+from feedrouter.plan import backward
 from feedrouter.plan.claims import no_duplicates, no_duplicates_on, ordered_on
 from feedrouter.plan.dnf import MAX_DISJUNCTS, alternatives
 from feedrouter.plan.never_matches import never_matches
@@ -84,6 +85,13 @@ class Planner:
         self._refs: dict[tuple[PathPattern, bool], int] = {}
         self._children: dict[tuple[PathPattern, bool], list[PatternPlan]] = {}
         self._returns: dict[tuple, tuple[ReturnItem, int]] = {}  # interned return items, ref counted
+        # the forward paths backward steps became (feedrouter.plan.backward): their shared plans, by
+        # path, for DocumentContext.member_set (an entry lives while some subscription holds it)
+        self.members: dict[ast.AbsPath, PatternPlan] = {}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        self.__dict__.setdefault("members", {})  # planners pickled before backward axes
 
     # -- pattern plans ------------------------------------------------------------------------------
 
@@ -102,6 +110,8 @@ class Planner:
         if self._refs[key] == 0:
             del self._refs[key]
             del self._plans[key]
+            for path in [p for p, held in self.members.items() if held is plan]:
+                del self.members[path]
             self.nfa.release_path(plan.pattern.nav)
             for child in self._children.pop(key, []):
                 self.release(child)
@@ -205,8 +215,24 @@ class Planner:
         return plan
 
     def _plan(self, sid: str, tree: ast.Subscription) -> SubscriptionPlan:
-        body = tree.body
         notes: list[str] = []
+        tree = backward.forward(tree, notes)
+        members = self._member_plans(tree, notes)
+        plan = self._plan_forward(sid, tree, notes)
+        plan.held.extend(members)
+        return plan
+
+    def _member_plans(self, tree: ast.Subscription, notes: list[str]) -> list[PatternPlan]:
+        """The shared plans of the forward paths that backward steps became (the x-dag's joins)."""
+        held = []
+        for path in dict.fromkeys(backward.member_paths(tree)):
+            plan = self.acquire(self.rewrite(absolute_pattern(path), notes), main=True)
+            self.members[path] = plan
+            held.append(plan)
+        return held
+
+    def _plan_forward(self, sid: str, tree: ast.Subscription, notes: list[str]) -> SubscriptionPlan:
+        body = tree.body
         if isinstance(body, ast.Filter):
             path = body.path
             if isinstance(path, ast.AbsPath) and path.tail is not None:

@@ -81,6 +81,9 @@ class SubscriptionOptions:
     # how often a step, condition or filter is written in the language round's other spellings
     # (child::/descendant::, self::, descendant-or-self::, @*, a text() filter, the version line)
     spellings: float = 0.0
+    # how often a step of a binding or filter path is followed by backward steps (parent::,
+    # ancestor::, ancestor-or-self::, '..'), and a predicate or where condition starts with them
+    backward: float = 0.0
 
 
 def generate_subscriptions(
@@ -170,6 +173,7 @@ class SubscriptionWriter:
     opts: SubscriptionOptions
     rng: random.Random
     prolog: str = field(init=False)
+    depth: int = field(init=False, default=0)  # the least depth of the step being written
 
     def __post_init__(self) -> None:
         parts = [self.opts.prefix or "", namespace_prolog(self.graph)]
@@ -223,14 +227,17 @@ class SubscriptionWriter:
     def path(
         self, context: Context, length: int, predicate_prob: float, inner: bool = False
     ) -> tuple[str, frozenset[str]]:
-        """A path of up to ``length`` steps from ``context``; returns its text and end elements."""
+        """A path of up to ``length`` steps from ``context``; returns its text and end elements.
+        ``self.depth`` follows the least depth of the current step's nodes (for backward steps)."""
         text, current = "", context
+        self.depth = 0
         for _ in range(length):
             step = self.step(current, inner)
             if step is None:
                 break
             axis, test, current = step
             preds = ""
+            self.depth += 1  # the predicates' context: the step's nodes
             while self.rng.random() < predicate_prob and len(preds) < 200:
                 found = self.predicate(current, 2)
                 preds += f"[{found}]" if found else ""
@@ -239,6 +246,10 @@ class SubscriptionWriter:
             if self.opts.spellings and self.rng.random() < self.opts.spellings:
                 axis, test, preds = self._spelled_step(axis, test, preds, current)
             text += f"{axis}{test}{preds}"
+            if self.opts.backward and self.rng.random() < self.opts.backward:
+                upward = self._backward_step(current, self.depth)
+                if upward is not None:
+                    text, current, self.depth = text + upward[0], upward[1], upward[2]
         assert current is not None, "the document node always has the root below it"
         return text, current
 
@@ -321,6 +332,10 @@ class SubscriptionWriter:
             found = self._spelled_condition(context, "")
             if found:
                 return found
+        if self.opts.backward and self.rng.random() < self.opts.backward:
+            found = self._backward_condition(context, "", self.depth)
+            if found:
+                return found
         roll = self.rng.random()
         if roll < self.opts.exists_prob:
             found = self._exists(context, depth)
@@ -398,7 +413,7 @@ class SubscriptionWriter:
         path, domains = subject
         value = self._string_value(self.rng.choice(domains)) if domains else "x"
         function = self.rng.choice(
-            ("contains", "starts-with", "ends-with", "matches", "lower-case", "length")
+            ("contains", "starts-with", "ends-with", "matches", "lower-case", "upper-case", "space", "length")
         )
         if function == "contains":
             cut = self.rng.randint(0, max(0, len(value) - 2))
@@ -413,6 +428,10 @@ class SubscriptionWriter:
             return f"matches({path}, {xquery_string(needle)}, {xquery_string(flags)})"
         if function == "lower-case":
             return f"lower-case({path}) = {xquery_string(value.lower())}"
+        if function == "upper-case":
+            return f"upper-case({path}) = {xquery_string(value.upper())}"
+        if function == "space":
+            return f"normalize-space({path}) = {xquery_string(' '.join(value.split()))}"
         return f"string-length({path}) {self.rng.choice(COMPARISONS)} {self.rng.randint(1, 6)}"
 
     def _sequence_comparison(self, context: frozenset[str], lead: str) -> str | None:
@@ -442,6 +461,58 @@ class SubscriptionWriter:
             keys.append(key)
         return f"\norder by {', '.join(keys)}"
 
+    # ------------------------------------------------------------------------------------ backward axes
+
+    def _backward_step(self, current: frozenset[str], depth: int) -> tuple[str, frozenset[str], int] | None:
+        """``/parent::a``, ``/ancestor::b[@c]``, ``/ancestor-or-self::*``, ``/..`` after a step whose
+        elements are ``current`` (``..`` only where the node below is never the root element: the
+        language refuses it where it could select the document node); the new current elements."""
+        parents = self._parents_of(current)
+        ancestors = self._ancestors_of(current)
+        if not ancestors:
+            return None
+        kind = self.rng.choice(("parent", "parent", "ancestor", "ancestor", "ancestor-or-self", ".."))
+        if kind == ".." and depth >= 2 and parents:
+            return "/..", parents, depth - 1
+        if kind in ("parent", "..") and parents:
+            name = self.rng.choice([*sorted(parents), "*"])
+            return f"/parent::{name}", parents if name == "*" else frozenset({name}), max(depth - 1, 1)
+        pool = ancestors | current if kind == "ancestor-or-self" else ancestors
+        name = self.rng.choice(sorted(pool))
+        axis = "ancestor-or-self" if kind == "ancestor-or-self" else "ancestor"
+        predicate = ""
+        if self.rng.random() < 0.3:
+            found = self._attribute_comparison(frozenset({name}), "") or self._exists(frozenset({name}), 1)
+            predicate = f"[{found}]" if found else ""
+        return f"/{axis}::{name}{predicate}", frozenset({name}), 1
+
+    def _backward_condition(self, context: frozenset[str], lead: str, depth: int) -> str | None:
+        """A condition starting with backward steps: ``../title = "x"``, ``ancestor::sec[@id]``,
+        ``parent::*/@lang``, ``ancestor-or-self::story/h`` (``lead``: a where clause's variable)."""
+        parents = self._parents_of(context)
+        ancestors = self._ancestors_of(context)
+        if not ancestors:
+            return None
+        if parents and self.rng.random() < 0.5:
+            step = "../" if depth >= 2 and self.rng.random() < 0.5 else "parent::*/"
+            target = parents
+        else:
+            axis = self.rng.choice(("ancestor", "ancestor", "ancestor-or-self"))
+            name = self.rng.choice(sorted(ancestors | context if axis == "ancestor-or-self" else ancestors))
+            step, target = f"{axis}::{name}/", frozenset({name})
+        found = self._attribute_comparison(target, "") or self._path_comparison(target, "")
+        if found is None or self.rng.random() < 0.3:
+            return f"{lead}{step.rstrip('/')}"
+        if found.startswith("."):  # './/x = 1' below the step: 'ancestor::a//x = 1'
+            return f"{lead}{step.rstrip('/')}{found[1:]}"
+        return f"{lead}{step}{found}"
+
+    def _parents_of(self, elements: frozenset[str]) -> frozenset[str]:
+        return frozenset(p for p in self.graph.element_names if self.graph.children(p) & elements)
+
+    def _ancestors_of(self, elements: frozenset[str]) -> frozenset[str]:
+        return frozenset(p for p in self.graph.element_names if self.graph.reachable(p) & elements)
+
     # ------------------------------------------------------------------------------------ spellings
 
     def _text_only(self, elements: frozenset[str]) -> bool:
@@ -454,6 +525,8 @@ class SubscriptionWriter:
         count differently there), ``//*[self::a or self::b]`` for a wildcard, ``/a/self::a``."""
         names = sorted(n for n in selected if ":" not in n)
         roll = self.rng.random()
+        if test == "*" and roll < 0.15 and "" not in self.graph.namespaces():
+            return axis, "Q{}*", preds  # any element in no namespace: all of this DTD's
         if test == "*" and names and roll < 0.5:
             picked = sorted(set(self.rng.sample(names, min(2, len(names)))))
             tests = " or ".join(f"self::{n}" for n in picked)
@@ -619,6 +692,10 @@ class SubscriptionWriter:
             found = self._spelled_condition(bound, var + "/")
             if found:
                 return f"({found})" if " or " in found else found
+        if self.opts.backward and self.rng.random() < self.opts.backward:
+            found = self._backward_condition(bound, var + "/", self.depth)
+            if found:
+                return found
         if self.rng.random() < self.opts.exists_prob:
             text, _ = self.relative(bound, self._length(self.opts.D2), leading=var)
             if text:

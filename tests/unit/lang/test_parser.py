@@ -451,7 +451,6 @@ def test_every_problem_is_reported() -> None:
         ("FR104", 7),
         ("FR107", 13),
         ("FR104", 25),
-        ("FR109", 35),
         ("FR104", 42),
         ("FR105", 48),
     ]

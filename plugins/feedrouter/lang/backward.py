@@ -1,0 +1,171 @@
+"""Where backward steps (``..``, ``parent::``, ``ancestor::``, ``ancestor-or-self::``) may stand.
+
+The planner turns them into forward constraints (:mod:`feedrouter.plan.backward`, paper 004's x-dag);
+the shapes it turns exactly are checked here, on the parsed tree, so that everything else gets a
+positioned error:
+
+* absolute paths (filters, bindings): any backward steps after the first step;
+* condition paths (predicates, ``where``): backward steps at the start of the path (``../title``,
+  ``ancestor::story[@lang]/title``), and a child step followed by one parent step anywhere
+  (``a/b/../c``: ``a[b]/c``);
+* ``ancestor-or-self::`` only as the upper end of its run of backward steps;
+* none in return, ``order by`` and function-argument paths (FR109: not yet).
+
+``..`` is ``parent::node()``: above the root element it selects the document node, which feedrouter
+does not deliver or test; where the node below it may be the root element (``//a/..``,
+``/a[..]``), the text must say ``parent::*`` (the parent element), and the error says so. Depths
+here are the least depth a node can have (the root element is at 1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from feedrouter.lang.ast import (
+    AbsPath,
+    And,
+    Axis,
+    BooleanCall,
+    Call,
+    CallComparison,
+    Comparison,
+    Condition,
+    Constructor,
+    Enclosed,
+    Exists,
+    Filter,
+    Flwr,
+    Items,
+    Not,
+    Or,
+    RelPath,
+    Step,
+    Union,
+)
+
+Problem = tuple[str, str, int]  # code, message, offset
+
+_DOCUMENT_NODE = (
+    "'..' here can select the document node (the node below it may be the root element), which "
+    "feedrouter does not deliver; write 'parent::*' for the parent element"
+)
+
+
+def problems(body: Flwr | Filter) -> list[Problem]:
+    """The backward steps of a parsed subscription that stand where the planner cannot take them."""
+    found: list[Problem] = []
+    if isinstance(body, Filter):
+        paths = body.path.paths if isinstance(body.path, Union) else (body.path,)
+        for path in paths:
+            _absolute(path, found)
+        return found
+    depth = _absolute(body.binding, found)
+    for condition in body.where:
+        _condition(condition, depth, found)
+    for result in _result_paths(body):
+        step = next((s for s in result.steps if s.axis.backward), None)
+        if step is not None:
+            message = "backward steps in return and order paths are not supported yet; test them in where"
+            found.append(("FR109", message, _offset(step)))
+    return found
+
+
+def _absolute(path: AbsPath, found: list[Problem]) -> int:
+    """Check an absolute path; the least depth of the nodes it selects."""
+    depth = 0
+    for index, step in enumerate(path.steps):
+        if step.axis.backward and index == 0:
+            found.append(
+                ("FR109", "a path cannot start with a backward step from the document", _offset(step))
+            )
+            return 1
+        depth = _after(step, depth, path.steps[index + 1 : index + 2], found)
+        for condition in step.predicates:
+            _condition(condition, depth, found)
+    return depth
+
+
+def _relative(path: RelPath, depth: int, found: list[Problem]) -> None:
+    leading = True
+    steps = path.steps
+    for index, step in enumerate(steps):
+        if step.axis.backward and not leading:
+            before = steps[index - 1]
+            if step.axis not in (Axis.PARENT, Axis.PARENT_NODE) or before.axis is not Axis.CHILD:
+                message = (
+                    "a backward step after a forward one is supported as a child step's parent "
+                    "('a/b/..'); start the path with the backward steps instead"
+                )
+                found.append(("FR109", message, _offset(step)))
+        leading = leading and step.axis.backward
+        depth = _after(step, depth, steps[index + 1 : index + 2], found)
+        for condition in step.predicates:
+            _condition(condition, depth, found)
+
+
+def _after(step: Step, depth: int, following: tuple[Step, ...], found: list[Problem]) -> int:
+    """The least depth after ``step`` from a node of least depth ``depth``."""
+    axis = step.axis
+    if axis in (Axis.CHILD, Axis.DESCENDANT):
+        return depth + 1
+    if axis is Axis.ANCESTOR_OR_SELF and following and following[0].axis.backward:
+        message = "'ancestor-or-self::' is supported as the last of its backward steps"
+        found.append(("FR109", message, _offset(step)))
+    if axis is Axis.PARENT_NODE and depth <= 1:
+        found.append(("FR109", _DOCUMENT_NODE, _offset(step)))
+    if axis in (Axis.PARENT, Axis.PARENT_NODE):
+        return max(depth - 1, 1)
+    return 1  # an ancestor may be the root element
+
+
+def _condition(condition: Condition, depth: int, found: list[Problem]) -> None:
+    if isinstance(condition, (And, Or)):
+        for term in condition.terms:
+            _condition(term, depth, found)
+    elif isinstance(condition, Not):
+        _condition(condition.operand, depth, found)
+    elif isinstance(condition, (Comparison, Exists)):
+        _relative(condition.path, depth, found)
+    elif isinstance(condition, (BooleanCall, CallComparison)):
+        _call(condition.call, depth, found)
+
+
+def _call(call: Call, depth: int, found: list[Problem]) -> None:
+    arg = call.arg
+    if isinstance(arg, Call):
+        _call(arg, depth, found)
+        return
+    step = next((s for s in arg.steps if s.axis.backward), None)
+    if step is not None:
+        message = "backward steps in function arguments are not supported; test the path as a condition"
+        found.append(("FR109", message, _offset(step)))
+        return
+    for step in arg.steps:
+        for condition in step.predicates:
+            _condition(condition, 2, found)
+
+
+def _result_paths(flwr: Flwr) -> Iterator[RelPath]:
+    yield from (spec.path for spec in flwr.order)
+    items = flwr.ret.items if isinstance(flwr.ret, Items) else (flwr.ret,)
+    for item in items:
+        if isinstance(item, RelPath):
+            yield item
+        else:
+            yield from _constructor_paths(item)
+
+
+def _constructor_paths(ctor: Constructor) -> Iterator[RelPath]:
+    for attribute in ctor.attributes:
+        for part in attribute.parts:
+            if isinstance(part, Enclosed):
+                yield from part.paths
+    for item in ctor.content:
+        if isinstance(item, Constructor):
+            yield from _constructor_paths(item)
+        elif isinstance(item, Enclosed):
+            yield from item.paths
+
+
+def _offset(step: Step) -> int:
+    return step.span.offset if step.span is not None else 0

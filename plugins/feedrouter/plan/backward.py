@@ -1,0 +1,272 @@
+"""Backward axes as forward constraints: the x-dag of paper 004 (χαος), in the planner's terms.
+
+χαος matches a path with ``parent``/``ancestor`` steps in one streaming pass by reversing those
+edges: "``y`` is an ancestor of ``x``" becomes "``x`` is a descendant of ``y``", so every edge points
+down the document and the matching runs with the forward ones. Here every backward step becomes a
+forward path of the shared NFA, and the node where two forward paths meet (an x-dag node with two
+incoming edges) is joined by its id: :class:`~feedrouter.lang.ast.Member` says "this node is among
+the nodes that forward path selects", and its node set comes from the same single run over the
+document's events as every other stream (:meth:`DocumentContext.member_set`); nothing walks the tree
+upward or reads the document again.
+
+The rewrites, in order (each exact; :data:`RULES`):
+
+1. ``parent of a child`` (paper 003 §3): ``S/x[q]/..`` is ``S[x[q]]``; ``S/x[q]/parent::y`` is
+   ``S[self::y][x[q]]``. At the start of a condition path, ``x[q]/../f`` is ``x[q] and f``.
+2. ``x-dag`` of an absolute path ``P/b1/…/bk/R`` (``b`` backward): the upper end ``bk::Y[q]``
+   becomes the forward step ``//Y[q][d]`` where ``d`` walks back down the reversed edges to the last
+   node of ``P`` and requires it to be one of ``P``'s (``Member(P)``); when ``P`` is one ``//`` step
+   that requirement is that step itself: ``//p[c]/ancestor::story`` is ``//story[.//p[c]]``.
+3. ``x-dag`` of a condition path starting with backward steps, on a node named ``N``:
+   ``[ancestor::story[q]/f]`` is the node being among ``//story[q][f]//N``; ``ancestor-or-self``
+   adds the node itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+from feedrouter.lang import ast
+from feedrouter.lang.ast import Axis
+
+#: The forward edge a backward step's reversal gives: ``parent`` is ``child``, ``ancestor`` is
+#: ``descendant`` (``ancestor-or-self`` too, with the node itself added apart).
+_REVERSED = {
+    Axis.PARENT: Axis.CHILD,
+    Axis.PARENT_NODE: Axis.CHILD,  # the language check keeps '..' off the document node
+    Axis.ANCESTOR: Axis.DESCENDANT,
+    Axis.ANCESTOR_OR_SELF: Axis.DESCENDANT,
+}
+
+Notes = list[str]
+
+
+def forward(sub: ast.Subscription, notes: Notes) -> ast.Subscription:
+    """The subscription with every backward step turned into forward paths and joins."""
+    if not _has_backward(sub.body):
+        return sub
+    body = sub.body
+    if isinstance(body, ast.Filter):
+        paths = body.path.paths if isinstance(body.path, ast.Union) else (body.path,)
+        done = tuple(_absolute(p, notes) for p in paths)
+        path = ast.Union(done, body.path.span) if isinstance(body.path, ast.Union) else done[0]
+        return replace(sub, body=replace(body, path=path))
+    binding = _absolute(body.binding, notes)
+    name = binding.steps[-1].name
+    where = tuple(_condition(c, name, notes) for c in body.where)
+    return replace(sub, body=replace(body, binding=binding, where=where))
+
+
+def _has_backward(node: object) -> bool:
+    if isinstance(node, ast.Step) and node.axis.backward:
+        return True
+    if isinstance(node, tuple):
+        return any(_has_backward(item) for item in node)
+    fields = getattr(node, "__dataclass_fields__", None)
+    return fields is not None and any(_has_backward(getattr(node, f)) for f in fields if f != "span")
+
+
+# -- absolute paths -----------------------------------------------------------------------------------
+
+
+def _absolute(path: ast.AbsPath, notes: Notes) -> ast.AbsPath:
+    steps = tuple(_with_predicates(s, notes) for s in path.steps)
+    steps = _parents_of_children(steps, notes)
+    while (at := next((i for i, s in enumerate(steps) if s.axis.backward), None)) is not None:
+        end = next((i for i in range(at, len(steps)) if not steps[i].axis.backward), len(steps))
+        prefix = ast.AbsPath(steps[:at])
+        top = _upper_end(prefix, steps[at:end])
+        notes.append(
+            f"x-dag: {_text(ast.AbsPath(steps[:end]))} is {_text(ast.AbsPath((top,)))} "
+            "(backward edges reversed, one pass)"
+        )
+        steps = (top, *steps[end:])
+    return replace(path, steps=steps)
+
+
+def _upper_end(prefix: ast.AbsPath, chain: tuple[ast.Step, ...]) -> ast.Step:
+    """The forward step for the upper end of ``prefix/chain``: ``//Y[q][down to prefix's node]``."""
+    last = prefix.steps[-1]
+    if len(prefix.steps) == 1 and last.axis is Axis.DESCENDANT:
+        bottom = ast.Step(_REVERSED[chain[0].axis], last.name, last.predicates, last.span)
+    else:  # the x-dag node where P's path and the reversed edges meet: joined on its id
+        bottom = ast.Step(_REVERSED[chain[0].axis], last.name, (ast.Member(prefix),), last.span)
+    down = _down(chain, bottom)
+    top = chain[-1]
+    below = ast.Exists(ast.RelPath(down))
+    if top.axis is Axis.ANCESTOR_OR_SELF:  # or the node below is the upper end itself
+        below_self = _itself(chain, bottom)
+        return ast.Step(Axis.DESCENDANT, top.name, (*top.predicates, ast.Or((below, below_self))), top.span)
+    return ast.Step(Axis.DESCENDANT, top.name, (*top.predicates, below), top.span)
+
+
+def _down(chain: tuple[ast.Step, ...], bottom: ast.Step) -> tuple[ast.Step, ...]:
+    """The reversed edges from the upper end of ``chain`` down to ``bottom``: each step below the top
+    keeps its name test and predicates and takes the axis its upper neighbour reverses to."""
+    down = [bottom]
+    for index in range(len(chain) - 1):
+        step, above = chain[index], chain[index + 1]
+        down.insert(0, ast.Step(_REVERSED[above.axis], step.name, step.predicates, step.span))
+    return tuple(down)
+
+
+def _itself(chain: tuple[ast.Step, ...], bottom: ast.Step) -> ast.Condition:
+    """``ancestor-or-self::Y`` at the top of ``chain``, taken as ``self``: the upper end is the node
+    below it, which must pass that node's tests and continue down from there."""
+    down = _down(chain[:-1], bottom) if len(chain) > 1 else (bottom,)
+    first, rest = down[0], down[1:]
+    terms: list[ast.Condition] = [] if first.name is None else [ast.SelfTest(first.name)]
+    terms += first.predicates
+    if rest:
+        terms.append(ast.Exists(ast.RelPath(rest)))
+    return terms[0] if len(terms) == 1 else ast.And(tuple(terms))
+
+
+# -- conditions -----------------------------------------------------------------------------------------
+
+
+def _with_predicates(step: ast.Step, notes: Notes) -> ast.Step:
+    if not step.predicates:
+        return step
+    return replace(step, predicates=tuple(_condition(c, step.name, notes) for c in step.predicates))
+
+
+def _condition(condition: ast.Condition, name: ast.QName | None, notes: Notes) -> ast.Condition:
+    """A condition on a node with name test ``name``, its paths' backward steps made forward."""
+    if isinstance(condition, (ast.And, ast.Or)):
+        return replace(condition, terms=tuple(_condition(t, name, notes) for t in condition.terms))
+    if isinstance(condition, ast.Not):
+        return replace(condition, operand=_condition(condition.operand, name, notes))
+    if not isinstance(condition, (ast.Comparison, ast.Exists)):
+        return condition  # calls and positions hold no backward steps (the language check)
+    steps = tuple(_with_predicates(s, notes) for s in condition.path.steps)
+    guards, steps = _leading_parents_of_children(steps)
+    steps = _parents_of_children(steps, notes)
+    path = replace(condition.path, steps=steps)
+    found = replace(condition, path=path)
+    if steps and steps[0].axis.backward:
+        return _joined(guards, _member_of_upper_end(found, name, notes), condition)
+    return _joined(guards, found, condition)
+
+
+def _joined(
+    guards: tuple[ast.Condition, ...], found: ast.Condition, condition: ast.Condition
+) -> ast.Condition:
+    if guards and isinstance(found, (ast.Comparison, ast.Exists)):
+        terms = (*guards, *_unless_trivial(found))  # 'x/..' alone: the rest is '.', always there
+    else:
+        terms = (*guards, found)
+    return terms[0] if len(terms) == 1 else ast.And(terms, condition.span)
+
+
+def _member_of_upper_end(
+    condition: ast.Comparison | ast.Exists, name: ast.QName | None, notes: Notes
+) -> ast.Condition:
+    """``[chain/f …]`` on a node named ``name``: the node is among ``//Y[q][f …]/…/name``."""
+    steps = condition.path.steps
+    end = next((i for i, s in enumerate(steps) if not s.axis.backward), len(steps))
+    chain, rest = steps[:end], steps[end:]
+    remainder = replace(condition, path=replace(condition.path, steps=rest))
+    upper = chain[-1]
+    top_tests: tuple[ast.Condition, ...] = (*upper.predicates, *_unless_trivial(remainder))
+    bottom = ast.Step(_REVERSED[chain[0].axis], name, ())
+    down = _down(chain, bottom)
+    top = ast.Step(Axis.DESCENDANT, upper.name, top_tests, upper.span)
+    member = ast.Member(ast.AbsPath((top, *down)), condition.span)
+    notes.append(f"x-dag: [{_condition_text(condition)}] is membership in {_text(member.path)} (one pass)")
+    if upper.axis is not Axis.ANCESTOR_OR_SELF:
+        return member
+    if len(chain) > 1:  # or the upper end is the node the steps below it reach first
+        itself: ast.Condition = ast.Member(ast.AbsPath((top, *_down(chain[:-1], bottom))))
+    else:  # or the upper end is the node itself
+        tests: list[ast.Condition] = [ast.SelfTest(upper.name)] if upper.name is not None else []
+        tests += [*upper.predicates, *_unless_trivial(remainder)]
+        itself = ast.And(tuple(tests)) if len(tests) > 1 else tests[0] if tests else ast.Exists(ast.RelPath())
+    return ast.Or((member, itself), condition.span)
+
+
+def _unless_trivial(condition: ast.Comparison | ast.Exists) -> tuple[ast.Condition, ...]:
+    """The condition left on the upper end; nothing for ``.`` (which always exists)."""
+    if isinstance(condition, ast.Exists) and not condition.path.steps and condition.path.tail is None:
+        return ()
+    return (condition,)
+
+
+def _leading_parents_of_children(
+    steps: tuple[ast.Step, ...],
+) -> tuple[tuple[ast.Condition, ...], tuple[ast.Step, ...]]:
+    """Rule 1 at the start of a condition path: ``x[q]/../f`` tests ``x[q]`` and goes on with ``f``
+    from the same node; ``x[q]/parent::y/f`` adds ``self::y``."""
+    guards: list[ast.Condition] = []
+    while (
+        len(steps) >= 2 and steps[0].axis is Axis.CHILD and steps[1].axis in (Axis.PARENT, Axis.PARENT_NODE)
+    ):
+        child, parent = steps[0], steps[1]
+        if parent.name is not None:
+            guards.append(ast.SelfTest(parent.name))
+        guards.append(ast.Exists(ast.RelPath((child,))))
+        guards += parent.predicates
+        steps = steps[2:]
+    return tuple(guards), steps
+
+
+def _parents_of_children(steps: tuple[ast.Step, ...], notes: Notes) -> tuple[ast.Step, ...]:
+    """Rule 1 inside a path: ``S/x[q]/..`` is ``S[x[q]]`` and ``S/x[q]/parent::y[r]`` is
+    ``S[self::y][x[q]][r]``, exact (the parent of ``S``'s children is ``S``)."""
+    out: list[ast.Step] = []
+    for step in steps:
+        if (
+            step.axis in (Axis.PARENT, Axis.PARENT_NODE)
+            and len(out) >= 2
+            and out[-1].axis is Axis.CHILD
+            and not out[-1].axis.backward
+            and not out[-2].axis.backward
+        ):
+            child = out.pop()
+            owner = out.pop()
+            tests: list[ast.Condition] = [ast.SelfTest(step.name)] if step.name is not None else []
+            tests += [ast.Exists(ast.RelPath((child,))), *step.predicates]
+            merged = replace(owner, predicates=(*owner.predicates, *tests))
+            notes.append(
+                f"rewrite: {_text(ast.AbsPath((owner, child, step)))} is {_text(ast.AbsPath((merged,)))}"
+            )
+            out.append(merged)
+        else:
+            out.append(step)
+    return tuple(out)
+
+
+def member_paths(node: object) -> list[ast.AbsPath]:
+    """The paths of the :class:`~feedrouter.lang.ast.Member` conditions in a (forwarded) tree."""
+    if isinstance(node, ast.Member):
+        return [node.path, *member_paths(node.path)]
+    if isinstance(node, tuple):
+        return [p for item in node for p in member_paths(item)]
+    fields = getattr(node, "__dataclass_fields__", None)
+    if fields is None:
+        return []
+    return [p for f in fields if f != "span" for p in member_paths(getattr(node, f))]
+
+
+# -- text for notes ---------------------------------------------------------------------------------
+
+
+def _text(path: ast.AbsPath) -> str:
+    from feedrouter.lang.printer import to_xquery  # the printer imports the parser: not at load
+
+    return to_xquery(ast.Subscription(ast.Filter(path)))
+
+
+def _condition_text(condition: ast.Condition) -> str:
+    from feedrouter.lang.printer import condition_text
+
+    return condition_text(condition)
+
+
+#: The rewrites in the order they run (see the module doc); golden fixtures hold each one's cases.
+RULES: tuple[tuple[str, Callable[..., object]], ...] = (
+    ("parent of a child", _parents_of_children),
+    ("x-dag of an absolute path", _upper_end),
+    ("x-dag of a condition path", _member_of_upper_end),
+)

@@ -1,0 +1,104 @@
+"""Backward axes (issue 15) against Saxon: ``..``, ``parent::``, ``ancestor::`` and
+``ancestor-or-self::`` in filter paths, binding paths, predicates and where clauses, on documents
+where an element's ancestors include elements of its own name, through every strategy and
+optimization level (see :func:`compare_with_saxon`); each shape is its own test id."""
+
+from __future__ import annotations
+
+import pytest
+
+from feedrouter.workload import dtds, generate_documents, generate_subscriptions
+from tests.differential.oracle import SaxonOracle
+from tests.differential.test_against_saxon import compare_with_saxon
+
+pytestmark = pytest.mark.differential
+
+DOCUMENTS = [
+    b"<lib><story lang='en'><h>a</h><sec id='1'><p>X</p><fig><title>t</title></fig>"
+    b"<sec id='2'><p>Y</p><sec id='3'><fig><title>u</title></fig></sec></sec></sec></story>"
+    b"<story><p>X</p><sec><fig><title>t</title></fig></sec></story><p>X</p></lib>",
+    # recursive: a inside a inside a, b at every level
+    b"<a n='1'><b>1</b><a n='2'><b>2</b><c/><a n='3'><b>3</b><c><b>4</b></c></a></a><c><a n='4'/></c></a>",
+    b"<feed><entry><title>T</title><author><name>Ann</name></author></entry>"
+    b"<entry><title>U</title></entry></feed>",
+]
+
+CASES: dict[str, list[str]] = {
+    "filters": [
+        '//p[. = "X"]/ancestor::story',
+        '//fig[title = "t"]/parent::*',
+        "//sec/fig/../p",
+        "//lib/story/sec/p/ancestor::story",
+        "//fig/ancestor-or-self::sec",
+        "//b/ancestor::a",
+        "//a/a/b/parent::a",
+        "//c/ancestor::a[@n > 1]/b",
+        "//b/ancestor-or-self::*[@n]",
+        "//entry/author/name/../../title",
+        "//a/c/parent::a | //b/ancestor::c",
+        "//title/parent::entry/author/name",
+        "//sec/p/ancestor::*",
+        "//a/b/ancestor::a/ancestor::a",
+    ],
+    "conditions": [
+        '//p[ancestor::story[@lang = "en"]]',
+        "//title[ancestor-or-self::story/h]",
+        "//story/sec[not(../h)]",
+        "//sec/fig[../p = 'X']",
+        "//b[ancestor::a[@n = 2]]",
+        "//b[parent::c]",
+        "//a/b[../c]",
+        "//b[not(ancestor::c)]",
+        "//entry/title[../author/name = 'Ann']",
+        "//a[b/../c]",
+        "//fig[ancestor::sec[@id = 2] or ancestor::story/h]",
+        "//a/a[ancestor-or-self::a[@n = 3]]",
+        "//story/sec/p[../../h]",
+    ],
+    "flwr": [
+        "for $f in //sec/fig where $f/../p = 'X' return $f/title",
+        "for $b in //b/ancestor::a return <a>{ $b/@n }{ $b/b }</a>",
+        "for $t in //entry/title where $t/parent::entry/author return $t",
+        "for $s in //p/ancestor::sec order by $s/@id descending return <s>{ $s/@id }</s>",
+        "for $c in //a/c where $c/ancestor::a[@n = 1] return ($c, <sep/>)",
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def oracle() -> SaxonOracle:
+    return SaxonOracle()
+
+
+@pytest.mark.parametrize("shape", list(CASES))
+def test_backward_axes_agree_with_saxon(oracle: SaxonOracle, shape: str) -> None:
+    subscriptions = [(f"{shape}-{i}", text) for i, text in enumerate(CASES[shape])]
+    counts = compare_with_saxon(oracle, subscriptions, DOCUMENTS)
+    assert counts["matches"] >= len(subscriptions), counts
+
+
+@pytest.mark.parametrize(
+    ("dtd_name", "seed", "knobs"),
+    [
+        ("bib", 31, {}),
+        ("book", 32, {}),
+        ("news", 33, {}),
+        # recursive documents and '//' chains: an element's ancestors include its own name
+        ("book", 34, {"DSProb": 0.5, "wildcard": 0.3}),
+    ],
+    ids=["bib", "book", "news", "book-recursive"],
+)
+def test_generated_backward_axes_agree_with_saxon(
+    oracle: SaxonOracle, dtd_name: str, seed: int, knobs: dict[str, float]
+) -> None:
+    """Backward steps after binding and filter steps and at the start of predicates and where
+    conditions, mixed with the language round's constructs."""
+    graph = dtds.load(dtd_name)
+    documents = generate_documents(graph, 12, seed=seed, doctype=dtd_name == "news")
+    texts = generate_subscriptions(
+        graph, 80, seed=seed, form="mixed", backward=0.25, conditions=0.2, positions=0.1, **knobs
+    )
+    assert sum(any(k in t for k in ("parent::", "ancestor", "/..")) for t in texts) >= 20
+    subscriptions = [(f"{dtd_name}-{i}", t) for i, t in enumerate(texts)]
+    counts = compare_with_saxon(oracle, subscriptions, documents, dtd=graph)
+    assert counts["pairs"] >= 900 and counts["matches"] >= 50, counts
