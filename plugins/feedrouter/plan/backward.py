@@ -9,17 +9,21 @@ the nodes that forward path selects", and its node set comes from the same singl
 document's events as every other stream (:meth:`DocumentContext.member_set`); nothing walks the tree
 upward or reads the document again.
 
-The rewrites, in order (each exact; :data:`RULES`):
+The rewrites, in the order they run (each exact; :data:`RULES` lists them by name):
 
-1. ``parent of a child`` (paper 003 §3): ``S/x[q]/..`` is ``S[x[q]]``; ``S/x[q]/parent::y`` is
+1. ``conditions on the parent``: ``S/C[../f]`` is ``S[f]/C`` (every ``C`` child of one ``S`` has
+   that parent), and ``for $x in //P/C where $x/../f`` binds ``//P[f]/C``.
+2. ``x-dag of a condition path`` starting with backward steps, on a node named ``N``:
+   ``[ancestor::story[q]/f]`` is the node being among ``//story[q][f]//N`` (a ``Member``);
+   ``ancestor-or-self`` adds the node itself.
+3. ``first step from its ancestors``: when that node is a path's first step ``//N``, the forward
+   path is the step: ``//p[ancestor::story[q]]`` is ``//story[q]//p``, no join.
+4. ``parent of a child`` (paper 003 §3): ``S/x[q]/..`` is ``S[x[q]]``; ``S/x[q]/parent::y`` is
    ``S[self::y][x[q]]``. At the start of a condition path, ``x[q]/../f`` is ``x[q] and f``.
-2. ``x-dag`` of an absolute path ``P/b1/…/bk/R`` (``b`` backward): the upper end ``bk::Y[q]``
+5. ``x-dag of an absolute path`` ``P/b1/…/bk/R`` (``b`` backward): the upper end ``bk::Y[q]``
    becomes the forward step ``//Y[q][d]`` where ``d`` walks back down the reversed edges to the last
    node of ``P`` and requires it to be one of ``P``'s (``Member(P)``); when ``P`` is one ``//`` step
    that requirement is that step itself: ``//p[c]/ancestor::story`` is ``//story[.//p[c]]``.
-3. ``x-dag`` of a condition path starting with backward steps, on a node named ``N``:
-   ``[ancestor::story[q]/f]`` is the node being among ``//story[q][f]//N``; ``ancestor-or-self``
-   adds the node itself.
 """
 
 from __future__ import annotations
@@ -52,9 +56,10 @@ def forward(sub: ast.Subscription, notes: Notes) -> ast.Subscription:
         done = tuple(_absolute(p, notes) for p in paths)
         path = ast.Union(done, body.path.span) if isinstance(body.path, ast.Union) else done[0]
         return replace(sub, body=replace(body, path=path))
-    binding = _absolute(body.binding, notes)
+    binding, where = _where_on_the_parent(body.binding, body.where, notes)
+    binding = _absolute(binding, notes)
     name = binding.steps[-1].name
-    where = tuple(_condition(c, name, notes) for c in body.where)
+    where = tuple(_condition(c, name, notes) for c in where)
     return replace(sub, body=replace(body, binding=binding, where=where))
 
 
@@ -71,7 +76,9 @@ def _has_backward(node: object) -> bool:
 
 
 def _absolute(path: ast.AbsPath, notes: Notes) -> ast.AbsPath:
-    steps = tuple(_with_predicates(s, notes) for s in path.steps)
+    steps = _conditions_on_the_parent(path.steps, notes)
+    steps = tuple(_with_predicates(s, notes) for s in steps)
+    steps = _first_step_from_its_ancestors(steps, notes)
     steps = _parents_of_children(steps, notes)
     while (at := next((i for i, s in enumerate(steps) if s.axis.backward), None)) is not None:
         end = next((i for i in range(at, len(steps)) if not steps[i].axis.backward), len(steps))
@@ -140,7 +147,8 @@ def _condition(condition: ast.Condition, name: ast.QName | None, notes: Notes) -
         return replace(condition, operand=_condition(condition.operand, name, notes))
     if not isinstance(condition, (ast.Comparison, ast.Exists)):
         return condition  # calls and positions hold no backward steps (the language check)
-    steps = tuple(_with_predicates(s, notes) for s in condition.path.steps)
+    steps = _conditions_on_the_parent(condition.path.steps, notes)
+    steps = tuple(_with_predicates(s, notes) for s in steps)
     guards, steps = _leading_parents_of_children(steps)
     steps = _parents_of_children(steps, notes)
     path = replace(condition.path, steps=steps)
@@ -191,6 +199,85 @@ def _unless_trivial(condition: ast.Comparison | ast.Exists) -> tuple[ast.Conditi
     if isinstance(condition, ast.Exists) and not condition.path.steps and condition.path.tail is None:
         return ()
     return (condition,)
+
+
+def _conditions_on_the_parent(steps: tuple[ast.Step, ...], notes: Notes) -> tuple[ast.Step, ...]:
+    """Rule 2: a predicate of a child step that starts at its parent is a predicate of the step
+    before: ``S/C[../F]`` is ``S[F]/C`` and ``S/C[parent::y[q]/F]`` is ``S[self::y][q][F]/C``, exact
+    whatever the other predicates of ``C`` (all ``C`` children of one ``S`` share that parent)."""
+    out = list(steps)
+    for index in range(1, len(out)):
+        step, before = out[index], out[index - 1]
+        if step.axis is not Axis.CHILD or before.axis.backward:
+            continue
+        lifted = [_on_the_parent(c) for c in step.predicates]
+        moved = tuple(found for found in lifted if found is not None)
+        if not moved:
+            continue
+        kept = tuple(c for c, found in zip(step.predicates, lifted, strict=True) if found is None)
+        out[index - 1] = replace(before, predicates=(*before.predicates, *moved))
+        out[index] = replace(step, predicates=kept)
+        after = _text(ast.AbsPath(tuple(out[index - 1 : index + 1])))
+        notes.append(f"rewrite: {_text(ast.AbsPath((before, step)))} is {after}")
+    return tuple(out)
+
+
+def _first_step_from_its_ancestors(steps: tuple[ast.Step, ...], notes: Notes) -> tuple[ast.Step, ...]:
+    """Rule 3b: ``//D[ancestor::A[c]]/R`` is ``//A[c]//D/R``: when the first step of an absolute path
+    is ``//D`` and one of its predicates made it a member of a forward path ending in ``D`` (with no
+    tests there), that path is the step. Exact whatever ``D``'s other predicates: siblings have the
+    same ancestors, so a position among them counts the same nodes."""
+    if not steps or steps[0].axis is not Axis.DESCENDANT:
+        return steps
+    first = steps[0]
+    for condition in first.predicates:
+        if not isinstance(condition, ast.Member):
+            continue
+        bottom = condition.path.steps[-1]
+        if bottom.name != first.name or bottom.predicates:
+            continue
+        rest = tuple(c for c in first.predicates if c is not condition)
+        inlined = (*condition.path.steps[:-1], replace(bottom, predicates=rest, span=first.span))
+        notes.append(f"rewrite: {_text(ast.AbsPath((first,)))} is {_text(ast.AbsPath(inlined))}")
+        return (*inlined, *steps[1:])
+    return steps
+
+
+def _where_on_the_parent(
+    binding: ast.AbsPath, where: tuple[ast.Condition, ...], notes: Notes
+) -> tuple[ast.AbsPath, tuple[ast.Condition, ...]]:
+    """Rule 2 for a where clause: ``for $x in //P/C where $x/../F`` binds ``//P[F]/C``."""
+    steps = binding.steps
+    if len(steps) < 2 or steps[-1].axis is not Axis.CHILD or steps[-2].axis.backward:
+        return binding, where
+    lifted = [_on_the_parent(c) for c in where]
+    moved = tuple(found for found in lifted if found is not None)
+    if not moved:
+        return binding, where
+    before = steps[-2]
+    kept = tuple(c for c, found in zip(where, lifted, strict=True) if found is None)
+    parent = replace(before, predicates=(*before.predicates, *moved))
+    notes.append(f"rewrite: the where clause's parent conditions go to {_text(ast.AbsPath((parent,)))}")
+    return replace(binding, steps=(*steps[:-2], parent, steps[-1])), kept
+
+
+def _on_the_parent(condition: ast.Condition) -> ast.Condition | None:
+    """A condition whose path starts with one parent step and goes on forward, as a condition on
+    that parent; None for any other condition."""
+    if not isinstance(condition, (ast.Comparison, ast.Exists)):
+        return None
+    steps = condition.path.steps
+    if not steps or steps[0].axis not in (Axis.PARENT, Axis.PARENT_NODE):
+        return None
+    if any(s.axis.backward for s in steps[1:]):
+        return None
+    first = steps[0]
+    rest = replace(condition, path=replace(condition.path, steps=steps[1:]))
+    tests: list[ast.Condition] = [ast.SelfTest(first.name)] if first.name is not None else []
+    tests += [*first.predicates, *_unless_trivial(rest)]
+    if not tests:
+        return ast.Exists(ast.RelPath())
+    return tests[0] if len(tests) == 1 else ast.And(tuple(tests), condition.span)
 
 
 def _leading_parents_of_children(
@@ -266,7 +353,9 @@ def _condition_text(condition: ast.Condition) -> str:
 
 #: The rewrites in the order they run (see the module doc); golden fixtures hold each one's cases.
 RULES: tuple[tuple[str, Callable[..., object]], ...] = (
+    ("conditions on the parent", _conditions_on_the_parent),
+    ("x-dag of a condition path", _member_of_upper_end),
+    ("first step from its ancestors", _first_step_from_its_ancestors),
     ("parent of a child", _parents_of_children),
     ("x-dag of an absolute path", _upper_end),
-    ("x-dag of a condition path", _member_of_upper_end),
 )
