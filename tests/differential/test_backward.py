@@ -62,6 +62,15 @@ CASES: dict[str, list[str]] = {
         "for $s in //p/ancestor::sec order by $s/@id descending return <s>{ $s/@id }</s>",
         "for $c in //a/c where $c/ancestor::a[@n = 1] return ($c, <sep/>)",
     ],
+    "returns": [
+        "for $f in //sec/fig return <r>{ $f/../p }</r>",
+        "for $t in //fig/title return $t/ancestor::story/h",
+        "for $b in //a/b return <r n='{ $b/parent::a/@n }'>{ $b/ancestor::a[@n > 1]/b }</r>",
+        "for $p in //story//p return ($p/.., <sep/>, $p/ancestor-or-self::*[@id])",
+        "for $n in //entry/author/name return $n/../../title/text()",
+        "for $c in //a/a/c return <c n='{ $c/ancestor::a/@n }'/>",
+        "<all>{ for $b in //c//b return $b/ancestor::a[@n]/c }</all>",
+    ],
 }
 
 

@@ -8,8 +8,9 @@ positioned error:
 * condition paths (predicates, ``where``): backward steps at the start of the path (``../title``,
   ``ancestor::story[@lang]/title``), and a child step followed by one parent step anywhere
   (``a/b/../c``: ``a[b]/c``);
+* return paths: backward steps at the start only (``$p/ancestor::story/title``);
 * ``ancestor-or-self::`` only as the upper end of its run of backward steps;
-* none in return, ``order by`` and function-argument paths (FR109: not yet).
+* none in ``order by`` and function-argument paths (FR109).
 
 ``..`` is ``parent::node()``: above the root element it selects the document node, which feedrouter
 does not deliver or test; where the node below it may be the root element (``//a/..``,
@@ -62,12 +63,26 @@ def problems(body: Flwr | Filter) -> list[Problem]:
     depth = _absolute(body.binding, found)
     for condition in body.where:
         _condition(condition, depth, found)
-    for result in _result_paths(body):
-        step = next((s for s in result.steps if s.axis.backward), None)
+    for spec in body.order:
+        step = next((s for s in spec.path.steps if s.axis.backward), None)
         if step is not None:
-            message = "backward steps in return and order paths are not supported yet; test them in where"
+            message = "backward steps in order by paths are not supported; order by a path below the node"
             found.append(("FR109", message, _offset(step)))
+    for result in _result_paths(body):
+        _returned(result, depth, found)
     return found
+
+
+def _returned(path: RelPath, depth: int, found: list[Problem]) -> None:
+    """A return path may start with backward steps (``$s/../title``), then go forward only."""
+    steps = path.steps
+    for index, step in enumerate(steps):
+        if step.axis.backward and index and not steps[index - 1].axis.backward:
+            message = "a return path may start with backward steps ('$s/../title'), not take one later"
+            found.append(("FR109", message, _offset(step)))
+        depth = _after(step, depth, steps[index + 1 : index + 2], found)
+        for condition in step.predicates:
+            _condition(condition, depth, found)
 
 
 def _absolute(path: AbsPath, found: list[Problem]) -> int:
@@ -146,7 +161,6 @@ def _call(call: Call, depth: int, found: list[Problem]) -> None:
 
 
 def _result_paths(flwr: Flwr) -> Iterator[RelPath]:
-    yield from (spec.path for spec in flwr.order)
     items = flwr.ret.items if isinstance(flwr.ret, Items) else (flwr.ret,)
     for item in items:
         if isinstance(item, RelPath):

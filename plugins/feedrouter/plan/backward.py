@@ -63,6 +63,11 @@ def forward(sub: ast.Subscription, notes: Notes) -> ast.Subscription:
     return replace(sub, body=replace(body, binding=binding, where=where))
 
 
+def forward_absolute(path: ast.AbsPath, notes: Notes) -> ast.AbsPath:
+    """An absolute path made forward (for the planner's own paths: a return's upper steps)."""
+    return _absolute(path, notes) if _has_backward(path) else path
+
+
 def _has_backward(node: object) -> bool:
     if isinstance(node, ast.Step) and node.axis.backward:
         return True

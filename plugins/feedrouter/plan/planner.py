@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from enum import Enum
 
-from feedrouter.engine.nfa import Nfa
+from feedrouter.engine.nfa import WILDCARD, Nfa
 from feedrouter.errors import CompileError, CompileWarning
 from feedrouter.lang import ast
 from feedrouter.output.factory import Slot, Template, compile_constructor, compile_items, value_slots
@@ -33,7 +33,7 @@ from feedrouter.plan.operators import (
 )
 from feedrouter.plan.optimize import Optimize, RuleContext
 from feedrouter.plan.patterns import Branch, PathPattern, absolute_pattern, relative_pattern
-from feedrouter.plan.results import ReturnItem, SubscriptionPlan
+from feedrouter.plan.results import ReturnItem, SubscriptionPlan, UpStep, Upward
 from feedrouter.plan.rules import rewrite as apply_rules
 from feedrouter.plan.shared_join import SharedSelection, shared_selection_plan
 from feedrouter.schema import DtdGraph
@@ -224,12 +224,56 @@ class Planner:
 
     def _member_plans(self, tree: ast.Subscription, notes: list[str]) -> list[PatternPlan]:
         """The shared plans of the forward paths that backward steps became (the x-dag's joins)."""
-        held = []
+        held: list[PatternPlan] = []
         for path in dict.fromkeys(backward.member_paths(tree)):
-            plan = self.acquire(self.rewrite(absolute_pattern(path), notes), main=True)
-            self.members[path] = plan
-            held.append(plan)
+            self._member(path, path, held, notes)
         return held
+
+    def _member(self, key: ast.AbsPath, path: ast.AbsPath, held: list[PatternPlan], notes: list[str]) -> None:
+        """Plan ``path`` (already forward) as the node set of ``key`` for DocumentContext.member_set."""
+        plan = self.acquire(self.rewrite(absolute_pattern(path), notes), main=True)
+        self.members[key] = plan
+        held.append(plan)
+
+    def _upward_return(
+        self, path: ast.RelPath, held: list[PatternPlan], notes: list[str], value: bool
+    ) -> ReturnItem:
+        """``$s/..``, ``$s/ancestor::story[@lang]/title``: the backward steps from the parent ids the
+        run recorded, their predicates as shared node sets, the forward rest as the GroupBy of
+        ``//story/title`` on the story. A named upper end is on an NFA path of its own (``//story``),
+        so the run keeps its element for the result."""
+        end = next((i for i, s in enumerate(path.steps) if not s.axis.backward), len(path.steps))
+        chain, rest = path.steps[:end], path.steps[end:]
+        steps = []
+        for index, step in enumerate(chain):
+            member = None
+            # the upper end named: its own NFA path makes the run keep its element (not for '*')
+            if step.predicates or (index == len(chain) - 1 and step.name is not None):
+                member = ast.AbsPath((ast.Step(ast.Axis.DESCENDANT, step.name, step.predicates),))
+                self._forward_member(member, held, notes)
+            steps.append(UpStep(step.axis, step.name.clark if step.name else WILDCARD, member))
+        below = plan = None
+        if rest:
+            top = ast.Step(ast.Axis.DESCENDANT, chain[-1].name)
+            forward = backward.forward_absolute(ast.AbsPath((top, *rest)), notes)
+            for nested in dict.fromkeys(backward.member_paths(forward)):
+                self._member(nested, nested, held, notes)
+            # not through the DTD rules: they may rewrite '//story' into a longer path, and the
+            # GroupBy must stay on the upper end's field (the first)
+            below = absolute_pattern(forward)
+            plan = self.acquire(below, main=False)
+            held.append(plan)
+        text = isinstance(path.tail, ast.TextTest)
+        attribute = path.tail.name.clark if isinstance(path.tail, ast.AttributeTest) else ""
+        upward = Upward(tuple(steps), below, plan)
+        item = ReturnItem(None, text, attribute=attribute, value=value, upward=upward)
+        return self._intern_return(item)
+
+    def _forward_member(self, member: ast.AbsPath, held: list[PatternPlan], notes: list[str]) -> None:
+        forward = backward.forward_absolute(member, notes)
+        for nested in dict.fromkeys(backward.member_paths(forward)):
+            self._member(nested, nested, held, notes)
+        self._member(member, forward, held, notes)
 
     def _plan_forward(self, sid: str, tree: ast.Subscription, notes: list[str]) -> SubscriptionPlan:
         body = tree.body
@@ -291,6 +335,8 @@ class Planner:
     def _return_item(
         self, bound: PathPattern, path: ast.RelPath, held: list[PatternPlan], notes: list[str], value: bool
     ) -> ReturnItem:
+        if path.steps and path.steps[0].axis.backward:
+            return self._upward_return(path, held, notes, value)
         text = isinstance(path.tail, ast.TextTest)
         attribute = path.tail.name.clark if isinstance(path.tail, ast.AttributeTest) else ""
         if not path.steps:

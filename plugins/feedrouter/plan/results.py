@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from lxml import etree
 
 from feedrouter.engine.document import attribute_items, attribute_values, iter_text_nodes
+from feedrouter.engine.nfa import WILDCARD, tag_matches
 from feedrouter.errors import CompileWarning
 from feedrouter.lang import ast
 from feedrouter.lang.ast import XML_NAMESPACE
@@ -66,6 +67,63 @@ class SlotRef:
         return data
 
 
+@dataclass(frozen=True)
+class UpStep:
+    """One backward step of a return path: its axis, its name test (a Clark name or ``*``) and its
+    predicates as membership in ``//Y[q]`` (None: no predicates)."""
+
+    axis: ast.Axis
+    tag: str
+    member: ast.AbsPath | None = None
+
+
+@dataclass(frozen=True)
+class Upward:
+    """A return path that starts upward from the bound node (``$s/..``, ``$s/ancestor::story/title``):
+    the upper nodes come from the parent ids the run recorded (no walk of the tree), filtered by name
+    and by the shared node sets of their predicates; forward steps below them come from the GroupBy
+    of ``//Y/f`` on its first field (``below``, planned by the planner), one shared stream."""
+
+    chain: tuple[UpStep, ...]
+    below: PathPattern | None = None
+    plan: PatternPlan | None = field(default=None, compare=False)
+
+    def nodes(self, ctx: DocumentContext, bound: int) -> list[int]:
+        parents, tags = ctx.matches.parents, ctx.matches.tags
+        current = {bound}
+        for step in self.chain:
+            found: set[int] = set()
+            for nid in current:
+                for up in _upward(parents, nid, step.axis):
+                    if step.tag != WILDCARD and not tag_matches(step.tag, tags[up]):
+                        continue
+                    if step.member is None or up in ctx.member_set(step.member):
+                        found.add(up)
+            ctx.charge(len(current) + len(found))
+            current = found
+        tops = sorted(current)
+        if self.plan is None:
+            return tops
+        below: set[int] = set()
+        for top in tops:
+            below.update(self.plan.group(ctx, 0, top))
+        return sorted(below)
+
+
+def _upward(parents: Sequence[int], nid: int, axis: ast.Axis) -> list[int]:
+    """The ids one backward step reaches from ``nid``, from the recorded parents (-1: the document)."""
+    if axis is ast.Axis.ANCESTOR_OR_SELF:
+        return [nid, *_upward(parents, nid, ast.Axis.ANCESTOR)]
+    found = []
+    up = parents[nid]
+    while up >= 0:
+        found.append(up)
+        if axis is not ast.Axis.ANCESTOR:
+            break
+        up = parents[up]
+    return found
+
+
 @dataclass(eq=False)
 class ReturnItem:
     """One return slot: the bound node itself, or a path from it (through the NFA or a tree search).
@@ -81,11 +139,20 @@ class ReturnItem:
     refs: dict[str, SlotRef] = field(default_factory=dict, repr=False)
     attribute: str = ""  # the path ends in @attribute (a Clark name): its values, or copies of it
     value: bool = False  # an attribute value template's part: the atomized values joined by spaces
+    upward: Upward | None = None  # the path starts with backward steps (class default: older plans)
 
     @property
     def key(self) -> tuple:
         """What the items depend on: return items with one key are interned as one."""
-        return (self.pattern, self.text, self.dedupe, self.plan is not None, self.attribute, self.value)
+        return (
+            self.pattern,
+            self.text,
+            self.dedupe,
+            self.plan is not None,
+            self.attribute,
+            self.value,
+            self.upward,
+        )
 
     def ref(self, default_ns: str) -> SlotRef:
         ref = self.refs.get(default_ns)
@@ -102,7 +169,9 @@ class ReturnItem:
 
     def select(self, ctx: DocumentContext, bound: int) -> Sequence[Item]:
         """The items of this slot for one binding (unprofiled)."""
-        if self.pattern is None:
+        if self.upward is not None:
+            nodes = self.upward.nodes(ctx, bound)
+        elif self.pattern is None:
             nodes = [bound]
         elif self.plan is not None:
             nodes = self.plan.group(ctx, self.pattern.base - 1, bound, self.dedupe)
@@ -125,6 +194,12 @@ class ReturnItem:
         return [ctx.string_value(nid) for nid in nodes]
 
     def describe(self) -> str:
+        if self.upward is not None:
+            chain = "".join(
+                f"{s.axis.value}{'' if s.axis is ast.Axis.PARENT_NODE else s.tag}" for s in self.upward.chain
+            )
+            below = f" then GroupBy({format_pattern(self.upward.below)})" if self.upward.below else ""
+            return f"Return-Upward[recorded parents]($bound{chain}){below}"
         if self.pattern is None:
             return "$bound" + (f"/@{self.attribute}" if self.attribute else "")
         if self.plan is not None:

@@ -507,6 +507,21 @@ class SubscriptionWriter:
             return f"{lead}{step.rstrip('/')}{found[1:]}"
         return f"{lead}{step}{found}"
 
+    def _upward_return(self, var: str, bound: frozenset[str]) -> str | None:
+        """``$v/..``, ``$v/parent::*/@a``, ``$v/ancestor::story/title``: a return path starting upward."""
+        parents, ancestors = self._parents_of(bound), self._ancestors_of(bound)
+        if not ancestors:
+            return None
+        if parents and self.rng.random() < 0.4:
+            step, target = ("/.." if self.depth >= 2 else "/parent::*"), parents
+        else:
+            name = self.rng.choice(sorted(ancestors))
+            step, target = f"/ancestor::{name}", frozenset({name})
+        below, _ = self.relative(target, 1, leading="") if self.rng.random() < 0.6 else ("", target)
+        if below.startswith(".//"):
+            return f"{var}{step}{below[1:]}"
+        return f"{var}{step}/{below}" if below else f"{var}{step}"
+
     def _parents_of(self, elements: frozenset[str]) -> frozenset[str]:
         return frozenset(p for p in self.graph.element_names if self.graph.children(p) & elements)
 
@@ -723,6 +738,10 @@ class SubscriptionWriter:
         return f"{{ {path} }}"
 
     def _return_path(self, var: str, bound: frozenset[str]) -> str:
+        if self.opts.backward and self.rng.random() < self.opts.backward:
+            found = self._upward_return(var, bound)
+            if found:
+                return found
         if self.rng.random() < 0.1:
             return var
         text, target = self.relative(bound, self._length(self.opts.D2), leading=var)

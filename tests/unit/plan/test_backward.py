@@ -69,6 +69,7 @@ SUBSCRIPTIONS = {
     "where": 'for $f in //sec/fig where $f/../p = "X" return <f>{ $f/title }</f>',
     "nested": "//sec/p/ancestor::sec[@id]/ancestor::story",
     "member": '//sec/p[ancestor::story[@lang = "en"]]',  # a join on the node's id
+    "upward": "for $p in //sec/p return <r>{ $p/ancestor::story[@lang]/h }</r>",  # recorded parents
 }
 EXPECTED = {  # element ids in document order (the lib is 0)
     "stories": {1, 9},
@@ -78,6 +79,7 @@ EXPECTED = {  # element ids in document order (the lib is 0)
     "where": {5},
     "nested": {1},
     "member": {4, 8},
+    "upward": {2},  # the h of the two bound p's story (see below)
 }
 
 
@@ -121,6 +123,8 @@ def test_backward_axes_run_in_the_single_pass(forbid_tree_walks: dict[str, int])
         copies = [etree.tostring(elements[i], with_tail=False) for i in sorted(expected)]
         if sid == "where":
             copies = [b"<f>" + copy[copy.index(b"<title") :].split(b"</fig>")[0] + b"</f>" for copy in copies]
+        if sid == "upward":  # one result per bound p (4 and 8), each the h of their story
+            copies = [b"<r>" + etree.tostring(elements[2], with_tail=False) + b"</r>"] * 2
         wanted = b"".join(copies)
         assert results[sid] == wanted, sid
 
