@@ -198,6 +198,8 @@ class Router:
         group, created = self._shared.join(plan)
         if created:
             entries = [(alt.pid, self._probe(alt.pattern)) for alt in plan.main.alternatives]
+            if plan.document_if:  # the document node may be selected where no element is: no probe
+                entries = [(pid, None) for pid, _ in entries]
             group.probe = entries[0][1]
             group.entries = entries
             if len(entries) > 1:

@@ -21,6 +21,8 @@ DOCUMENTS = [
     b"<a n='1'><b>1</b><a n='2'><b>2</b><c/><a n='3'><b>3</b><c><b>4</b></c></a></a><c><a n='4'/></c></a>",
     b"<feed><entry><title>T</title><author><name>Ann</name></author></entry>"
     b"<entry><title>U</title></entry></feed>",
+    # '//fig/..' on a root fig: the document node, comments and processing instructions around it
+    b"<!-- wire --><fig n='1'><title>t</title><fig><title>t</title></fig></fig><?route x?>",
 ]
 
 CASES: dict[str, list[str]] = {
@@ -39,6 +41,10 @@ CASES: dict[str, list[str]] = {
         "//title/parent::entry/author/name",
         "//sec/p/ancestor::*",
         "//a/b/ancestor::a/ancestor::a",
+        '//fig[title = "t"]/..',
+        "/fig/..",
+        "//fig/.. | //title",
+        "//a/.. | //entry/..",
     ],
     "conditions": [
         '//p[ancestor::story[@lang = "en"]]',

@@ -407,6 +407,9 @@ class Filter:
 
     path: AbsPath | Union
     span: Span | None = field(default=None, compare=False)
+    # the planner's: the document node is selected too when one of these selects something (the
+    # root element under ``//a/..``); the parser never sets it
+    document_if: tuple[AbsPath, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -12,10 +12,11 @@ positioned error:
 * ``ancestor-or-self::`` only as the upper end of its run of backward steps;
 * none in ``order by`` and function-argument paths (FR109).
 
-``..`` is ``parent::node()``: above the root element it selects the document node, which feedrouter
-does not deliver or test; where the node below it may be the root element (``//a/..``,
-``/a[..]``), the text must say ``parent::*`` (the parent element), and the error says so. Depths
-here are the least depth a node can have (the root element is at 1).
+``..`` is ``parent::node()``: above the root element it selects the document node. A filter that
+is exactly ``//a[q]/..`` delivers it (the planner's ``Filter.document_if``); elsewhere, where the
+node below ``..`` may be the root element (``//a/../b``, ``/a[..]``), the text must say
+``parent::*`` (the parent element), and the error says so. Depths here are the least depth a node
+can have (the root element is at 1).
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ Problem = tuple[str, str, int]  # code, message, offset
 
 _DOCUMENT_NODE = (
     "'..' here can select the document node (the node below it may be the root element), which "
-    "feedrouter does not deliver; write 'parent::*' for the parent element"
+    "feedrouter delivers only from a whole filter '//a/..'; write 'parent::*' for the parent element"
 )
 
 
@@ -58,7 +59,7 @@ def problems(body: Flwr | Filter) -> list[Problem]:
     if isinstance(body, Filter):
         paths = body.path.paths if isinstance(body.path, Union) else (body.path,)
         for path in paths:
-            _absolute(path, found)
+            _absolute(path, found, document_node=_selects_the_document(path))
         return found
     depth = _absolute(body.binding, found)
     for condition in body.where:
@@ -85,8 +86,9 @@ def _returned(path: RelPath, depth: int, found: list[Problem]) -> None:
             _condition(condition, depth, found)
 
 
-def _absolute(path: AbsPath, found: list[Problem]) -> int:
-    """Check an absolute path; the least depth of the nodes it selects."""
+def _absolute(path: AbsPath, found: list[Problem], document_node: bool = False) -> int:
+    """Check an absolute path; the least depth of the nodes it selects. ``document_node``: the path
+    is a filter's ``//a/..``, which delivers the document node when the root element is an ``a``."""
     depth = 0
     for index, step in enumerate(path.steps):
         if step.axis.backward and index == 0:
@@ -94,10 +96,25 @@ def _absolute(path: AbsPath, found: list[Problem]) -> int:
                 ("FR109", "a path cannot start with a backward step from the document", _offset(step))
             )
             return 1
+        if document_node and index == 1:
+            return 1
         depth = _after(step, depth, path.steps[index + 1 : index + 2], found)
         for condition in step.predicates:
             _condition(condition, depth, found)
     return depth
+
+
+def _selects_the_document(path: AbsPath) -> bool:
+    """``//a[q]/..`` as a whole filter path: the parents of the ``a`` elements, and the document node
+    when the root element is one (the planner delivers it whole, as XQuery serializes it)."""
+    steps = path.steps
+    return (
+        len(steps) == 2
+        and path.tail is None
+        and not steps[0].axis.backward
+        and steps[1].axis is Axis.PARENT_NODE
+        and not steps[1].predicates
+    )
 
 
 def _relative(path: RelPath, depth: int, found: list[Problem]) -> None:

@@ -55,12 +55,27 @@ def forward(sub: ast.Subscription, notes: Notes) -> ast.Subscription:
         paths = body.path.paths if isinstance(body.path, ast.Union) else (body.path,)
         done = tuple(_absolute(p, notes) for p in paths)
         path = ast.Union(done, body.path.span) if isinstance(body.path, ast.Union) else done[0]
-        return replace(sub, body=replace(body, path=path))
+        document = tuple(_document_if(p, notes) for p in paths if _parent_of_the_first(p))
+        return replace(sub, body=replace(body, path=path, document_if=document))
     binding, where = _where_on_the_parent(body.binding, body.where, notes)
     binding = _absolute(binding, notes)
     name = binding.steps[-1].name
     where = tuple(_condition(c, name, notes) for c in where)
     return replace(sub, body=replace(body, binding=binding, where=where))
+
+
+def _parent_of_the_first(path: ast.AbsPath) -> bool:
+    """``//a[q]/..``: its ``..`` is the document node when the root element is an ``a``."""
+    steps = path.steps
+    return len(steps) == 2 and steps[1].axis is Axis.PARENT_NODE and not steps[0].axis.backward
+
+
+def _document_if(path: ast.AbsPath, notes: Notes) -> ast.AbsPath:
+    """The path that selects the root element when ``//a[q]/..`` selects the document node: ``/a[q]``."""
+    first = path.steps[0]
+    rooted = _absolute(ast.AbsPath((replace(first, axis=Axis.CHILD),)), notes)
+    notes.append(f"x-dag: {_text(path)} is also the document node when {_text(rooted)} selects the root")
+    return rooted
 
 
 def forward_absolute(path: ast.AbsPath, notes: Notes) -> ast.AbsPath:

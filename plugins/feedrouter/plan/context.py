@@ -208,10 +208,15 @@ class DocumentContext:
         return value
 
     def serialized(self, nid: int) -> bytes:
-        """The node serialized as XML, at most once per document however many results hold it."""
+        """The node serialized as XML, at most once per document however many results hold it; -1
+        is the document node (``//a/..`` on the root): its children, as XQuery serializes it."""
         data = self._serialized.get(nid)
         if data is None:
-            data = self._serialized[nid] = etree.tostring(self.nodes[nid], encoding="utf-8", with_tail=False)
+            if nid < 0:
+                data = self._serialized[nid] = _document_content(self.nodes[0])
+            else:
+                data = etree.tostring(self.nodes[nid], encoding="utf-8", with_tail=False)
+                self._serialized[nid] = data
         return data
 
     def outcome(self, check: Checker, nid: int) -> bool:
@@ -239,6 +244,17 @@ class DocumentContext:
 
 
 Checker = Callable[[DocumentContext, int], bool]
+
+
+def _document_content(root: etree._Element) -> bytes:
+    """The document node's children serialized: the comments and processing instructions around the
+    root element, and the root (no XML declaration, no document type declaration)."""
+    before = [
+        etree.tostring(n, encoding="utf-8", with_tail=False)
+        for n in reversed(list(root.itersiblings(preceding=True)))
+    ]
+    after = [etree.tostring(n, encoding="utf-8", with_tail=False) for n in root.itersiblings()]
+    return b"".join([*before, etree.tostring(root, encoding="utf-8", with_tail=False), *after])
 
 
 def _name_checker(test: ast.SelfTest) -> Checker:

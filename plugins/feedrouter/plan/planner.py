@@ -282,8 +282,12 @@ class Planner:
             if isinstance(path, ast.AbsPath) and path.tail is not None:
                 return self._text_filter(sid, path, notes)
             main, held = self._main(path, (), notes)
+            for rooted in body.document_if:  # '//a/..': the document node when the root is an 'a'
+                self._member(rooted, rooted, held, notes)
             returns: tuple[ReturnItem, ...] = (self._intern_return(ReturnItem(None)),)
-            return SubscriptionPlan(sid, False, main, returns, Slot(0), None, held, notes)
+            return SubscriptionPlan(
+                sid, False, main, returns, Slot(0), None, held, notes, document_if=body.document_if
+            )
         # a FLWR's return and order paths are planned from its binding's steps: those keep their names
         main, held = self._main(body.binding, body.where, notes, rename=False)
         slots: list[ast.RelPath] = []

@@ -38,6 +38,9 @@ from feedrouter.plan.patterns import PathPattern, format_pattern
 from feedrouter.plan.search import search_all
 from feedrouter.plan.values import to_double
 
+#: The id that stands for the document node in a filter's selected nodes (``//a/..`` on the root).
+DOCUMENT_NODE = -1
+
 
 class SlotRef:
     """One return item under one default namespace: the key of its slot bytes in a document's memo.
@@ -241,6 +244,9 @@ class SubscriptionPlan:
     notes: list[str] = field(default_factory=list)  # rewrites applied
     warning: CompileWarning | None = None  # FR304: it can never match a document valid under the DTD
     order: tuple[ast.OrderSpec, ...] = ()  # order by: the keys the bindings are sorted by
+    # a filter '//a/..': the document node (id -1) is selected too when one of these selects the
+    # root element (a class default for plans pickled before)
+    document_if: tuple[ast.AbsPath, ...] = ()
     signature: tuple = field(init=False, repr=False)
     code: tuple[Code, ...] = field(init=False, repr=False)  # the template, flattened and resolved
 
@@ -250,6 +256,8 @@ class SubscriptionPlan:
         # Patterns stand for their interned plans (the planner interns by pattern).
         returns = tuple(r.key for r in self.returns)
         self.signature = (self.is_flwr, self.main.pattern, returns, self.template, self.wrapper, self.order)
+        if self.document_if:  # only then, so that the signatures of plans pickled before stay equal
+            self.signature += (self.document_if,)
 
     def bindings(self, ctx: DocumentContext) -> list[int]:
         """The bound nodes (FLWR) or selected nodes (filter), distinct and in document order, or in
@@ -259,6 +267,8 @@ class SubscriptionPlan:
             bound = ctx.bindings[self.main] = self.main.bound_nodes(ctx)
         if self.order and len(bound) > 1:
             return ordered(ctx, bound, getattr(self, "order", ()))
+        if self.document_if and any(ctx.member_set(path) for path in self.document_if):
+            return [DOCUMENT_NODE, *bound]  # a new list: the bound nodes are a shared memo
         return bound
 
     def result(self, ctx: DocumentContext, bound: list[int]) -> bytes:
