@@ -60,6 +60,14 @@ CASES: dict[str, list[str]] = {
         "//fig[ancestor::sec[@id = 2] or ancestor::story/h]",
         "//a/a[ancestor-or-self::a[@n = 3]]",
         "//story/sec/p[../../h]",
+        # '..' on what may be the root element: the document node, read from it
+        "//a[../b]",
+        "//a[..]",
+        "//a[not(../a)]",
+        "//*[..//fig]",
+        "/*[../lib or ../feed]",
+        "for $a in //a where $a/../c return <r>{ $a/@n }</r>",
+        '//fig[../title = "t"]',
     ],
     "flwr": [
         "for $f in //sec/fig where $f/../p = 'X' return $f/title",

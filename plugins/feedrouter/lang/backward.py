@@ -13,9 +13,10 @@ positioned error:
 * none in ``order by`` and function-argument paths (FR109).
 
 ``..`` is ``parent::node()``: above the root element it selects the document node. A filter that
-is exactly ``//a[q]/..`` delivers it (the planner's ``Filter.document_if``); elsewhere, where the
-node below ``..`` may be the root element (``//a/../b``, ``/a[..]``), the text must say
-``parent::*`` (the parent element), and the error says so. Depths here are the least depth a node
+is exactly ``//a[q]/..`` delivers it (the planner's ``Filter.document_if``), and a condition path
+starting with one ``..`` reads the rest from the document node on the root element; elsewhere,
+where the node below ``..`` may be the root element (``//a/../b``, ``//a[../../b]``), the text
+must say ``parent::*`` (the parent element), and the error says so. Depths here are the least depth a node
 can have (the root element is at 1).
 """
 
@@ -120,6 +121,9 @@ def _selects_the_document(path: AbsPath) -> bool:
 def _relative(path: RelPath, depth: int, found: list[Problem]) -> None:
     leading = True
     steps = path.steps
+    upward_once = bool(steps) and not any(s.axis.backward for s in steps[1:])
+    if upward_once and steps[0].axis is Axis.PARENT_NODE and not steps[0].predicates:
+        depth = max(depth, 2)  # '../f' on the root element: the planner reads f from the document
     for index, step in enumerate(steps):
         if step.axis.backward and not leading:
             before = steps[index - 1]

@@ -60,7 +60,8 @@ def forward(sub: ast.Subscription, notes: Notes) -> ast.Subscription:
     binding, where = _where_on_the_parent(body.binding, body.where, notes)
     binding = _absolute(binding, notes)
     name = binding.steps[-1].name
-    where = tuple(_condition(c, name, notes) for c in where)
+    root = len(binding.steps) == 1  # the bound node may be the root element
+    where = tuple(_condition(c, name, notes, root) for c in where)
     return replace(sub, body=replace(body, binding=binding, where=where))
 
 
@@ -97,7 +98,7 @@ def _has_backward(node: object) -> bool:
 
 def _absolute(path: ast.AbsPath, notes: Notes) -> ast.AbsPath:
     steps = _conditions_on_the_parent(path.steps, notes)
-    steps = tuple(_with_predicates(s, notes) for s in steps)
+    steps = tuple(_with_predicates(s, notes, root=index == 0) for index, s in enumerate(steps))
     steps = _first_step_from_its_ancestors(steps, notes)
     steps = _parents_of_children(steps, notes)
     while (at := next((i for i, s in enumerate(steps) if s.axis.backward), None)) is not None:
@@ -153,18 +154,23 @@ def _itself(chain: tuple[ast.Step, ...], bottom: ast.Step) -> ast.Condition:
 # -- conditions -----------------------------------------------------------------------------------------
 
 
-def _with_predicates(step: ast.Step, notes: Notes) -> ast.Step:
+def _with_predicates(step: ast.Step, notes: Notes, root: bool = False) -> ast.Step:
+    """``root``: the step's nodes may be the root element (the first step of an absolute path)."""
     if not step.predicates:
         return step
-    return replace(step, predicates=tuple(_condition(c, step.name, notes) for c in step.predicates))
+    found = tuple(_condition(c, step.name, notes, root) for c in step.predicates)
+    return replace(step, predicates=found)
 
 
-def _condition(condition: ast.Condition, name: ast.QName | None, notes: Notes) -> ast.Condition:
-    """A condition on a node with name test ``name``, its paths' backward steps made forward."""
+def _condition(
+    condition: ast.Condition, name: ast.QName | None, notes: Notes, root: bool = False
+) -> ast.Condition:
+    """A condition on a node with name test ``name``, its paths' backward steps made forward;
+    ``root``: the node may be the root element, whose ``..`` is the document node."""
     if isinstance(condition, (ast.And, ast.Or)):
-        return replace(condition, terms=tuple(_condition(t, name, notes) for t in condition.terms))
+        return replace(condition, terms=tuple(_condition(t, name, notes, root) for t in condition.terms))
     if isinstance(condition, ast.Not):
-        return replace(condition, operand=_condition(condition.operand, name, notes))
+        return replace(condition, operand=_condition(condition.operand, name, notes, root))
     if not isinstance(condition, (ast.Comparison, ast.Exists)):
         return condition  # calls and positions hold no backward steps (the language check)
     steps = _conditions_on_the_parent(condition.path.steps, notes)
@@ -174,8 +180,44 @@ def _condition(condition: ast.Condition, name: ast.QName | None, notes: Notes) -
     path = replace(condition.path, steps=steps)
     found = replace(condition, path=path)
     if steps and steps[0].axis.backward:
-        return _joined(guards, _member_of_upper_end(found, name, notes), condition)
+        member = _member_of_upper_end(found, name, notes)
+        if root and not guards and _from_the_document(steps):
+            member = _or_the_document(member, found, name)
+        return _joined(guards, member, condition)
     return _joined(guards, found, condition)
+
+
+def _from_the_document(steps: tuple[ast.Step, ...]) -> bool:
+    """``../f`` with ``f`` forward: on the root element, ``..`` is the document node."""
+    return (
+        steps[0].axis is Axis.PARENT_NODE
+        and not steps[0].predicates
+        and not any(s.axis.backward for s in steps[1:])
+    )
+
+
+def _or_the_document(
+    member: ast.Condition, condition: ast.Comparison | ast.Exists, name: ast.QName | None
+) -> ast.Condition:
+    """``[../f]`` on a node that may be the root element: the x-dag's answer for a parent element, or
+    the node is the root (``/N``) and ``f`` holds from the document node, which is ``f`` read from the
+    root with its first step turned onto the root itself (``x`` is ``self::x``, ``//x`` is
+    ``descendant-or-self::x``)."""
+    is_root = ast.Member(ast.AbsPath((ast.Step(Axis.CHILD, name),)))
+    rest = condition.path.steps[1:]
+    if not rest:  # the document node itself: it exists, and its string value is the root's
+        if condition.path.tail is not None:
+            return member  # it has no attributes or text children
+        here = replace(condition, path=ast.RelPath())
+        return ast.Or((member, ast.And((is_root, *_unless_trivial(here)))))
+    first, below = rest[0], replace(condition, path=replace(condition.path, steps=rest[1:]))
+    tests: list[ast.Condition] = [ast.SelfTest(first.name)] if first.name is not None else []
+    tests += [*first.predicates, *_unless_trivial(below)]
+    on_root: ast.Condition = ast.And(tuple(tests)) if tests else ast.Exists(ast.RelPath())
+    if first.axis is Axis.DESCENDANT:  # or below the root
+        deeper = replace(condition, path=replace(condition.path, steps=rest))
+        on_root = ast.Or((on_root, deeper))
+    return ast.Or((member, ast.And((is_root, on_root))))
 
 
 def _joined(
