@@ -76,6 +76,18 @@ CASES: dict[str, list[str]] = {
         "for $s in //p/ancestor::sec order by $s/@id descending return <s>{ $s/@id }</s>",
         "for $c in //a/c where $c/ancestor::a[@n = 1] return ($c, <sep/>)",
     ],
+    # positions on backward steps count nearest first: walked over the recorded parents
+    "positions": [
+        "//fig[ancestor::sec[1]/@id = 3]",
+        "//b[ancestor::a[2]/@n = 2]",
+        "//b[ancestor::a[last()][@n = 1]]",
+        'for $f in //fig return <r i="{ $f/ancestor::sec[1]/@id }">'
+        "{ $f/ancestor::sec[position() > 1]/p }</r>",
+        '//title[ancestor-or-self::*[2][self::fig] or ancestor::sec[@id][1]/p = "Y"]',
+        "for $b in //a/b where $b/ancestor::a[1]/@n > 1 return $b",
+        "//b[not(ancestor::a[@n > 1][1]/c)]",
+        "//p[parent::*[1]/@id]",
+    ],
     "returns": [
         "for $f in //sec/fig return <r>{ $f/../p }</r>",
         "for $t in //fig/title return $t/ancestor::story/h",

@@ -259,6 +259,29 @@ class Member:
 
 
 @dataclass(frozen=True)
+class UpStep:
+    """(planner's) one backward step walked over the parent ids the run recorded: its axis, its name
+    test and its predicates in order, each a :class:`Member` (the node among a forward path's) or a
+    :class:`Position` (counted nearest first, as reverse axes count)."""
+
+    axis: Axis
+    name: QName | None
+    filters: tuple[Member | Position, ...] = ()
+
+
+@dataclass(frozen=True)
+class UpwardTest:
+    """(planner's) a condition path starting with backward steps that carry positions
+    (``[ancestor::sec[1]/title = "x"]``): the upper nodes are walked from the recorded parent ids,
+    and one of them must be among ``below``'s nodes (the rest of the path as a forward path
+    ``//sec[title = "x"]``; None: any upper node will do)."""
+
+    steps: tuple[UpStep, ...]
+    below: Member | None = None
+    span: Span | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
 class Not:
     """``not(c)``; ``empty(p)`` is ``Not(Exists(p))``."""
 
@@ -283,7 +306,10 @@ class Or:
     span: Span | None = field(default=None, compare=False)
 
 
-Condition = Comparison | Exists | BooleanCall | CallComparison | Position | SelfTest | Member | Not | And | Or
+Condition = (
+    Comparison | Exists | BooleanCall | CallComparison | Position | SelfTest | Member | UpwardTest
+    | Not | And | Or
+)
 
 
 def mentions(node: object, kind: type) -> bool:

@@ -44,6 +44,7 @@ from feedrouter.lang.ast import (
     RelPath,
     Step,
     Union,
+    is_positional,
 )
 
 Problem = tuple[str, str, int]  # code, message, offset
@@ -99,6 +100,12 @@ def _absolute(path: AbsPath, found: list[Problem], document_node: bool = False) 
             return 1
         if document_node and index == 1:
             return 1
+        if step.axis.backward and any(is_positional(p) for p in step.predicates):
+            message = (
+                "positions on backward steps are supported in predicates, where and return paths "
+                "(they count nearest first); not in a filter or binding path"
+            )
+            found.append(("FR107", message, _offset(step)))
         depth = _after(step, depth, path.steps[index + 1 : index + 2], found)
         for condition in step.predicates:
             _condition(condition, depth, found)
@@ -127,7 +134,12 @@ def _relative(path: RelPath, depth: int, found: list[Problem]) -> None:
     for index, step in enumerate(steps):
         if step.axis.backward and not leading:
             before = steps[index - 1]
-            if step.axis not in (Axis.PARENT, Axis.PARENT_NODE) or before.axis is not Axis.CHILD:
+            positional = any(is_positional(p) for p in step.predicates)
+            if (
+                step.axis not in (Axis.PARENT, Axis.PARENT_NODE)
+                or before.axis is not Axis.CHILD
+                or positional
+            ):
                 message = (
                     "a backward step after a forward one is supported as a child step's parent "
                     "('a/b/..'); start the path with the backward steps instead"

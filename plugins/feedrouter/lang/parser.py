@@ -748,10 +748,7 @@ class _Parser:
                     message = f"'{tok.text}::node()' is not supported; write '{tok.text}::*' for elements"
                     raise self.diag.fail("FR109", message, tok.start)
                 backward, name = Axis.PARENT_NODE, None
-        predicates = self.predicates()
-        if any(is_positional(p) for p in predicates):
-            message = "positions on backward steps (they count in reverse) are not supported"
-            raise self.diag.fail("FR107", message, tok.start)
+        predicates = self.predicates()  # positions: where they may stand is lang.backward's check
         return Step(backward, None if name is _NODE_TEST else name, predicates, self.span(tok.start))
 
     def backward_name_test(self, axis_tok: Token) -> QName | None:

@@ -46,6 +46,7 @@ from feedrouter.lang.ast import (
     Subscription,
     TextContent,
     Union,
+    UpwardTest,
 )
 from feedrouter.lang.parser import PREDECLARED, XML_NS
 
@@ -150,11 +151,33 @@ class _Writer:
             return f"{self.call(condition.call, path_writer)} {condition.op.value} {literal}"
         if isinstance(condition, Member):
             return f"exists({path_writer(RelPath())} intersect {self.abs_path(condition.path)})"
+        if isinstance(condition, UpwardTest):
+            return self.upward_test(condition, path_writer)
         if isinstance(condition, SelfTest):
             test = "*" if condition.name is None else self.name(condition.name, element=True)
             context = path_writer(RelPath())  # '.' in a predicate, '$v' in a where clause
             return f"self::{test}" if context == "." else f"{context}/self::{test}"
         return self.position(condition)
+
+    def upward_test(self, test: UpwardTest, path_writer: Callable[[RelPath], str]) -> str:
+        """For explain(): the walk as the backward steps it came from, the predicates as written."""
+        steps = []
+        for step in test.steps:
+            shown = (
+                ""
+                if step.axis is Axis.PARENT_NODE
+                else "*"
+                if step.name is None
+                else self.name(step.name, True)
+            )
+            filters = "".join(f"[{self.condition(f, self.rel_path)}]" for f in step.filters)
+            steps.append(f"{step.axis.value.lstrip('/')}{shown}{filters}")
+        text = "/".join(steps)
+        lead = path_writer(RelPath())
+        walk = text if lead == "." else f"{lead}/{text}"
+        if test.below is None:
+            return walk
+        return f"exists(({walk}) intersect {self.abs_path(test.below.path)})"
 
     def conjunct(self, condition: Condition, path_writer: Callable[[RelPath], str]) -> str:
         """A term of ``and``: an ``or`` in parentheses (``and`` binds tighter)."""

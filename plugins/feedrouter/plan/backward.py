@@ -179,6 +179,9 @@ def _condition(
     steps = _parents_of_children(steps, notes)
     path = replace(condition.path, steps=steps)
     found = replace(condition, path=path)
+    leading = [s for s in steps[: next((i for i, s in enumerate(steps) if not s.axis.backward), len(steps))]]
+    if any(ast.is_positional(p) for s in leading for p in s.predicates):
+        return _joined(guards, _upward_test(found, notes), condition)
     if steps and steps[0].axis.backward:
         member = _member_of_upper_end(found, name, notes)
         if root and not guards and _from_the_document(steps):
@@ -331,7 +334,7 @@ def _on_the_parent(condition: ast.Condition) -> ast.Condition | None:
     steps = condition.path.steps
     if not steps or steps[0].axis not in (Axis.PARENT, Axis.PARENT_NODE):
         return None
-    if any(s.axis.backward for s in steps[1:]):
+    if any(s.axis.backward for s in steps[1:]) or any(ast.is_positional(p) for p in steps[0].predicates):
         return None
     first = steps[0]
     rest = replace(condition, path=replace(condition.path, steps=steps[1:]))
@@ -384,6 +387,39 @@ def _parents_of_children(steps: tuple[ast.Step, ...], notes: Notes) -> tuple[ast
         else:
             out.append(step)
     return tuple(out)
+
+
+def up_steps(chain: tuple[ast.Step, ...], notes: Notes) -> tuple[ast.UpStep, ...]:
+    """Backward steps to walk over the recorded parents: each predicate, in order, a position or
+    membership in ``//Y[p]`` (the predicate made forward on the step's own name)."""
+    steps = []
+    for step in chain:
+        filters: list[ast.Member | ast.Position] = []
+        for predicate in step.predicates:
+            if isinstance(predicate, ast.Position):
+                filters.append(predicate)
+                continue
+            forward = _condition(predicate, step.name, notes)
+            filters.append(ast.Member(ast.AbsPath((ast.Step(Axis.DESCENDANT, step.name, (forward,)),))))
+        steps.append(ast.UpStep(step.axis, step.name, tuple(filters)))
+    return tuple(steps)
+
+
+def _upward_test(condition: ast.Comparison | ast.Exists, notes: Notes) -> ast.Condition:
+    """``[ancestor::sec[1]/title = "x"]``: the positions of reverse axes count nearest first, which a
+    forward path cannot say; the steps are walked over the recorded parents instead, and the rest of
+    the path is the upper node being among ``//sec[title = "x"]``."""
+    steps = condition.path.steps
+    end = next((i for i, s in enumerate(steps) if not s.axis.backward), len(steps))
+    chain, rest = steps[:end], steps[end:]
+    remainder = replace(condition, path=replace(condition.path, steps=rest))
+    below = None
+    if _unless_trivial(remainder):
+        top = ast.Step(Axis.DESCENDANT, chain[-1].name, (remainder,))
+        below = ast.Member(ast.AbsPath((top,)))
+    test = ast.UpwardTest(up_steps(chain, notes), below, condition.span)
+    notes.append(f"backward steps with positions: [{_condition_text(condition)}] walks the recorded parents")
+    return test
 
 
 def member_paths(node: object) -> list[ast.AbsPath]:

@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, cast
@@ -137,6 +137,37 @@ class DocumentContext:
         plan = self.members[path]
         return plan.key_set(self, plan.pattern.last)
 
+    def upward(self, nid: int, steps: tuple[ast.UpStep, ...]) -> list[int]:
+        """The nodes backward steps reach from ``nid``, in document order: each step walks the parent
+        ids the run recorded (no look at the tree), keeps the names its test passes, then applies
+        its predicates in order: node sets (``Member``) and positions, counted nearest first."""
+        parents, tags = self.matches.parents, self.matches.tags
+        current = [nid]
+        for step in steps:
+            tag = step.name.clark if step.name is not None else None
+            found: set[int] = set()
+            for node in current:
+                reached = [
+                    up
+                    for up in _upward(parents, node, step.axis)
+                    if tag is None or tag_matches(tag, tags[up])
+                ]
+                for test in step.filters:
+                    reached = self._filtered(reached, test)
+                found.update(reached)
+            self.charge(len(current) + len(found))
+            current = sorted(found)
+        return current
+
+    def _filtered(self, nodes: list[int], test: ast.Member | ast.Position) -> list[int]:
+        if isinstance(test, ast.Member):
+            kept = self.member_set(test.path)
+            return [n for n in nodes if n in kept]
+        size = len(nodes)
+        bound = size if test.index is None else test.index
+        compare = evaluate.OPERATORS[test.op]
+        return [n for position, n in enumerate(nodes, 1) if compare(position, bound)]
+
     def charge(self, units: int) -> None:
         """Add ``units`` to the document's work; FR205 once it passes the budget.
 
@@ -257,6 +288,31 @@ def _document_content(root: etree._Element) -> bytes:
     return b"".join([*before, etree.tostring(root, encoding="utf-8", with_tail=False), *after])
 
 
+def _upward(parents: Sequence[int], nid: int, axis: ast.Axis) -> list[int]:
+    """The ids one backward step reaches from ``nid``, nearest first (-1, the document, left out)."""
+    found = [nid] if axis is ast.Axis.ANCESTOR_OR_SELF else []
+    up = parents[nid]
+    while up >= 0:
+        found.append(up)
+        if axis not in (ast.Axis.ANCESTOR, ast.Axis.ANCESTOR_OR_SELF):
+            break
+        up = parents[up]
+    return found
+
+
+def _upward_checker(test: ast.UpwardTest) -> Checker:
+    below = test.below
+
+    def check(ctx: DocumentContext, nid: int) -> bool:
+        upper = ctx.upward(nid, test.steps)
+        if below is None:
+            return bool(upper)
+        kept = ctx.member_set(below.path)
+        return any(n in kept for n in upper)
+
+    return check
+
+
 def _name_checker(test: ast.SelfTest) -> Checker:
     """``self::a`` on a node the NFA found: its name as the run recorded it, no look at the tree."""
     if test.name is None:
@@ -279,6 +335,8 @@ def checker(test: LocalTest) -> Checker:
         if isinstance(condition, ast.Member):
             path = condition.path
             return lambda ctx, nid: nid in ctx.member_set(path)
+        if isinstance(condition, ast.UpwardTest):
+            return _upward_checker(condition)
         if isinstance(condition, ast.Not) and isinstance(condition.operand, ast.Member):
             negated = condition.operand.path
             return lambda ctx, nid: nid not in ctx.member_set(negated)

@@ -63,6 +63,11 @@ def holds(
     if kind is ast.Not:
         assert isinstance(condition, ast.Not)
         return not holds(ctx, element, condition.operand, position, size)
+    if kind is ast.UpwardTest:  # inside or/not: the same walk of the recorded parents
+        assert isinstance(condition, ast.UpwardTest)
+        upper = ctx.upward(ctx.id_of(element), condition.steps)
+        below = condition.below
+        return bool(upper) if below is None else any(n in ctx.member_set(below.path) for n in upper)
     if kind is ast.Member:  # inside or/not: the same shared node set, by the element's id
         assert isinstance(condition, ast.Member)
         return ctx.id_of(element) in ctx.member_set(condition.path)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from enum import Enum
 
-from feedrouter.engine.nfa import WILDCARD, Nfa
+from feedrouter.engine.nfa import Nfa
 from feedrouter.errors import CompileError, CompileWarning
 from feedrouter.lang import ast
 from feedrouter.output.factory import Slot, Template, compile_constructor, compile_items, value_slots
@@ -33,7 +33,7 @@ from feedrouter.plan.operators import (
 )
 from feedrouter.plan.optimize import Optimize, RuleContext
 from feedrouter.plan.patterns import Branch, PathPattern, absolute_pattern, relative_pattern
-from feedrouter.plan.results import ReturnItem, SubscriptionPlan, UpStep, Upward
+from feedrouter.plan.results import ReturnItem, SubscriptionPlan, Upward
 from feedrouter.plan.rules import rewrite as apply_rules
 from feedrouter.plan.shared_join import SharedSelection, shared_selection_plan
 from feedrouter.schema import DtdGraph
@@ -244,14 +244,12 @@ class Planner:
         so the run keeps its element for the result."""
         end = next((i for i, s in enumerate(path.steps) if not s.axis.backward), len(path.steps))
         chain, rest = path.steps[:end], path.steps[end:]
-        steps = []
-        for index, step in enumerate(chain):
-            member = None
-            # the upper end named: its own NFA path makes the run keep its element (not for '*')
-            if step.predicates or (index == len(chain) - 1 and step.name is not None):
-                member = ast.AbsPath((ast.Step(ast.Axis.DESCENDANT, step.name, step.predicates),))
-                self._forward_member(member, held, notes)
-            steps.append(UpStep(step.axis, step.name.clark if step.name else WILDCARD, member))
+        steps = backward.up_steps(chain, notes)
+        for member in dict.fromkeys(backward.member_paths(steps)):
+            self._member(member, member, held, notes)
+        if chain[-1].name is not None:  # the upper end's own NFA path: the run keeps its elements
+            keeper = ast.AbsPath((ast.Step(ast.Axis.DESCENDANT, chain[-1].name),))
+            self._member(keeper, keeper, held, notes)
         below = plan = None
         if rest:
             top = ast.Step(ast.Axis.DESCENDANT, chain[-1].name)
@@ -265,7 +263,7 @@ class Planner:
             held.append(plan)
         text = isinstance(path.tail, ast.TextTest)
         attribute = path.tail.name.clark if isinstance(path.tail, ast.AttributeTest) else ""
-        upward = Upward(tuple(steps), below, plan)
+        upward = Upward(steps, below, plan)
         item = ReturnItem(None, text, attribute=attribute, value=value, upward=upward)
         return self._intern_return(item)
 

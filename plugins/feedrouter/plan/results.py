@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from lxml import etree
 
 from feedrouter.engine.document import attribute_items, attribute_values, iter_text_nodes
-from feedrouter.engine.nfa import WILDCARD, tag_matches
 from feedrouter.errors import CompileWarning
 from feedrouter.lang import ast
 from feedrouter.lang.ast import XML_NAMESPACE
@@ -71,60 +70,24 @@ class SlotRef:
 
 
 @dataclass(frozen=True)
-class UpStep:
-    """One backward step of a return path: its axis, its name test (a Clark name or ``*``) and its
-    predicates as membership in ``//Y[q]`` (None: no predicates)."""
-
-    axis: ast.Axis
-    tag: str
-    member: ast.AbsPath | None = None
-
-
-@dataclass(frozen=True)
 class Upward:
     """A return path that starts upward from the bound node (``$s/..``, ``$s/ancestor::story/title``):
     the upper nodes come from the parent ids the run recorded (no walk of the tree), filtered by name
     and by the shared node sets of their predicates; forward steps below them come from the GroupBy
     of ``//Y/f`` on its first field (``below``, planned by the planner), one shared stream."""
 
-    chain: tuple[UpStep, ...]
+    chain: tuple[ast.UpStep, ...]
     below: PathPattern | None = None
     plan: PatternPlan | None = field(default=None, compare=False)
 
     def nodes(self, ctx: DocumentContext, bound: int) -> list[int]:
-        parents, tags = ctx.matches.parents, ctx.matches.tags
-        current = {bound}
-        for step in self.chain:
-            found: set[int] = set()
-            for nid in current:
-                for up in _upward(parents, nid, step.axis):
-                    if step.tag != WILDCARD and not tag_matches(step.tag, tags[up]):
-                        continue
-                    if step.member is None or up in ctx.member_set(step.member):
-                        found.add(up)
-            ctx.charge(len(current) + len(found))
-            current = found
-        tops = sorted(current)
+        tops = ctx.upward(bound, self.chain)
         if self.plan is None:
             return tops
         below: set[int] = set()
         for top in tops:
             below.update(self.plan.group(ctx, 0, top))
         return sorted(below)
-
-
-def _upward(parents: Sequence[int], nid: int, axis: ast.Axis) -> list[int]:
-    """The ids one backward step reaches from ``nid``, from the recorded parents (-1: the document)."""
-    if axis is ast.Axis.ANCESTOR_OR_SELF:
-        return [nid, *_upward(parents, nid, ast.Axis.ANCESTOR)]
-    found = []
-    up = parents[nid]
-    while up >= 0:
-        found.append(up)
-        if axis is not ast.Axis.ANCESTOR:
-            break
-        up = parents[up]
-    return found
 
 
 @dataclass(eq=False)
@@ -199,7 +162,8 @@ class ReturnItem:
     def describe(self) -> str:
         if self.upward is not None:
             chain = "".join(
-                f"{s.axis.value}{'' if s.axis is ast.Axis.PARENT_NODE else s.tag}" for s in self.upward.chain
+                f"{s.axis.value}{'' if s.axis is ast.Axis.PARENT_NODE else s.name or '*'}"
+                for s in self.upward.chain
             )
             below = f" then GroupBy({format_pattern(self.upward.below)})" if self.upward.below else ""
             return f"Return-Upward[recorded parents]($bound{chain}){below}"

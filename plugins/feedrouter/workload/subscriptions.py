@@ -499,7 +499,8 @@ class SubscriptionWriter:
         else:
             axis = self.rng.choice(("ancestor", "ancestor", "ancestor-or-self"))
             name = self.rng.choice(sorted(ancestors | context if axis == "ancestor-or-self" else ancestors))
-            step, target = f"{axis}::{name}/", frozenset({name})
+            nearest = self.rng.choice(("", "", "", "[1]", "[last()]"))  # reverse axes count nearest first
+            step, target = f"{axis}::{name}{nearest}/", frozenset({name})
         found = self._attribute_comparison(target, "") or self._path_comparison(target, "")
         if found is None or self.rng.random() < 0.3:
             return f"{lead}{step.rstrip('/')}"
@@ -516,7 +517,7 @@ class SubscriptionWriter:
             step, target = ("/.." if self.depth >= 2 else "/parent::*"), parents
         else:
             name = self.rng.choice(sorted(ancestors))
-            step, target = f"/ancestor::{name}", frozenset({name})
+            step, target = f"/ancestor::{name}{self.rng.choice(('', '', '[1]'))}", frozenset({name})
         below, _ = self.relative(target, 1, leading="") if self.rng.random() < 0.6 else ("", target)
         if below.startswith(".//"):
             return f"{var}{step}{below[1:]}"
