@@ -410,6 +410,9 @@ class OrderSpec:
     descending: bool = False
     empty_greatest: bool = False
     numeric: bool = False
+    # the planner's: a key starting upward (``$s/ancestor::sec[1]/@id``) walks these steps from the
+    # bound node over the recorded parents, and ``path`` is the rest from there
+    upward: tuple[UpStep, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,9 @@ positioned error:
 * condition paths (predicates, ``where``): backward steps at the start of the path (``../title``,
   ``ancestor::story[@lang]/title``), and a child step followed by one parent step anywhere
   (``a/b/../c``: ``a[b]/c``);
-* return paths: backward steps at the start only (``$p/ancestor::story/title``);
+* return and ``order by`` paths: backward steps at the start only (``$p/ancestor::story/title``);
 * ``ancestor-or-self::`` only as the upper end of its run of backward steps;
-* none in ``order by`` and function-argument paths (FR109).
+* none in function-argument paths (FR109).
 
 ``..`` is ``parent::node()``: above the root element it selects the document node. A filter that
 is exactly ``//a[q]/..`` delivers it (the planner's ``Filter.document_if``), and a condition path
@@ -67,10 +67,7 @@ def problems(body: Flwr | Filter) -> list[Problem]:
     for condition in body.where:
         _condition(condition, depth, found)
     for spec in body.order:
-        step = next((s for s in spec.path.steps if s.axis.backward), None)
-        if step is not None:
-            message = "backward steps in order by paths are not supported; order by a path below the node"
-            found.append(("FR109", message, _offset(step)))
+        _returned(spec.path, depth, found)
     for result in _result_paths(body):
         _returned(result, depth, found)
     return found
@@ -81,7 +78,9 @@ def _returned(path: RelPath, depth: int, found: list[Problem]) -> None:
     steps = path.steps
     for index, step in enumerate(steps):
         if step.axis.backward and index and not steps[index - 1].axis.backward:
-            message = "a return path may start with backward steps ('$s/../title'), not take one later"
+            message = (
+                "a return or order path may start with backward steps ('$s/../title'), not take one later"
+            )
             found.append(("FR109", message, _offset(step)))
         depth = _after(step, depth, steps[index + 1 : index + 2], found)
         for condition in step.predicates:

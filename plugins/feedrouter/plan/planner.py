@@ -9,6 +9,7 @@ per-document result, and removing a subscription releases exactly what it held.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from enum import Enum
 
 from feedrouter.engine.nfa import Nfa
@@ -303,7 +304,19 @@ class Planner:
             self._return_item(bound, path, held, notes, i in values) for i, path in enumerate(slots)
         )
         wrapper = make_wrapper(body.wrapper) if body.wrapper else None
-        return SubscriptionPlan(sid, True, main, returns, template, wrapper, held, notes, order=body.order)
+        order = tuple(self._order_key(spec, held, notes) for spec in body.order)
+        return SubscriptionPlan(sid, True, main, returns, template, wrapper, held, notes, order=order)
+
+    def _order_key(self, spec: ast.OrderSpec, held: list[PatternPlan], notes: list[str]) -> ast.OrderSpec:
+        """An ``order by`` key starting upward: its backward steps walked over the recorded parents."""
+        steps = spec.path.steps
+        end = next((i for i, s in enumerate(steps) if not s.axis.backward), len(steps))
+        if not end:
+            return spec
+        upward = backward.up_steps(steps[:end], notes)
+        for member in dict.fromkeys(backward.member_paths(upward)):
+            self._member(member, member, held, notes)
+        return replace(spec, path=replace(spec.path, steps=steps[end:]), upward=upward)
 
     def _text_filter(self, sid: str, path: ast.AbsPath, notes: list[str]) -> SubscriptionPlan:
         """``//hedline/hl1/text()``: the elements that have text children, bound as a FLWR's are,

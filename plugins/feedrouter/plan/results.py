@@ -277,7 +277,10 @@ def ordered(ctx: DocumentContext, bound: list[int], order: tuple[ast.OrderSpec, 
 def _order_key(ctx: DocumentContext, nid: int, spec: ast.OrderSpec) -> tuple[int, str | float]:
     """A binding's key as (rank, value). XQuery puts NaN between the empty key and the values, on
     the side ``empty least``/``empty greatest`` puts the empty key; ``number()`` of nothing is NaN."""
-    found = values(ctx, ctx.nodes[nid], spec.path)
+    if spec.upward:  # the key's backward steps, over the recorded parents, then the rest from each
+        found = [v for top in ctx.upward(nid, spec.upward) for v in values(ctx, ctx.nodes[top], spec.path)]
+    else:
+        found = values(ctx, ctx.nodes[nid], spec.path)
     low = not spec.empty_greatest
     if spec.numeric:
         number = to_double(found[0]) if len(found) == 1 else None

@@ -449,7 +449,10 @@ class SubscriptionWriter:
         keys = []
         for _ in range(self.rng.randint(1, 2)):
             attrs = self._attributes(bound)
-            if attrs and self.rng.random() < 0.5:
+            upward = self._upward_return(var, bound) if self.opts.backward else None
+            if upward and self.rng.random() < self.opts.backward:
+                key = upward
+            elif attrs and self.rng.random() < 0.5:
                 key = f"{var}/@{self.rng.choice(attrs)}"
             else:
                 text, _ = self.relative(bound, 1, leading=var)
