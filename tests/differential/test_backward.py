@@ -91,6 +91,15 @@ CASES: dict[str, list[str]] = {
         "for $p in //sec/p order by $p/ancestor::story/@lang descending, $p/../@id return $p",
         "for $f in //sec/fig order by number($f/../@id) descending return $f/title",
     ],
+    # a function of the parent's path: contains(../title, "x") is the parent's contains(title, "x")
+    "functions": [
+        '//sec/fig[contains(../p, "X")]',
+        '//sec/p[count(../fig) = 1]',
+        '//fig[string-length(parent::sec[@id > 1]/p) = 1]',
+        'for $f in //sec/fig where contains($f/../p, "Y") or empty($f/title) return $f',
+        '//fig/title[lower-case(..) = "t"]',
+        '//a/b[count(..//b) > 2 or starts-with(parent::a/@n, "3")]',
+    ],
     "returns": [
         "for $f in //sec/fig return <r>{ $f/../p }</r>",
         "for $t in //fig/title return $t/ancestor::story/h",

@@ -182,12 +182,31 @@ def _call(call: Call, depth: int, found: list[Problem]) -> None:
     if isinstance(arg, Call):
         _call(arg, depth, found)
         return
-    step = next((s for s in arg.steps if s.axis.backward), None)
-    if step is not None:
-        message = "backward steps in function arguments are not supported; test the path as a condition"
-        found.append(("FR109", message, _offset(step)))
+    if isinstance(arg, AbsPath):
+        step = next((s for s in arg.steps if s.axis.backward), None)
+        if step is not None:
+            message = "backward steps in an absolute function argument are not supported"
+            found.append(("FR109", message, _offset(step)))
         return
-    for step in arg.steps:
+    steps = arg.steps
+    later = next((s for s in steps[1:] if s.axis.backward), None)
+    first = steps[0] if steps else None
+    if first is not None and first.axis.backward:
+        # one parent step, then forward: the call is the parent's (contains(../title, "x"))
+        if first.axis not in (Axis.PARENT, Axis.PARENT_NODE) or any(
+            is_positional(p) for p in first.predicates
+        ):
+            later = later or first
+        elif first.axis is Axis.PARENT_NODE and depth <= 1:
+            found.append(("FR109", _DOCUMENT_NODE, _offset(first)))
+    if later is not None:
+        message = (
+            "in a function argument only one leading parent step is supported ('contains(../title, \"x\")'); "
+            "test other backward paths as a condition"
+        )
+        found.append(("FR109", message, _offset(later)))
+        return
+    for step in steps:
         for condition in step.predicates:
             _condition(condition, 2, found)
 

@@ -171,8 +171,10 @@ def _condition(
         return replace(condition, terms=tuple(_condition(t, name, notes, root) for t in condition.terms))
     if isinstance(condition, ast.Not):
         return replace(condition, operand=_condition(condition.operand, name, notes, root))
+    if isinstance(condition, (ast.BooleanCall, ast.CallComparison)):
+        return _call_on_the_parent(condition, name, notes)
     if not isinstance(condition, (ast.Comparison, ast.Exists)):
-        return condition  # calls and positions hold no backward steps (the language check)
+        return condition  # positions and the planner's own tests hold no backward steps
     steps = _conditions_on_the_parent(condition.path.steps, notes)
     steps = tuple(_with_predicates(s, notes) for s in steps)
     guards, steps = _leading_parents_of_children(steps)
@@ -188,6 +190,59 @@ def _condition(
             member = _or_the_document(member, found, name)
         return _joined(guards, member, condition)
     return _joined(guards, found, condition)
+
+
+def _call_on_the_parent(
+    condition: ast.BooleanCall | ast.CallComparison, name: ast.QName | None, notes: Notes
+) -> ast.Condition:
+    """``contains(../title, "x")`` on a node named ``N``: the parent's ``contains(title, "x")``, so the
+    node is among ``//*[contains(title, "x")]/N`` (the language check allows one leading parent
+    step in a function argument: the parent is one node, so the call's cardinality is kept)."""
+    call = condition.call
+    while isinstance(call.arg, ast.Call):
+        call = call.arg
+    arg = call.arg
+    if not isinstance(arg, ast.RelPath) or not arg.steps or not arg.steps[0].axis.backward:
+        return condition
+    parent = arg.steps[0]
+    moved = _replace_argument(condition, replace(arg, steps=arg.steps[1:]))
+    tests: list[ast.Condition] = [*parent.predicates, moved]
+    top = ast.Step(Axis.DESCENDANT, parent.name, tuple(tests))
+    member = ast.Member(ast.AbsPath((top, ast.Step(Axis.CHILD, name))), condition.span)
+    notes.append(f"x-dag: [{_condition_text(condition)}] is membership in {_text(member.path)} (one pass)")
+    return member
+
+
+def _call_moved_up(condition: ast.BooleanCall | ast.CallComparison) -> ast.Condition | None:
+    """``contains(../title, "x")`` as the parent's ``contains(title, "x")`` (with ``parent::y``'s
+    name and predicates); None when the call's argument does not start with a parent step."""
+    call = condition.call
+    while isinstance(call.arg, ast.Call):
+        call = call.arg
+    arg = call.arg
+    if not isinstance(arg, ast.RelPath) or not arg.steps:
+        return None
+    parent = arg.steps[0]
+    if parent.axis not in (Axis.PARENT, Axis.PARENT_NODE) or any(
+        ast.is_positional(p) for p in parent.predicates
+    ):
+        return None
+    tests: list[ast.Condition] = [ast.SelfTest(parent.name)] if parent.name is not None else []
+    tests += [*parent.predicates, _replace_argument(condition, replace(arg, steps=arg.steps[1:]))]
+    return tests[0] if len(tests) == 1 else ast.And(tuple(tests), condition.span)
+
+
+def _replace_argument(
+    condition: ast.BooleanCall | ast.CallComparison, arg: ast.RelPath
+) -> ast.BooleanCall | ast.CallComparison:
+    """The condition with its innermost call's argument replaced."""
+
+    def swapped(call: ast.Call) -> ast.Call:
+        if isinstance(call.arg, ast.Call):
+            return replace(call, arg=swapped(call.arg))
+        return replace(call, arg=arg)
+
+    return replace(condition, call=swapped(condition.call))
 
 
 def _from_the_document(steps: tuple[ast.Step, ...]) -> bool:
@@ -329,6 +384,8 @@ def _where_on_the_parent(
 def _on_the_parent(condition: ast.Condition) -> ast.Condition | None:
     """A condition whose path starts with one parent step and goes on forward, as a condition on
     that parent; None for any other condition."""
+    if isinstance(condition, (ast.BooleanCall, ast.CallComparison)):
+        return _call_moved_up(condition)
     if not isinstance(condition, (ast.Comparison, ast.Exists)):
         return None
     steps = condition.path.steps
