@@ -1,10 +1,10 @@
 """The Spark job before and after it moved to DataFrames: the RDD job of an earlier commit against
-the DataFrame job of this checkout, on the same hour, two populations, in one run.
+the DataFrame job of a later one, on the same hour, two populations, in one run.
 
 Both jobs are measured by their own ``bench/spark_bench.py``, each from a temporary git worktree
-(``--commit`` for the RDD job, ``--new`` for the DataFrame one, with its own ``plugins/`` first on the path),
-alternating per population
-so that both see the same machine: the plain loop, then ``local[1]`` and ``local[2]``, each a first
+(``--commit`` for the RDD job, ``--new`` for the DataFrame one, with its own ``plugins/`` first on
+the path, so that edits to this checkout cannot reach a run), alternating per population so that
+both see the same machine: the plain loop, then ``local[1]`` and ``local[2]``, each a first
 and a second (warm) batch. Populations (both 10,000 subscriptions over one hour of the NEWS feed):
 
 * ``selective``: match rate 0.0005, about 140,000 results to 150 subscriptions: the routing
@@ -14,7 +14,7 @@ and a second (warm) batch. Populations (both 10,000 subscriptions over one hour 
 
 The table compares the jobs' seconds directly and as a multiple of the plain loop measured in the
 same run (which cancels most of the machine's drift). The reports of the four runs follow the table
-in ``bench/results/spark_versions.md``; this checkout's selective run is also ``spark.md``.
+in ``bench/results/spark_versions.md``; the DataFrame job's selective run is also ``spark.md``.
 
 Usage: ``.venv/bin/python bench/spark_versions.py [--commit 32e3294] [--messages 50000]``
 """
