@@ -33,7 +33,7 @@ import random
 import statistics
 from pathlib import Path
 
-from common import RESULTS, compile_xpaths, markdown_table, route_seconds, run_xpaths
+from common import RESULTS, compile_xpaths, route_seconds, run_xpaths, write_table_report
 from feedrouter import Router
 from feedrouter.schema import DtdGraph
 from feedrouter.workload import dtds, generate_documents, generate_selective_population
@@ -161,20 +161,16 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS / "backward.md")
     args = parser.parse_args()
     rows = [measure(shape, args.size, args.rounds, args.lxml_budget) for shape in SHAPES]
-    text = [
-        "# Backward axes: against their forward equivalents and against lxml",
-        "",
+    write_table_report(
+        args.out,
+        "Backward axes: against their forward equivalents and against lxml",
         f"`bench/backward_bench.py --size {args.size} --rounds {args.rounds}`: ms per document "
         "(median of the rounds, results built), FWR with the shared selection, no DTD "
         "optimizations; lxml: one compiled XPath per subscription of the backward population, "
         "parsing included, over as many documents as fit its budget. 30% of each population use "
-        "backward steps (the templates in the script), the rest is the workload generator's.",
-        "",
-        markdown_table(rows, list(rows[0])),
-        "",
-    ]
-    args.out.write_text("\n".join(text))
-    print("\n".join(text))
+        "backward steps (the templates in the script), the rest is the selective population.",
+        rows,
+    )
 
 
 if __name__ == "__main__":

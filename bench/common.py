@@ -226,6 +226,14 @@ def write_csv(rows: Sequence[dict], path: Path) -> None:
         writer.writerows(rows)
 
 
+def write_table_report(path: Path, title: str, description: str, rows: Sequence[dict]) -> None:
+    """A results page: a title, a paragraph on how it was measured, and the rows as a table (also
+    printed)."""
+    text = "\n".join([f"# {title}", "", description, "", markdown_table(rows, list(rows[0])), ""])
+    path.write_text(text)
+    print(text)
+
+
 def markdown_table(rows: Iterable[dict], cols: Sequence[str]) -> str:
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(_cell(row.get(c, "")) for c in cols) + " |" for row in rows]

@@ -22,7 +22,7 @@ import argparse
 import statistics
 from pathlib import Path
 
-from common import RESULTS, markdown_table, route_seconds
+from common import RESULTS, route_seconds, write_table_report
 from feedrouter import Router
 from feedrouter.workload import dtds, generate_documents, generate_subscriptions
 
@@ -114,20 +114,16 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS / "language.md")
     args = parser.parse_args()
     rows = [measure(shape, mix, args.size, args.rounds) for shape in SHAPES for mix in MIXES]
-    text = [
-        "# The language round's cost: 30% of a population using its constructs",
-        "",
+    write_table_report(
+        args.out,
+        "The language round's cost: 30% of a population using its constructs",
         f"`bench/language_bench.py --size {args.size} --rounds {args.rounds}`: ms per document (median of "
         "the rounds, results built), FWR with the shared selection, no DTD optimizations. `with new "
         "constructs` counts the subscriptions whose text the language round changed; the mixes are "
         "`MIXES` in the script (moderate: one or two new constructs per subscription; dense: most of "
         "them in each).",
-        "",
-        markdown_table(rows, list(rows[0])),
-        "",
-    ]
-    args.out.write_text("\n".join(text))
-    print("\n".join(text))
+        rows,
+    )
 
 
 if __name__ == "__main__":

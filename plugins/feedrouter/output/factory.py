@@ -244,26 +244,21 @@ def _flatten_into(template: Template, ops: list[Op]) -> None:
     content = [part for part in template.content if part != b""]  # empty text adds no content
     if template.head:  # a start tag built per binding: never the <e/> form
         ops.extend(template.head)
-        for part in content:
-            if isinstance(part, bytes):
-                ops.append(part)
-            else:
-                _flatten_into(part, ops)
-        ops.append(template.end)
-        return
-    if not content:
+    elif not content:
         ops.append(template.empty)
+        return
     elif all(isinstance(part, Slot) for part in content):
         slots = tuple(part for part in content if isinstance(part, Slot))
         ops.append(SlotElement(template.start, template.end, template.empty, slots))
+        return
     else:
         ops.append(template.start)
-        for part in content:
-            if isinstance(part, bytes):
-                ops.append(part)
-            else:
-                _flatten_into(part, ops)
-        ops.append(template.end)
+    for part in content:
+        if isinstance(part, bytes):
+            ops.append(part)
+        else:
+            _flatten_into(part, ops)
+    ops.append(template.end)
 
 
 def render_items(items: Sequence[Item], ctx: DocumentView, default_ns: str = "") -> bytes:
