@@ -87,6 +87,12 @@ CASES: dict[str, list[str]] = {
         "for $b in //a/b where $b/ancestor::a[1]/@n > 1 return $b",
         "//b[not(ancestor::a[@n > 1][1]/c)]",
         "//p[parent::*[1]/@id]",
+        # in filter and binding paths: the nodes the steps reach from any of the path's nodes
+        "//fig/ancestor::sec[1]",
+        "//b/ancestor::a[2]/b",
+        "for $s in //p/ancestor::sec[last()] return <r>{ $s/@id }</r>",
+        "//b/ancestor::*[@n][1] | //c/parent::a[1]",
+        "//title/ancestor-or-self::*[2]",
         "for $p in //sec/p order by $p/ancestor::sec[1]/@id descending return $p",
         "for $p in //sec/p order by $p/ancestor::story/@lang descending, $p/../@id return $p",
         "for $f in //sec/fig order by number($f/../@id) descending return $f/title",

@@ -282,6 +282,17 @@ class UpwardTest:
 
 
 @dataclass(frozen=True)
+class ReachedFrom:
+    """(planner's) the node is one that backward steps with positions reach from the nodes of an
+    absolute path (``//p/ancestor::sec[1]``: the nearest ``sec`` of some ``p``): per document, the
+    steps are walked over the recorded parents from each of ``source``'s nodes."""
+
+    source: Member
+    steps: tuple[UpStep, ...]
+    span: Span | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
 class Not:
     """``not(c)``; ``empty(p)`` is ``Not(Exists(p))``."""
 
@@ -308,7 +319,7 @@ class Or:
 
 Condition = (
     Comparison | Exists | BooleanCall | CallComparison | Position | SelfTest | Member | UpwardTest
-    | Not | And | Or
+    | ReachedFrom | Not | And | Or
 )
 
 

@@ -99,12 +99,6 @@ def _absolute(path: AbsPath, found: list[Problem], document_node: bool = False) 
             return 1
         if document_node and index == 1:
             return 1
-        if step.axis.backward and any(is_positional(p) for p in step.predicates):
-            message = (
-                "positions on backward steps are supported in predicates, where and return paths "
-                "(they count nearest first); not in a filter or binding path"
-            )
-            found.append(("FR107", message, _offset(step)))
         depth = _after(step, depth, path.steps[index + 1 : index + 2], found)
         for condition in step.predicates:
             _condition(condition, depth, found)

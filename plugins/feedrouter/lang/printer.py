@@ -40,6 +40,7 @@ from feedrouter.lang.ast import (
     Or,
     Position,
     QName,
+    ReachedFrom,
     RelPath,
     SelfTest,
     Step,
@@ -153,6 +154,9 @@ class _Writer:
             return f"exists({path_writer(RelPath())} intersect {self.abs_path(condition.path)})"
         if isinstance(condition, UpwardTest):
             return self.upward_test(condition, path_writer)
+        if isinstance(condition, ReachedFrom):
+            walk = self.upward_test(UpwardTest(condition.steps), self.rel_path)
+            return f"exists({path_writer(RelPath())} intersect {self.abs_path(condition.source.path)}/{walk})"
         if isinstance(condition, SelfTest):
             test = "*" if condition.name is None else self.name(condition.name, element=True)
             context = path_writer(RelPath())  # '.' in a predicate, '$v' in a where clause

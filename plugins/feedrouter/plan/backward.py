@@ -23,7 +23,10 @@ The rewrites, in the order they run (each exact; :data:`RULES` lists them by nam
 5. ``x-dag of an absolute path`` ``P/b1/…/bk/R`` (``b`` backward): the upper end ``bk::Y[q]``
    becomes the forward step ``//Y[q][d]`` where ``d`` walks back down the reversed edges to the last
    node of ``P`` and requires it to be one of ``P``'s (``Member(P)``); when ``P`` is one ``//`` step
-   that requirement is that step itself: ``//p[c]/ancestor::story`` is ``//story[.//p[c]]``.
+   that requirement is that step itself: ``//p[c]/ancestor::story`` is ``//story[.//p[c]]``. With
+   positions (``//p/ancestor::sec[1]``, the nearest ``sec`` of some ``p``) the upper end is
+   ``//sec`` among the nodes the steps reach from ``P``'s nodes over the recorded parents
+   (``ReachedFrom``), once per document.
 """
 
 from __future__ import annotations
@@ -115,6 +118,10 @@ def _absolute(path: ast.AbsPath, notes: Notes) -> ast.AbsPath:
 
 def _upper_end(prefix: ast.AbsPath, chain: tuple[ast.Step, ...]) -> ast.Step:
     """The forward step for the upper end of ``prefix/chain``: ``//Y[q][down to prefix's node]``."""
+    if any(ast.is_positional(p) for step in chain for p in step.predicates):
+        # the nearest sec of some p is no forward path: the steps are walked from prefix's nodes
+        reached = ast.ReachedFrom(ast.Member(prefix), up_steps(chain, []))
+        return ast.Step(Axis.DESCENDANT, chain[-1].name, (reached,), chain[-1].span)
     last = prefix.steps[-1]
     if len(prefix.steps) == 1 and last.axis is Axis.DESCENDANT:
         bottom = ast.Step(_REVERSED[chain[0].axis], last.name, last.predicates, last.span)

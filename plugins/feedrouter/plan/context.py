@@ -56,6 +56,8 @@ class PlanCaches:
     node_sets: dict[PatternPlan, list[list[int]]] = field(default_factory=dict)  # qualifying[k]
     filters: dict[PatternPlan, list[NodeFilter]] = field(default_factory=dict)  # per field
     key_sets: dict[tuple[PatternPlan, int], set[int]] = field(default_factory=dict)
+    # feedrouter.plan.backward: the nodes positioned backward steps reach from a path's nodes
+    reached: dict[ast.ReachedFrom, set[int]] = field(default_factory=dict)
     key_lists: dict[tuple[PatternPlan, int], list[int]] = field(default_factory=dict)
     groups: dict[tuple[PatternPlan, int], dict[int, list[int]]] = field(default_factory=dict)
     anchor_groups: dict[tuple[PatternPlan, int, int], list[int]] = field(default_factory=dict)
@@ -158,6 +160,16 @@ class DocumentContext:
             self.charge(len(current) + len(found))
             current = sorted(found)
         return current
+
+    def reached_set(self, test: ast.ReachedFrom) -> set[int]:
+        """The nodes ``test``'s steps reach from any node of its source path, once per document."""
+        cache = self.caches.reached
+        found = cache.get(test)
+        if found is None:
+            found = cache[test] = set()
+            for node in sorted(self.member_set(test.source.path)):
+                found.update(self.upward(node, test.steps))
+        return found
 
     def _filtered(self, nodes: list[int], test: ast.Member | ast.Position) -> list[int]:
         if isinstance(test, ast.Member):
@@ -337,6 +349,9 @@ def checker(test: LocalTest) -> Checker:
             return lambda ctx, nid: nid in ctx.member_set(path)
         if isinstance(condition, ast.UpwardTest):
             return _upward_checker(condition)
+        if isinstance(condition, ast.ReachedFrom):
+            reached = condition
+            return lambda ctx, nid: nid in ctx.reached_set(reached)
         if isinstance(condition, ast.Not) and isinstance(condition.operand, ast.Member):
             negated = condition.operand.path
             return lambda ctx, nid: nid not in ctx.member_set(negated)

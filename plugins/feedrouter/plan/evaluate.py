@@ -63,6 +63,9 @@ def holds(
     if kind is ast.Not:
         assert isinstance(condition, ast.Not)
         return not holds(ctx, element, condition.operand, position, size)
+    if kind is ast.ReachedFrom:
+        assert isinstance(condition, ast.ReachedFrom)
+        return ctx.id_of(element) in ctx.reached_set(condition)
     if kind is ast.UpwardTest:  # inside or/not: the same walk of the recorded parents
         assert isinstance(condition, ast.UpwardTest)
         upper = ctx.upward(ctx.id_of(element), condition.steps)

@@ -484,9 +484,12 @@ class SubscriptionWriter:
         name = self.rng.choice(sorted(pool))
         axis = "ancestor-or-self" if kind == "ancestor-or-self" else "ancestor"
         predicate = ""
-        if self.rng.random() < 0.3:
+        roll = self.rng.random()
+        if roll < 0.3:
             found = self._attribute_comparison(frozenset({name}), "") or self._exists(frozenset({name}), 1)
             predicate = f"[{found}]" if found else ""
+        elif roll < 0.45:
+            predicate = self.rng.choice(("[1]", "[last()]"))  # the nearest, the farthest
         return f"/{axis}::{name}{predicate}", frozenset({name}), 1
 
     def _backward_condition(self, context: frozenset[str], lead: str, depth: int) -> str | None:
