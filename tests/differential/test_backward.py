@@ -93,6 +93,11 @@ CASES: dict[str, list[str]] = {
         "for $s in //p/ancestor::sec[last()] return <r>{ $s/@id }</r>",
         "//b/ancestor::*[@n][1] | //c/parent::a[1]",
         "//title/ancestor-or-self::*[2]",
+        # ancestor-or-self:: below another backward step: walked as well
+        "//fig/ancestor-or-self::fig/ancestor::sec[@id]",
+        "//sec/p[../ancestor-or-self::sec[@id = 2]]",
+        "for $t in //fig/title return $t/../ancestor-or-self::*[@id]/p",
+        "//b[ancestor-or-self::a/ancestor::a[@n = 1]]",
         "for $p in //sec/p order by $p/ancestor::sec[1]/@id descending return $p",
         "for $p in //sec/p order by $p/ancestor::story/@lang descending, $p/../@id return $p",
         "for $f in //sec/fig order by number($f/../@id) descending return $f/title",

@@ -9,7 +9,6 @@ positioned error:
   ``ancestor::story[@lang]/title``), and a child step followed by one parent step anywhere
   (``a/b/../c``: ``a[b]/c``);
 * return and ``order by`` paths: backward steps at the start only (``$p/ancestor::story/title``);
-* ``ancestor-or-self::`` only as the upper end of its run of backward steps;
 * none in function-argument paths (FR109).
 
 ``..`` is ``parent::node()``: above the root element it selects the document node. A filter that
@@ -149,9 +148,6 @@ def _after(step: Step, depth: int, following: tuple[Step, ...], found: list[Prob
     axis = step.axis
     if axis in (Axis.CHILD, Axis.DESCENDANT):
         return depth + 1
-    if axis is Axis.ANCESTOR_OR_SELF and following and following[0].axis.backward:
-        message = "'ancestor-or-self::' is supported as the last of its backward steps"
-        found.append(("FR109", message, _offset(step)))
     if axis is Axis.PARENT_NODE and depth <= 1:
         found.append(("FR109", _DOCUMENT_NODE, _offset(step)))
     if axis in (Axis.PARENT, Axis.PARENT_NODE):

@@ -31,7 +31,7 @@ The rewrites, in the order they run (each exact; :data:`RULES` lists them by nam
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from feedrouter.lang import ast
@@ -116,9 +116,18 @@ def _absolute(path: ast.AbsPath, notes: Notes) -> ast.AbsPath:
     return replace(path, steps=steps)
 
 
+def _walked(chain: Sequence[ast.Step]) -> bool:
+    """Whether backward steps are walked over the recorded parents rather than reversed into forward
+    paths: positions (they count nearest first) or ``ancestor-or-self::`` below the upper end (its
+    "or self" would fork every edge below it)."""
+    return any(ast.is_positional(p) for s in chain for p in s.predicates) or any(
+        s.axis is Axis.ANCESTOR_OR_SELF for s in chain[:-1]
+    )
+
+
 def _upper_end(prefix: ast.AbsPath, chain: tuple[ast.Step, ...]) -> ast.Step:
     """The forward step for the upper end of ``prefix/chain``: ``//Y[q][down to prefix's node]``."""
-    if any(ast.is_positional(p) for step in chain for p in step.predicates):
+    if _walked(chain):
         # the nearest sec of some p is no forward path: the steps are walked from prefix's nodes
         reached = ast.ReachedFrom(ast.Member(prefix), up_steps(chain, []))
         return ast.Step(Axis.DESCENDANT, chain[-1].name, (reached,), chain[-1].span)
@@ -189,7 +198,7 @@ def _condition(
     path = replace(condition.path, steps=steps)
     found = replace(condition, path=path)
     leading = [s for s in steps[: next((i for i, s in enumerate(steps) if not s.axis.backward), len(steps))]]
-    if any(ast.is_positional(p) for s in leading for p in s.predicates):
+    if _walked(leading):
         return _joined(guards, _upward_test(found, notes), condition)
     if steps and steps[0].axis.backward:
         member = _member_of_upper_end(found, name, notes)
