@@ -112,6 +112,10 @@ CASES: dict[str, list[str]] = {
         '//a/b[count(..//b) > 2 or starts-with(parent::a/@n, "3")]',
     ],
     "returns": [
+        # forward return and order paths whose predicates go upward
+        "for $s in //story/sec return $s/fig[../p = 'X']",
+        "for $s in //story//sec order by $s/fig[../p][1]/title descending return <s>{ $s/@id }</s>",
+        "for $a in //a/a return <r v='{ $a/b[ancestor::a[1]/@n > 1] }'>{ $a/c[not(../b = 2)] }</r>",
         "for $f in //sec/fig return <r>{ $f/../p }</r>",
         "for $t in //fig/title return $t/ancestor::story/h",
         "for $b in //a/b return <r n='{ $b/parent::a/@n }'>{ $b/ancestor::a[@n > 1]/b }</r>",

@@ -82,6 +82,15 @@ def _document_if(path: ast.AbsPath, notes: Notes) -> ast.AbsPath:
     return rooted
 
 
+def forward_relative(path: ast.RelPath, notes: Notes) -> ast.RelPath:
+    """A forward relative path (a return or order path below the bound node) with the backward
+    steps of its predicates made forward."""
+    if not _has_backward(path):
+        return path
+    steps = _conditions_on_the_parent(path.steps, notes)
+    return replace(path, steps=tuple(_with_predicates(s, notes) for s in steps))
+
+
 def forward_absolute(path: ast.AbsPath, notes: Notes) -> ast.AbsPath:
     """An absolute path made forward (for the planner's own paths: a return's upper steps)."""
     return _absolute(path, notes) if _has_backward(path) else path

@@ -148,18 +148,26 @@ class DocumentContext:
         for step in steps:
             tag = step.name.clark if step.name is not None else None
             found: set[int] = set()
+            walked = 0
             for node in current:
-                reached = [
-                    up
-                    for up in _upward(parents, node, step.axis)
-                    if tag is None or tag_matches(tag, tags[up])
-                ]
+                ups = _upward(parents, node, step.axis)
+                walked += len(ups)
+                reached = [up for up in ups if tag is None or tag_matches(tag, tags[up])]
                 for test in step.filters:
                     reached = self._filtered(reached, test)
                 found.update(reached)
-            self.charge(len(current) + len(found))
+            self.charge(len(current) + walked)  # an ancestor walk costs the depth it climbs
             current = sorted(found)
         return current
+
+    def upward_holds(self, nid: int, test: ast.UpwardTest) -> bool:
+        """Whether an :class:`~feedrouter.lang.ast.UpwardTest` holds on the node: some node its
+        steps reach is among its ``below`` path's (any node, without one)."""
+        upper = self.upward(nid, test.steps)
+        if test.below is None:
+            return bool(upper)
+        kept = self.member_set(test.below.path)
+        return any(n in kept for n in upper)
 
     def reached_set(self, test: ast.ReachedFrom) -> set[int]:
         """The nodes ``test``'s steps reach from any node of its source path, once per document."""
@@ -312,19 +320,6 @@ def _upward(parents: Sequence[int], nid: int, axis: ast.Axis) -> list[int]:
     return found
 
 
-def _upward_checker(test: ast.UpwardTest) -> Checker:
-    below = test.below
-
-    def check(ctx: DocumentContext, nid: int) -> bool:
-        upper = ctx.upward(nid, test.steps)
-        if below is None:
-            return bool(upper)
-        kept = ctx.member_set(below.path)
-        return any(n in kept for n in upper)
-
-    return check
-
-
 def _name_checker(test: ast.SelfTest) -> Checker:
     """``self::a`` on a node the NFA found: its name as the run recorded it, no look at the tree."""
     if test.name is None:
@@ -348,7 +343,8 @@ def checker(test: LocalTest) -> Checker:
             path = condition.path
             return lambda ctx, nid: nid in ctx.member_set(path)
         if isinstance(condition, ast.UpwardTest):
-            return _upward_checker(condition)
+            upward = condition
+            return lambda ctx, nid: ctx.upward_holds(nid, upward)
         if isinstance(condition, ast.ReachedFrom):
             reached = condition
             return lambda ctx, nid: nid in ctx.reached_set(reached)

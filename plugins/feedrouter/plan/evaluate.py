@@ -68,9 +68,7 @@ def holds(
         return ctx.id_of(element) in ctx.reached_set(condition)
     if kind is ast.UpwardTest:  # inside or/not: the same walk of the recorded parents
         assert isinstance(condition, ast.UpwardTest)
-        upper = ctx.upward(ctx.id_of(element), condition.steps)
-        below = condition.below
-        return bool(upper) if below is None else any(n in ctx.member_set(below.path) for n in upper)
+        return ctx.upward_holds(ctx.id_of(element), condition)
     if kind is ast.Member:  # inside or/not: the same shared node set, by the element's id
         assert isinstance(condition, ast.Member)
         return ctx.id_of(element) in ctx.member_set(condition.path)

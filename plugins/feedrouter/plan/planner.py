@@ -308,15 +308,25 @@ class Planner:
         return SubscriptionPlan(sid, True, main, returns, template, wrapper, held, notes, order=order)
 
     def _order_key(self, spec: ast.OrderSpec, held: list[PatternPlan], notes: list[str]) -> ast.OrderSpec:
-        """An ``order by`` key starting upward: its backward steps walked over the recorded parents."""
+        """An ``order by`` key with backward steps: those at its start walked over the recorded
+        parents, those in its predicates made forward (as a return path's)."""
         steps = spec.path.steps
         end = next((i for i, s in enumerate(steps) if not s.axis.backward), len(steps))
+        rest = self._forward_relative(replace(spec.path, steps=steps[end:]), held, notes)
         if not end:
-            return spec
+            return replace(spec, path=rest)
         upward = backward.up_steps(steps[:end], notes)
         for member in dict.fromkeys(backward.member_paths(upward)):
             self._member(member, member, held, notes)
-        return replace(spec, path=replace(spec.path, steps=steps[end:]), upward=upward)
+        return replace(spec, path=rest, upward=upward)
+
+    def _forward_relative(self, path: ast.RelPath, held: list[PatternPlan], notes: list[str]) -> ast.RelPath:
+        """A forward path from the bound node whose predicates may hold backward steps
+        (``$s/x[../y]``): those made forward, and the joins they became planned."""
+        found = backward.forward_relative(path, notes)
+        for member in dict.fromkeys(backward.member_paths(found)):
+            self._member(member, member, held, notes)
+        return found
 
     def _text_filter(self, sid: str, path: ast.AbsPath, notes: list[str]) -> SubscriptionPlan:
         """``//hedline/hl1/text()``: the elements that have text children, bound as a FLWR's are,
@@ -352,6 +362,7 @@ class Planner:
     ) -> ReturnItem:
         if path.steps and path.steps[0].axis.backward:
             return self._upward_return(path, held, notes, value)
+        path = self._forward_relative(path, held, notes)
         text = isinstance(path.tail, ast.TextTest)
         attribute = path.tail.name.clark if isinstance(path.tail, ast.AttributeTest) else ""
         if not path.steps:
