@@ -111,6 +111,25 @@ CASES: dict[str, list[str]] = {
         '//fig/title[lower-case(..) = "t"]',
         '//a/b[count(..//b) > 2 or starts-with(parent::a/@n, "3")]',
     ],
+    # a condition path that turns upward after forward steps: where the node it reaches can stand
+    "turns": [
+        "//story[.//p/ancestor::sec]",
+        '//story[.//p/ancestor::sec[@id > 1]//fig/title = "u"]',
+        "//a[.//c/ancestor::a[@n = 2]]",
+        "//a[b/ancestor-or-self::a[@n = 3]]",
+        "//a[.//b/ancestor-or-self::*[@n > 2]]",
+        "//lib[story//fig/..//p = 'Y']",
+        "//sec[.//title/../parent::*/p]",
+        "//a[.//b/../c]",
+        "//a[c//a/parent::c]",
+        "//a[not(.//c/ancestor::a/b = 4)]",
+        "//sec/fig[title/ancestor::sec/p = 'X']",
+        "//entry[author/name/ancestor::feed]",
+        "//story[parent::*//fig/ancestor::sec/@id = 3]",
+        "for $s in //sec where $s//title/ancestor::sec[p = 'Y'] return <s>{ $s/@id }</s>",
+        "for $a in //a return <r>{ $a/b[..//c/parent::a] }</r>",
+        "for $s in //story//sec order by $s/fig[title/ancestor::sec/@id = 1]/title return $s",
+    ],
     "returns": [
         # forward return and order paths whose predicates go upward
         "for $s in //story/sec return $s/fig[../p = 'X']",
@@ -123,6 +142,10 @@ CASES: dict[str, list[str]] = {
         "for $n in //entry/author/name return $n/../../title/text()",
         "for $c in //a/a/c return <c n='{ $c/ancestor::a/@n }'/>",
         "<all>{ for $b in //c//b return $b/ancestor::a[@n]/c }</all>",
+        # a child step's parent below the first step folds into a condition: $s/a[b]/c
+        "for $s in //story return $s/sec/fig/../p",
+        "for $a in //a return <r>{ $a/a/c/parent::a/b }</r>",
+        "for $l in //lib order by $l/story/sec/p/../@id return $l/story/h",
     ],
 }
 

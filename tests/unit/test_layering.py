@@ -2,7 +2,7 @@
 
 Every ``feedrouter`` import in the package (module level or inside a function) is read from the
 source, and an import from a package of a higher layer than the importing one fails this test. Within
-the core the stages keep their compiler order (lang -> schema -> engine -> plan -> output -> router).
+the core the stages keep their compiler order (lang -> schema -> engine -> plan -> output -> join -> router).
 """
 
 from __future__ import annotations
@@ -31,15 +31,16 @@ LAYERS: dict[str, int] = {
     "engine": 3,
     "output": 4,
     "plan": 5,
-    "router": 6,
-    "__init__": 7,
-    "workload": 7,
-    "storage": 8,
-    "delivery": 9,
-    "catalog": 9,
-    "spark": 10,
-    "cli": 11,
-    "airflow": 11,
+    "join": 6,
+    "router": 7,
+    "__init__": 8,
+    "workload": 8,
+    "storage": 9,
+    "delivery": 10,
+    "catalog": 10,
+    "spark": 11,
+    "cli": 12,
+    "airflow": 12,
 }
 
 

@@ -5,10 +5,10 @@ the shapes it turns exactly are checked here, on the parsed tree, so that everyt
 positioned error:
 
 * absolute paths (filters, bindings): any backward steps after the first step;
-* condition paths (predicates, ``where``): backward steps at the start of the path (``../title``,
-  ``ancestor::story[@lang]/title``), and a child step followed by one parent step anywhere
-  (``a/b/../c``: ``a[b]/c``);
-* return and ``order by`` paths: backward steps at the start only (``$p/ancestor::story/title``);
+* condition paths (predicates, ``where``): backward steps anywhere, positions only on those at the
+  start (``ancestor::sec[1]/title``; ``a//b/ancestor::c[1]`` is refused);
+* return and ``order by`` paths: backward steps at the start (``$p/ancestor::story/title``) and a
+  child step's parent below the first step (``$s/a/b/../c``, which is ``$s/a[b]/c``);
 * none in function-argument paths (FR109).
 
 ``..`` is ``parent::node()``: above the root element it selects the document node. A filter that
@@ -77,13 +77,28 @@ def _returned(path: RelPath, depth: int, found: list[Problem]) -> None:
     steps = path.steps
     for index, step in enumerate(steps):
         if step.axis.backward and index and not steps[index - 1].axis.backward:
-            message = (
-                "a return or order path may start with backward steps ('$s/../title'), not take one later"
-            )
-            found.append(("FR109", message, _offset(step)))
+            if not _parent_of_a_child(steps, index):
+                message = (
+                    "a return or order path may start with backward steps ('$s/../title') or take a "
+                    "child step's parent below its first step ('$s/a/b/..'), not other backward steps later"
+                )
+                found.append(("FR109", message, _offset(step)))
         depth = _after(step, depth, steps[index + 1 : index + 2], found)
         for condition in step.predicates:
             _condition(condition, depth, found)
+
+
+def _parent_of_a_child(steps: tuple[Step, ...], index: int) -> bool:
+    """``S/x/..`` inside a forward part of a return path: the planner folds it into ``S[x]``, which
+    needs the step ``S`` (``$s/x/..`` would be ``$s`` itself under a condition)."""
+    step = steps[index]
+    return (
+        step.axis in (Axis.PARENT, Axis.PARENT_NODE)
+        and not any(is_positional(p) for p in step.predicates)
+        and index >= 2
+        and steps[index - 1].axis is Axis.CHILD
+        and not steps[index - 2].axis.backward
+    )
 
 
 def _absolute(path: AbsPath, found: list[Problem], document_node: bool = False) -> int:
@@ -124,19 +139,12 @@ def _relative(path: RelPath, depth: int, found: list[Problem]) -> None:
     if upward_once and steps[0].axis is Axis.PARENT_NODE and not steps[0].predicates:
         depth = max(depth, 2)  # '../f' on the root element: the planner reads f from the document
     for index, step in enumerate(steps):
-        if step.axis.backward and not leading:
-            before = steps[index - 1]
-            positional = any(is_positional(p) for p in step.predicates)
-            if (
-                step.axis not in (Axis.PARENT, Axis.PARENT_NODE)
-                or before.axis is not Axis.CHILD
-                or positional
-            ):
-                message = (
-                    "a backward step after a forward one is supported as a child step's parent "
-                    "('a/b/..'); start the path with the backward steps instead"
-                )
-                found.append(("FR109", message, _offset(step)))
+        if step.axis.backward and not leading and any(is_positional(p) for p in step.predicates):
+            message = (
+                "a position on a backward step after a forward one is not supported "
+                "('a//b/ancestor::c[1]'); start the path with the backward steps instead"
+            )
+            found.append(("FR109", message, _offset(step)))
         leading = leading and step.axis.backward
         depth = _after(step, depth, steps[index + 1 : index + 2], found)
         for condition in step.predicates:

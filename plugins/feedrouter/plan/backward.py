@@ -11,6 +11,11 @@ upward or reads the document again.
 
 The rewrites, in the order they run (each exact; :data:`RULES` lists them by name):
 
+0. ``upward turn in a condition path``: ``[F/ancestor::x[q]/R]`` after forward steps ``F`` is the
+   disjunction of where the node it turns to stands: at or above the context node (a leading
+   ``ancestor-or-self``, then rule 2), on a step of ``F``, or between two (below a ``//``):
+   ``[.//p/ancestor::sec]`` is ``[.//p and ancestor-or-self::sec or .//sec[.//p]]``;
+   ``[a//b/..]`` is ``[a[b] or a//*[b]]``.
 1. ``conditions on the parent``: ``S/C[../f]`` is ``S[f]/C`` (every ``C`` child of one ``S`` has
    that parent), and ``for $x in //P/C where $x/../f`` binds ``//P[f]/C``.
 2. ``x-dag of a condition path`` starting with backward steps, on a node named ``N``:
@@ -88,7 +93,8 @@ def forward_relative(path: ast.RelPath, notes: Notes) -> ast.RelPath:
     if not _has_backward(path):
         return path
     steps = _conditions_on_the_parent(path.steps, notes)
-    return replace(path, steps=tuple(_with_predicates(s, notes) for s in steps))
+    steps = _parents_of_children(tuple(_with_predicates(s, notes) for s in steps), notes)
+    return replace(path, steps=steps)
 
 
 def forward_absolute(path: ast.AbsPath, notes: Notes) -> ast.AbsPath:
@@ -200,6 +206,9 @@ def _condition(
         return _call_on_the_parent(condition, name, notes)
     if not isinstance(condition, (ast.Comparison, ast.Exists)):
         return condition  # positions and the planner's own tests hold no backward steps
+    turned = _turn_upward(condition, notes)
+    if turned is not condition:
+        return _condition(turned, name, notes, root)
     steps = _conditions_on_the_parent(condition.path.steps, notes)
     steps = tuple(_with_predicates(s, notes) for s in steps)
     guards, steps = _leading_parents_of_children(steps)
@@ -215,6 +224,103 @@ def _condition(
             member = _or_the_document(member, found, name)
         return _joined(guards, member, condition)
     return _joined(guards, found, condition)
+
+
+def _turn_upward(condition: ast.Comparison | ast.Exists, notes: Notes) -> ast.Condition:
+    """Rule 0: a condition path that turns upward after forward steps, ``F/b::x[q]/R`` (``b`` an
+    ``ancestor``, ``ancestor-or-self``, or a ``parent`` after a ``//`` step), is the disjunction of
+    where the node ``y`` it turns to can stand, each a forward path with ``y``'s tests on one of its
+    steps: above the context node or on it (a leading ``ancestor-or-self`` step, made forward by
+    rule 2), on one of ``F``'s steps, or between two of them (below a ``//``). Exact: ``y`` is an
+    ancestor of a node ``F`` reaches, so it lies on the way down from the context node or above it.
+    Leading backward steps come first: ``L/F/b/R`` is ``L[F/b/R]``. Other conditions are returned
+    unchanged; the rules that follow handle a child's parent."""
+    steps = condition.path.steps
+    turn = _turning_step(steps)
+    if turn is None:
+        return condition
+    lead = next(i for i, s in enumerate(steps) if not s.axis.backward)
+    if lead:  # 'L/F/b/R' is 'L[F/b/R]': the turn is then at the start of a condition on L's node
+        inner = replace(condition, path=replace(condition.path, steps=steps[lead:]))
+        upper = replace(steps[lead - 1], predicates=(*steps[lead - 1].predicates, inner))
+        return ast.Exists(ast.RelPath((*steps[: lead - 1], upper)), condition.span)
+    forward_steps, up, rest = steps[:turn], steps[turn], steps[turn + 1 :]
+    at_y = replace(condition, path=replace(condition.path, steps=rest))
+    named = (ast.SelfTest(up.name),) if up.name is not None else ()
+    y_tests = (*named, *up.predicates, *_unless_trivial(at_y))
+    if up.axis in (Axis.PARENT, Axis.PARENT_NODE):
+        terms = _parents_of_a_descendant(forward_steps, y_tests)
+    else:
+        terms = _ancestors_on_the_way(forward_steps, up, y_tests, at_y)
+    found = terms[0] if len(terms) == 1 else ast.Or(tuple(terms), condition.span)
+    notes.append(f"rewrite: [{_condition_text(condition)}] is [{_condition_text(found)}]")
+    return found
+
+
+def _turning_step(steps: tuple[ast.Step, ...]) -> int | None:
+    """The index of the first backward step after a forward one that rule 0 takes (no positions,
+    not a child step's parent, which rule 1 folds); None if there is none."""
+    for index in range(1, len(steps)):
+        step, before = steps[index], steps[index - 1]
+        if not step.axis.backward or before.axis.backward:
+            continue
+        if any(ast.is_positional(p) for p in step.predicates):
+            return None  # the language check refuses these
+        if step.axis in (Axis.PARENT, Axis.PARENT_NODE) and before.axis is Axis.CHILD:
+            return None
+        return index
+    return None
+
+
+def _path_with(steps: Sequence[ast.Step], tests: Sequence[ast.Condition]) -> ast.Condition:
+    """``steps`` as a condition, with ``tests`` on the last step (on the context node if none)."""
+    if not steps:
+        return tests[0] if len(tests) == 1 else ast.And(tuple(tests)) if tests else ast.Exists(ast.RelPath())
+    last = replace(steps[-1], predicates=(*steps[-1].predicates, *tests))
+    return ast.Exists(ast.RelPath((*steps[:-1], last)))
+
+
+def _rest_below(steps: Sequence[ast.Step]) -> tuple[ast.Condition, ...]:
+    return (ast.Exists(ast.RelPath(tuple(steps))),) if steps else ()
+
+
+def _parents_of_a_descendant(
+    forward_steps: tuple[ast.Step, ...], y_tests: tuple[ast.Condition, ...]
+) -> list[ast.Condition]:
+    """``F//n[p]/parent::x[q]``: the parent is the node before the ``//`` step (with an ``n[p]``
+    child) or any element below it with one."""
+    *before, last = forward_steps
+    child = (ast.Exists(ast.RelPath((replace(last, axis=Axis.CHILD),))),)
+    on_the_node = _path_with(before, (*y_tests, *child))
+    name = y_tests[0].name if y_tests and isinstance(y_tests[0], ast.SelfTest) else None
+    other = y_tests[1:] if name is not None else y_tests
+    below = ast.Step(Axis.DESCENDANT, name, (*child, *other))
+    return [on_the_node, _path_with((*before, below), ())]
+
+
+def _ancestors_on_the_way(
+    forward_steps: tuple[ast.Step, ...],
+    up: ast.Step,
+    y_tests: tuple[ast.Condition, ...],
+    at_y: ast.Comparison | ast.Exists,
+) -> list[ast.Condition]:
+    """``F/ancestor::x[q]/R`` (or ``ancestor-or-self``): ``y`` above or at the context node, on a
+    step of ``F`` before the last (at the last too with ``-or-self``), or between the node before a
+    ``//`` step and that step's node."""
+    above = replace(up, axis=Axis.ANCESTOR_OR_SELF)
+    from_above = replace(at_y, path=replace(at_y.path, steps=(above, *at_y.path.steps)))
+    terms: list[ast.Condition] = [ast.And((ast.Exists(ast.RelPath(forward_steps)), from_above))]
+    name = up.name
+    other = y_tests[1:] if name is not None else y_tests
+    last = len(forward_steps) - 1
+    for index, step in enumerate(forward_steps):
+        before, after = forward_steps[:index], forward_steps[index + 1 :]
+        if step.axis is Axis.DESCENDANT:  # y strictly between the node before and this step's node
+            between = ast.Step(Axis.DESCENDANT, name, (*other, ast.Exists(ast.RelPath((step, *after)))))
+            terms.append(_path_with((*before, between), ()))
+        if index < last or up.axis is Axis.ANCESTOR_OR_SELF:  # y is this step's node
+            terms.append(_path_with((*before, step), (*y_tests, *_rest_below(after))))
+    return terms
 
 
 def _call_on_the_parent(
@@ -533,6 +639,7 @@ def _condition_text(condition: ast.Condition) -> str:
 
 #: The rewrites in the order they run (see the module doc); golden fixtures hold each one's cases.
 RULES: tuple[tuple[str, Callable[..., object]], ...] = (
+    ("upward turn in a condition path", _turn_upward),
     ("conditions on the parent", _conditions_on_the_parent),
     ("x-dag of a condition path", _member_of_upper_end),
     ("first step from its ancestors", _first_step_from_its_ancestors),

@@ -495,6 +495,10 @@ class SubscriptionWriter:
     def _backward_condition(self, context: frozenset[str], lead: str, depth: int) -> str | None:
         """A condition starting with backward steps: ``../title = "x"``, ``ancestor::sec[@id]``,
         ``parent::*/@lang``, ``ancestor-or-self::story/h`` (``lead``: a where clause's variable)."""
+        if self.rng.random() < 0.35:
+            turned = self._turning_condition(context, lead)
+            if turned:
+                return turned
         parents = self._parents_of(context)
         ancestors = self._ancestors_of(context)
         if not ancestors:
@@ -513,6 +517,31 @@ class SubscriptionWriter:
         if found.startswith("."):  # './/x = 1' below the step: 'ancestor::a//x = 1'
             return f"{lead}{step.rstrip('/')}{found[1:]}"
         return f"{lead}{step}{found}"
+
+    def _turning_condition(self, context: frozenset[str], lead: str) -> str | None:
+        """A condition path that goes down, then up: ``.//p/ancestor::sec[@id]/title = "x"``,
+        ``a//b/..``, ``b/c/parent::*/@d`` (no positions: the language refuses them there)."""
+        down, reached = self.relative(context, self.rng.randint(1, 2), leading=lead.rstrip("/"))
+        if not down:
+            return None
+        parents, ancestors = self._parents_of(reached), self._ancestors_of(reached)
+        kind = self.rng.choice(("..", "parent", "ancestor", "ancestor", "ancestor-or-self"))
+        if kind in ("..", "parent") and parents:
+            name = self.rng.choice([*sorted(parents), "*"])
+            step = "/.." if kind == ".." else f"/parent::{name}"
+            target = parents if kind == ".." or name == "*" else frozenset({name})
+        elif ancestors:
+            pool = ancestors | reached if kind == "ancestor-or-self" else ancestors
+            name = self.rng.choice(sorted(pool))
+            axis = "ancestor-or-self" if kind == "ancestor-or-self" else "ancestor"
+            found = self._attribute_comparison(frozenset({name}), "") if self.rng.random() < 0.3 else None
+            step, target = f"/{axis}::{name}" + (f"[{found}]" if found else ""), frozenset({name})
+        else:
+            return None
+        rest = self._attribute_comparison(target, "") or self._path_comparison(target, "")
+        if rest is None or self.rng.random() < 0.35:
+            return f"{down}{step}"
+        return f"{down}{step}{rest[1:]}" if rest.startswith(".") else f"{down}{step}/{rest}"
 
     def _upward_return(self, var: str, bound: frozenset[str]) -> str | None:
         """``$v/..``, ``$v/parent::*/@a``, ``$v/ancestor::story/title``: a return path starting upward."""

@@ -48,6 +48,7 @@ def test_golden_rewrites(case: Case) -> None:
 
 def test_the_rules_are_listed_in_order() -> None:
     assert [name for name, _ in backward.RULES] == [
+        "upward turn in a condition path",
         "conditions on the parent",
         "x-dag of a condition path",
         "first step from its ancestors",
@@ -70,6 +71,8 @@ SUBSCRIPTIONS = {
     "nested": "//sec/p/ancestor::sec[@id]/ancestor::story",
     "member": '//sec/p[ancestor::story[@lang = "en"]]',  # a join on the node's id
     "upward": "for $p in //sec/p return <r>{ $p/ancestor::story[@lang]/h }</r>",  # recorded parents
+    "turned": '//story[.//p[. = "Y"]/ancestor::sec[@id = 1]]',  # down, then up: where the sec stands
+    "folded": "for $s in //story return $s/sec/fig/../p",  # a child's parent in a return: $s/sec[fig]/p
 }
 EXPECTED = {  # element ids in document order (the lib is 0)
     "stories": {1, 9},
@@ -80,6 +83,8 @@ EXPECTED = {  # element ids in document order (the lib is 0)
     "nested": {1},
     "member": {4, 8},
     "upward": {2},  # the h of the two bound p's story (see below)
+    "turned": {1},
+    "folded": {4},
 }
 
 
