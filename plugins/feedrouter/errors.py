@@ -239,6 +239,7 @@ TABLE: dict[str, tuple[type[FeedrouterError], str]] = {
     "FR113": (SubscriptionError, "empty subscription"),
     "FR114": (SubscriptionError, "subscription text too long or too complex"),
     "FR115": (SubscriptionError, "too many alternatives"),
+    "FR116": (SubscriptionError, "join subscription where a per-document one is expected"),
     # documents (engine, delivery)
     "FR200": (DocumentError, "malformed document"),
     "FR201": (DocumentError, "document too large"),

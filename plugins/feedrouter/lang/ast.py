@@ -133,6 +133,9 @@ class RelPath:
     steps: tuple[Step, ...] = ()
     tail: Tail | None = None
     span: Span | None = field(default=None, compare=False)
+    # the variable a join subscription's path starts from (``$book/title``); "" elsewhere, where a
+    # FLWR has one variable. Not compared: paths are shared by what they select from their context.
+    var: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True)
@@ -317,9 +320,44 @@ class Or:
     span: Span | None = field(default=None, compare=False)
 
 
+#: The library module a join subscription imports (``import module namespace fr = "…";``); feedrouter
+#: ships it (``feedrouter/join/stream.xq``), so that Saxon runs a join subscription's text unchanged.
+STREAM_MODULE = "urn:feedrouter:stream:1"
+
+
+class TemporalKind(Enum):
+    """The one temporal term of a join (paper 001): ``fr:followed-by($a, $b, d)`` is
+    ``0 < t(b) - t(a) <= d``; ``fr:within($a, $b, d)`` is ``|t(b) - t(a)| <= d``, different documents."""
+
+    FOLLOWED_BY = "followed-by"
+    WITHIN = "within"
+
+
+@dataclass(frozen=True)
+class ValueJoin:
+    """``$blog/author = $book/author``: some node of one path has the string value of some node of
+    the other (a general comparison); ``left`` is from the join's first variable."""
+
+    left: RelPath
+    right: RelPath
+    span: Span | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class Temporal:
+    """``fr:followed-by($a, $b, "PT6H")`` or ``fr:within(...)``: ``first`` and ``second`` are the
+    variables in the order written, ``window`` the duration's text."""
+
+    kind: TemporalKind
+    first: str
+    second: str
+    window: str
+    span: Span | None = field(default=None, compare=False)
+
+
 Condition = (
     Comparison | Exists | BooleanCall | CallComparison | Position | SelfTest | Member | UpwardTest
-    | ReachedFrom | Not | And | Or
+    | ReachedFrom | Not | And | Or | ValueJoin | Temporal
 )
 
 
@@ -453,11 +491,38 @@ class Filter:
 
 
 @dataclass(frozen=True)
+class StreamBinding:
+    """One side of a join: ``$book in fr:stream()//book`` (``feed`` "": the subscription's own feed)
+    with the where conditions that read only this variable (its *block*, paper 001)."""
+
+    var: str
+    feed: str
+    path: AbsPath
+    where: tuple[Condition, ...] = ()
+    span: Span | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class JoinFlwr:
+    """An inter-document join subscription (issue 16): two stream bindings, equality value joins
+    between them, one temporal term, and a return built from both variables (one result per
+    qualifying pair of nodes, in the order of XQuery's nested ``for``)."""
+
+    left: StreamBinding
+    right: StreamBinding
+    joins: tuple[ValueJoin, ...]
+    temporal: Temporal
+    ret: Return
+    span: Span | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
 class Subscription:
     """A parsed subscription text with its namespace prolog."""
 
-    body: Flwr | Filter
+    body: Flwr | Filter | JoinFlwr
     namespaces: tuple[tuple[str, str], ...] = ()
     default_element_namespace: str = ""
     text: str = field(default="", compare=False)
     version: str = ""  # the version declaration's (``xquery version "3.1";``), "" without one
+    stream_prefix: str = ""  # the prefix a join subscription imports the stream module under

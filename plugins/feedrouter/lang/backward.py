@@ -38,6 +38,7 @@ from feedrouter.lang.ast import (
     Filter,
     Flwr,
     Items,
+    JoinFlwr,
     Not,
     Or,
     RelPath,
@@ -54,9 +55,11 @@ _DOCUMENT_NODE = (
 )
 
 
-def problems(body: Flwr | Filter) -> list[Problem]:
+def problems(body: Flwr | Filter | JoinFlwr) -> list[Problem]:
     """The backward steps of a parsed subscription that stand where the planner cannot take them."""
     found: list[Problem] = []
+    if isinstance(body, JoinFlwr):
+        return _join(body)
     if isinstance(body, Filter):
         paths = body.path.paths if isinstance(body.path, Union) else (body.path,)
         for path in paths:
@@ -69,6 +72,23 @@ def problems(body: Flwr | Filter) -> list[Problem]:
         _returned(spec.path, depth, found)
     for result in _result_paths(body):
         _returned(result, depth, found)
+    return found
+
+
+def _join(join: JoinFlwr) -> list[Problem]:
+    """Each side as the FLWR that delivers its witnesses; the value joins' and return's paths from
+    the side they start from."""
+    found: list[Problem] = []
+    depths = {}
+    for side in (join.left, join.right):
+        depths[side.var] = _absolute(side.path, found)
+        for condition in side.where:
+            _condition(condition, depths[side.var], found)
+    for value_join in join.joins:
+        for path in (value_join.left, value_join.right):
+            _returned(path, depths.get(path.var, 1), found)
+    for result in _result_paths(join):
+        _returned(result, depths.get(result.var, 1), found)
     return found
 
 
@@ -209,7 +229,7 @@ def _call(call: Call, depth: int, found: list[Problem]) -> None:
             _condition(condition, 2, found)
 
 
-def _result_paths(flwr: Flwr) -> Iterator[RelPath]:
+def _result_paths(flwr: Flwr | JoinFlwr) -> Iterator[RelPath]:
     items = flwr.ret.items if isinstance(flwr.ret, Items) else (flwr.ret,)
     for item in items:
         if isinstance(item, RelPath):

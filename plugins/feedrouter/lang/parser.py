@@ -34,6 +34,7 @@ from feedrouter.lang import backward
 from feedrouter.lang.ast import (
     ANY,
     MATCH_FUNCTIONS,
+    STREAM_MODULE,
     XML_NAMESPACE,
     AbsPath,
     And,
@@ -53,6 +54,7 @@ from feedrouter.lang.ast import (
     Filter,
     Flwr,
     Items,
+    JoinFlwr,
     Literal,
     Not,
     Or,
@@ -63,12 +65,17 @@ from feedrouter.lang.ast import (
     Return,
     SelfTest,
     Step,
+    StreamBinding,
     Subscription,
     Tail,
+    Temporal,
+    TemporalKind,
     TextContent,
     TextTest,
     Union,
+    ValueJoin,
     is_positional,
+    mentions,
 )
 from feedrouter.lang.lexer import (
     Diagnostics,
@@ -80,6 +87,7 @@ from feedrouter.lang.lexer import (
     collapse_whitespace,
     invalid_character,
 )
+from feedrouter.lang.windows import parse_window
 from feedrouter.limits import DEFAULT_MAX_SUBSCRIPTION_CHARS
 
 XML_NS = XML_NAMESPACE
@@ -96,6 +104,9 @@ PREDECLARED = {
     "array": "http://www.w3.org/2005/xpath-functions/array",
     "err": "http://www.w3.org/2005/xqt-errors",
 }
+#: A join's bounds: the feed names of ``fr:stream("…")`` and the value joins of one subscription.
+MAX_FEED_NAME = 128
+MAX_VALUE_JOINS = 8
 COMPARISONS = {op.value: op for op in CompOp}
 VALUE_COMPARISONS = {"eq": "=", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 KIND_TESTS = {
@@ -178,6 +189,8 @@ class _Parser:
         self.declared_prefixes: set[str] = set()  # the duplicate check must not rescan the prolog
         self.default_ns: str | None = None
         self.var: str | None = None
+        self.join_vars: dict[str, int] = {}  # a join's variables: 0 the first binding's, 1 the second's
+        self.stream_prefix = ""  # the prefix the stream module is imported under (join subscriptions)
         self.depth = 0
         self.parts = 0
         self.predicate_start = -1  # where the innermost predicate's expression starts
@@ -265,7 +278,7 @@ class _Parser:
     # -- subscription and prolog -------------------------------------------------------------------
 
     def subscription(self, source: str | None) -> Subscription:
-        body: Flwr | Filter | None = None
+        body: Flwr | Filter | JoinFlwr | None = None
         try:
             bad = invalid_character(self.text)
             if bad is not None:
@@ -284,7 +297,9 @@ class _Parser:
             self.diag.details.append(self.too_deep())
         if self.diag.details or body is None:
             raise self.error(source)
-        return Subscription(body, tuple(self.declared), self.default_ns or "", self.original, self.version)
+        return Subscription(
+            body, tuple(self.declared), self.default_ns or "", self.original, self.version, self.stream_prefix
+        )
 
     def too_deep(self) -> ErrorDetail:
         offset = self.tok.start
@@ -303,6 +318,8 @@ class _Parser:
             tok, nxt = self.tok, self.peek()
             if tok.is_name("declare") and (nxt.kind == "name" or nxt.is_punct("%")):
                 self.declaration()
+            elif tok.is_name("import") and nxt.is_name("module"):
+                self.module_import()
             elif (
                 (tok.is_name("xquery") and nxt.is_name("version", "encoding"))
                 or (tok.is_name("import") and nxt.is_name("schema", "module"))
@@ -313,6 +330,44 @@ class _Parser:
                 self.skip_declaration()
             else:
                 return
+
+    def module_import(self) -> None:
+        """``import module namespace fr = "urn:feedrouter:stream:1";``: the one module a subscription
+        may import, the stream module of join subscriptions, which feedrouter ships (so no ``at``)."""
+        start = self.advance()
+        self.advance()
+        self.expect_name("namespace", "after 'import module'")
+        prefix = self.advance()
+        if prefix.kind != "name" or ":" in prefix.text or "{" in prefix.text:
+            raise self.diag.fail("FR100", "expected a prefix after 'import module namespace'", prefix.start)
+        if not self.tok.is_punct("="):
+            raise self.diag.fail("FR100", f"expected '=' after the prefix '{prefix.text}'", self.tok.start)
+        self.advance()
+        uri = self.uri_literal()
+        if uri != STREAM_MODULE:
+            message = f'only the stream module "{STREAM_MODULE}" can be imported (join subscriptions)'
+            self.diag.add("FR104", message, start.start)
+        elif self.stream_prefix:
+            self.diag.add("FR100", "the stream module is imported twice", start.start)
+        if self.tok.is_name("at"):
+            message = "a module location ('at ...') is not supported: feedrouter ships the stream module"
+            raise self.diag.fail("FR104", message, self.tok.start)
+        if prefix.text in self.declared_prefixes or prefix.text in ("xml", "xmlns"):
+            self.diag.add("FR100", f"the prefix '{prefix.text}' is declared twice", prefix.start)
+        self.declared_prefixes.add(prefix.text)
+        self.namespaces[prefix.text] = uri
+        self.stream_prefix = prefix.text
+        if not self.tok.is_punct(";"):
+            raise self.diag.fail("FR100", "expected ';' after the module import", self.tok.start)
+        self.advance()
+
+    def stream_function(self, tok: Token) -> str:
+        """The local name of a call of the stream module (``fr:stream``, ``fr:followed-by``), else ""."""
+        raw = tok.value
+        if tok.kind != "name" or not isinstance(raw, RawName) or not self.stream_prefix:
+            return ""
+        uri = raw.uri if raw.uri is not None else self.namespaces.get(raw.prefix) if raw.prefix else None
+        return raw.local if uri == STREAM_MODULE else ""
 
     def version_declaration(self) -> None:
         """``xquery version "3.1";`` (optionally ``encoding "UTF-8"``): first in the text, as XQuery wants."""
@@ -404,7 +459,7 @@ class _Parser:
 
     # -- forms -------------------------------------------------------------------------------------
 
-    def body(self) -> Flwr | Filter:
+    def body(self) -> Flwr | Filter | JoinFlwr:
         tok = self.tok
         if tok.kind == "eof":
             raise self.diag.fail(
@@ -457,13 +512,15 @@ class _Parser:
             "FR100", f"unexpected {tok.describe()} after the end of the subscription", tok.start
         )
 
-    def flwr(self) -> Flwr:
+    def flwr(self) -> Flwr | JoinFlwr:
         start = self.advance()
         self.advance()
         name = self.advance()
         if not _plain(name):
             raise self.diag.fail("FR100", "expected a variable name after '$'", name.start)
         self.before_in()
+        if self.stream_function(self.tok) == "stream" and self.peek().is_punct("("):
+            return self.join_flwr(start, name)
         binding = self.binding_path()
         self.var = name.text
         self.order = ()
@@ -471,6 +528,135 @@ class _Parser:
         self.advance()
         ret = self.return_expr()
         return Flwr(name.text, binding, where, ret, None, self.span(start.start), self.order)
+
+    # -- join subscriptions (issue 16) --------------------------------------------------------------
+
+    def join_flwr(self, start: Token, first: Token) -> JoinFlwr:
+        """``for $a in fr:stream()//x, $b in fr:stream("feed")//y where … return …``."""
+        left = self.stream_binding(first)
+        if not self.tok.is_punct(","):
+            message = (
+                "a join subscription binds two streams: "
+                'for $a in fr:stream()//x, $b in fr:stream("feed")//y'
+            )
+            raise self.diag.fail("FR104", message, self.tok.start)
+        self.advance()
+        if not self.tok.is_punct("$"):
+            raise self.diag.fail("FR100", "expected the second variable after ','", self.tok.start)
+        self.advance()
+        second = self.advance()
+        if not _plain(second):
+            raise self.diag.fail("FR100", "expected a variable name after '$'", second.start)
+        if second.text == first.text:
+            raise self.diag.fail("FR106", f"the variable '${second.text}' is bound twice", second.start)
+        self.before_in()
+        if self.stream_function(self.tok) != "stream":
+            message = f"the second binding of a join reads a stream too: ${second.text} in fr:stream(\"feed\")//y"
+            raise self.diag.fail("FR104", message, self.tok.start)
+        right = self.stream_binding(second)
+        self.var, self.join_vars = first.text, {first.text: 0, second.text: 1}
+        where = self.clauses()
+        if self.order:
+            raise self.diag.fail("FR104", "a join subscription cannot order its pairs ('order by')", start.start)
+        self.advance()
+        ret = self.return_expr()
+        return self.joined(start, left, right, where, ret)
+
+    def stream_binding(self, name: Token) -> StreamBinding:
+        """``fr:stream()//book[@lang = "en"]`` or ``fr:stream("blogs")//item`` after ``$v in``."""
+        call = self.advance()
+        opener = self.advance()
+        feed = ""
+        if self.tok.kind == "string":
+            feed = str(self.advance().value)
+            if not feed or len(feed) > MAX_FEED_NAME or not feed.isprintable():
+                message = f"a feed name is 1 to {MAX_FEED_NAME} printable characters"
+                raise self.diag.fail("FR112", message, call.start)
+        self.close(")", opener, "the argument list of stream()")
+        self.advance()
+        if not self.tok.is_punct("/", "//"):
+            message = "a stream binding goes on with a path from its documents: fr:stream()//item"
+            raise self.diag.fail("FR100", message, self.tok.start)
+        path = self.binding_path()
+        return StreamBinding(name.text, feed, path, (), self.span(name.start))
+
+    def temporal(self, tok: Token) -> Temporal:
+        """``fr:followed-by($a, $b, "PT6H")`` or ``fr:within($a, $b, "PT1H")``."""
+        name = self.stream_function(tok)
+        if name not in ("followed-by", "within"):
+            message = f"'{tok.text}' is not a condition; use fr:followed-by or fr:within"
+            raise self.diag.recover("FR108", message, tok.start)
+        self.advance()
+        opener = self.advance()
+        variables = []
+        for _ in range(2):
+            at = self.tok.start
+            path = self.var_path("where")
+            if path.steps or path.tail is not None:
+                message = f"{tok.text}() takes the two variables themselves, not paths from them"
+                raise self.diag.recover("FR104", message, at)
+            variables.append(path.var)
+            if not self.tok.is_punct(","):
+                raise self.diag.recover("FR100", f"expected ',' in the arguments of {tok.text}()", self.tok.start)
+            self.advance()
+        window = self.tok
+        if window.kind != "string":
+            message = f'the window of {tok.text}() is a duration in quotes, such as "PT6H"'
+            raise self.diag.recover("FR112", message, window.start)
+        self.advance()
+        try:
+            parse_window(str(window.value))
+        except ValueError as exc:
+            self.diag.add("FR112", str(exc), window.start)
+        self.close(")", opener, f"the argument list of {tok.text}()")
+        self.advance()
+        if variables[0] == variables[1]:
+            raise self.diag.recover("FR104", f"{tok.text}() relates the two variables of the join", tok.start)
+        kind = TemporalKind(name)
+        return Temporal(kind, variables[0], variables[1], str(window.value), self.span(tok.start))
+
+    def joined(
+        self, start: Token, left: StreamBinding, right: StreamBinding, where: tuple[Condition, ...], ret: Return
+    ) -> JoinFlwr:
+        """The where clause's terms sorted out: value joins, the temporal term, each side's own."""
+        joins: list[ValueJoin] = []
+        temporal: list[Temporal] = []
+        sides: tuple[list[Condition], list[Condition]] = ([], [])
+        for term in where:
+            if isinstance(term, ValueJoin):
+                joins.append(term)
+            elif isinstance(term, Temporal):
+                temporal.append(term)
+            else:
+                self.local_condition(term, sides)
+        offset = start.start
+        if self.diag.details:  # a term was refused: what is missing may be that term
+            raise Stop()
+        if not temporal or len(temporal) > 1:
+            message = "a join subscription has exactly one fr:followed-by or fr:within term in its where clause"
+            at = temporal[1].span.offset if len(temporal) > 1 and temporal[1].span else offset
+            raise self.diag.fail("FR104", message, at)
+        if not joins:
+            message = "a join subscription compares at least one value of each side: $b/author = $a/author"
+            raise self.diag.fail("FR104", message, offset)
+        if len(joins) > MAX_VALUE_JOINS:
+            raise self.diag.fail("FR115", f"at most {MAX_VALUE_JOINS} value joins are supported", offset)
+        left = replace(left, where=tuple(sides[0]))
+        right = replace(right, where=tuple(sides[1]))
+        return JoinFlwr(left, right, tuple(joins), temporal[0], ret, self.span(start.start))
+
+    def local_condition(self, term: Condition, sides: tuple[list[Condition], list[Condition]]) -> None:
+        """A where term that reads one variable goes to that side's block; join terms stand alone."""
+        if mentions(term, ValueJoin) or mentions(term, Temporal):
+            message = "value joins and the temporal term are where-clause terms of their own, joined by 'and'"
+            self.diag.add("FR104", message, term.span.offset if term.span else 0)
+            return
+        used = {self.join_vars.get(v, 0) for v in _variables(term)}
+        if len(used) > 1:
+            message = "a condition reads one variable; relate the two with '=' value joins"
+            self.diag.add("FR104", message, term.span.offset if term.span else 0)
+            return
+        sides[used.pop() if used else 0].append(term)
 
     def binding_path(self) -> AbsPath:
         path = self.abs_path("binding")
@@ -581,6 +767,9 @@ class _Parser:
         ctor, end, offsets = self.constructor(lt, self.wrapper_body)
         # wrapper_body puts the FLWR where a constructor's content has its enclosed expressions
         items: tuple[object, ...] = ctor.content
+        if len(items) == 1 and isinstance(items[0], JoinFlwr):
+            message = "a join subscription delivers each pair on its own; write it without the element around it"
+            raise self.diag.fail("FR104", message, lt)
         if len(items) == 1 and isinstance(items[0], Flwr):
             if any(a.constant is None for a in ctor.attributes):
                 message = "the attributes of the element around a subscription must be constant"
@@ -593,7 +782,7 @@ class _Parser:
         message = "the element around a subscription may contain only one FLWR in braces: <w>{ for ... }</w>"
         raise self.diag.fail("FR104", message, offset)
 
-    def wrapper_body(self, brace: int) -> tuple[Flwr, int]:
+    def wrapper_body(self, brace: int) -> tuple[Flwr | JoinFlwr, int]:
         self.jump(brace + 1)
         opener, tok = Token("punct", "{", brace, brace + 1), self.tok
         if not (tok.is_name("for") and self.peek().is_punct("$")):
@@ -1017,7 +1206,7 @@ class _Parser:
         if not _plain(name):
             raise self.diag.fail("FR100", "expected a variable name after '$'", name.start)
         alias = self.aliases.get(name.text)
-        if name.text != self.var and alias is None:
+        if name.text != self.var and alias is None and name.text not in self.join_vars:
             if self.var is None:
                 message = f"unknown variable '${name.text}': no variable is bound here (outside the FLWR)"
             else:
@@ -1029,7 +1218,7 @@ class _Parser:
             raise self.diag.recover("FR104", message, self.tok.start)
         steps, tail = self.rel_steps()
         if alias is None:
-            path = RelPath(steps, tail, self.span(tok.start))
+            path = RelPath(steps, tail, self.span(tok.start), name.text if self.join_vars else "")
         elif alias.tail is not None and (steps or tail is not None):
             message = f"'${name.text}' holds attributes or text: no steps below it"
             raise self.diag.recover("FR104", message, tok.start)
@@ -1157,6 +1346,8 @@ class _Parser:
 
     def boolean_call(self, tok: Token, where: Where) -> Condition | None:
         """``not(c)``, ``empty(p)``, ``exists(p)``, ``contains(p, "x")``...; None for other names."""
+        if self.join_vars and where == "where" and self.stream_function(tok):
+            return self.temporal(tok)
         name = _function_name(tok)
         if name in ("not", "empty", "exists"):
             self.advance()
@@ -1294,11 +1485,26 @@ class _Parser:
             literals = right if isinstance(right, tuple) else (right,)
             terms = tuple(self.compared(left, op, lit, span, start) for lit in literals)
             return terms[0] if len(terms) == 1 else self.alternatives(terms, start)
+        if isinstance(left, RelPath) and isinstance(right, RelPath) and self.join_vars and where == "where":
+            return self.value_join(left, op, right, span, start)
         if isinstance(left, RelPath) and isinstance(right, RelPath):
             message = "comparing two paths is not supported; compare a path with a literal"
         else:
             message = "this comparison is not supported; compare a path or a function of it with a literal"
         raise self.diag.recover("FR104", message, start.start)
+
+    def value_join(self, left: RelPath, op: CompOp, right: RelPath, span: Span, start: Token) -> ValueJoin:
+        """``$blog/author = $book/author``: equality between the two variables (paper 001)."""
+        sides = self.join_vars.get(left.var, 0), self.join_vars.get(right.var, 0)
+        if sides[0] == sides[1]:
+            message = "a comparison of two paths relates the join's two variables: $b/author = $a/author"
+            raise self.diag.recover("FR104", message, start.start)
+        if op is not CompOp.EQ:
+            message = f"a value join compares with '=' only (equality joins), not '{op.value}'"
+            raise self.diag.recover("FR104", message, start.start)
+        if sides[0] == 1:
+            left, right = right, left
+        return ValueJoin(left, right, span)
 
     def compared(self, left: Operand, op: CompOp, literal: Literal, span: Span, start: Token) -> Condition:
         if isinstance(left, RelPath):
@@ -1950,6 +2156,18 @@ FUNCTION_ARITY: dict[str, tuple[int, int]] = {
 }
 NUMERIC_FUNCTIONS = ("string-length", "count")
 FN_NS = PREDECLARED["fn"]
+
+
+def _variables(node: object) -> set[str]:
+    """The variables the paths of a condition start from (a join's where clause)."""
+    if isinstance(node, RelPath):
+        return {node.var} if node.var else set()
+    if isinstance(node, tuple):
+        return set().union(*(_variables(item) for item in node)) if node else set()
+    fields = getattr(node, "__dataclass_fields__", None)
+    if fields is None or isinstance(node, Step):  # a predicate's paths are relative to its step
+        return set()
+    return set().union(*(_variables(getattr(node, f)) for f in fields if f != "span"))
 
 
 def _function_name(tok: Token) -> str:

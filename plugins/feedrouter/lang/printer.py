@@ -16,6 +16,7 @@ from decimal import Decimal
 
 from feedrouter.lang.ast import (
     ANY,
+    STREAM_MODULE,
     AbsPath,
     And,
     AttributeConstructor,
@@ -34,6 +35,10 @@ from feedrouter.lang.ast import (
     Filter,
     Flwr,
     Items,
+    JoinFlwr,
+    StreamBinding,
+    Temporal,
+    ValueJoin,
     Literal,
     Member,
     Not,
@@ -73,6 +78,8 @@ def to_xpath(sub: Subscription) -> tuple[str, dict[str, str]]:
     body = sub.body
     if isinstance(body, Filter):
         return writer.filter_path(body.path), writer.prefixes
+    if isinstance(body, JoinFlwr):
+        raise ValueError("a join subscription reads two streams: it has no single-document XPath")
     text = writer.abs_path(body.binding)
     if body.where:
         # the predicate goes after the last step's own predicates: it filters the bound nodes
@@ -92,6 +99,8 @@ def match_probe(sub: Subscription) -> str:
     body = sub.body
     if isinstance(body, Filter):
         return writer.prolog() + f"exists({writer.filter_path(body.path)})"
+    if isinstance(body, JoinFlwr):
+        raise ValueError("a join subscription reads two streams: it has no single-document probe")
     return writer.prolog() + f"exists({writer.for_where(body)} return 1)"
 
 
@@ -161,6 +170,11 @@ class _Writer:
             test = "*" if condition.name is None else self.name(condition.name, element=True)
             context = path_writer(RelPath())  # '.' in a predicate, '$v' in a where clause
             return f"self::{test}" if context == "." else f"{context}/self::{test}"
+        if isinstance(condition, ValueJoin):
+            return f"{path_writer(condition.left)} = {path_writer(condition.right)}"
+        if isinstance(condition, Temporal):
+            args = f"${condition.first}, ${condition.second}, {_string(condition.window)}"
+            return f"fr:{condition.kind.value}({args})"
         return self.position(condition)
 
     def upward_test(self, test: UpwardTest, path_writer: Callable[[RelPath], str]) -> str:
@@ -224,6 +238,8 @@ class _Writer:
 class _XQueryWriter(_Writer):
     def prolog(self) -> str:
         lines = [f"xquery version {_string(self.sub.version)};\n"] if self.sub.version else []
+        if self.sub.stream_prefix:
+            lines.append(f"import module namespace {self.sub.stream_prefix} = {_string(STREAM_MODULE)};\n")
         lines += [f"declare namespace {p} = {_string(uri)};\n" for p, uri in self.sub.namespaces]
         if self.default:
             lines.append(f"declare default element namespace {_string(self.default)};\n")
@@ -253,6 +269,8 @@ class _XQueryWriter(_Writer):
         body = self.sub.body
         if isinstance(body, Filter):
             return self.filter_path(body.path)
+        if isinstance(body, JoinFlwr):
+            return self.join(body)
         if body.wrapper is None:
             return f"{self.for_where(body)}{self.order(body)}\nreturn {self.ret(body)}"
         with self.scope(body.wrapper):
@@ -294,11 +312,30 @@ class _XQueryWriter(_Writer):
             text += "\nwhere " + " and ".join(self.where_term(c) for c in flwr.where)
         return text
 
+    def join(self, join: JoinFlwr) -> str:
+        """``for $a in fr:stream()//x, $b in fr:stream("f")//y where … return …``."""
+        bindings = ",\n    ".join(self.stream_binding(b) for b in (join.left, join.right))
+        terms = [self.where_term(c) for c in (*join.left.where, *join.right.where)]
+        terms += [f"{self.var_path(j.left)} = {self.var_path(j.right)}" for j in join.joins]
+        terms.append(self.temporal(join.temporal))
+        ret = "(" + ", ".join(self.item(i) for i in join.ret.items) + ")" if isinstance(
+            join.ret, Items
+        ) else self.item(join.ret)
+        return f"for {bindings}\nwhere {' and '.join(terms)}\nreturn {ret}"
+
+    def stream_binding(self, binding: StreamBinding) -> str:
+        feed = _string(binding.feed) if binding.feed else ""
+        return f"${binding.var} in {self.sub.stream_prefix}:stream({feed}){self.abs_path(binding.path)}"
+
+    def temporal(self, term: Temporal) -> str:
+        args = f"${term.first}, ${term.second}, {_string(term.window)}"
+        return f"{self.sub.stream_prefix}:{term.kind.value}({args})"
+
     def where_term(self, condition: Condition) -> str:
         return self.conjunct(condition, self.var_path)
 
     def var_path(self, path: RelPath) -> str:
-        var = f"${self.flwr_var}"
+        var = f"${path.var or self.flwr_var}"
         steps = "".join(self.step(s) for s in path.steps)
         return var + steps + ("/" + self.tail(path) if path.tail else "")
 

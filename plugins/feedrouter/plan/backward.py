@@ -65,6 +65,8 @@ def forward(sub: ast.Subscription, notes: Notes) -> ast.Subscription:
         path = ast.Union(done, body.path.span) if isinstance(body.path, ast.Union) else done[0]
         document = tuple(_document_if(p, notes) for p in paths if _parent_of_the_first(p))
         return replace(sub, body=replace(body, path=path, document_if=document))
+    if isinstance(body, ast.JoinFlwr):
+        raise TypeError("a join subscription's blocks are made forward one by one")
     binding, where = _where_on_the_parent(body.binding, body.where, notes)
     binding = _absolute(binding, notes)
     name = binding.steps[-1].name

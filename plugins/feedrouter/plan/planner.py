@@ -13,7 +13,7 @@ from dataclasses import replace
 from enum import Enum
 
 from feedrouter.engine.nfa import Nfa
-from feedrouter.errors import CompileError, CompileWarning
+from feedrouter.errors import CompileError, CompileWarning, error
 from feedrouter.lang import ast
 from feedrouter.output.factory import Slot, Template, compile_constructor, compile_items, value_slots
 from feedrouter.output.factory import wrapper_template as make_wrapper
@@ -38,6 +38,12 @@ from feedrouter.plan.results import ReturnItem, SubscriptionPlan, Upward
 from feedrouter.plan.rules import rewrite as apply_rules
 from feedrouter.plan.shared_join import SharedSelection, shared_selection_plan
 from feedrouter.schema import DtdGraph
+
+#: Why a join subscription is not planned here: it reads two streams across documents and hours.
+JOIN_NOT_ROUTED = (
+    "a join subscription (it imports the stream module) relates messages across documents and hours: "
+    "the join stage evaluates it, per-document routing does not"
+)
 
 
 class Strategy(Enum):
@@ -216,6 +222,8 @@ class Planner:
         return plan
 
     def _plan(self, sid: str, tree: ast.Subscription) -> SubscriptionPlan:
+        if isinstance(tree.body, ast.JoinFlwr):
+            raise error("FR116", JOIN_NOT_ROUTED, source=sid)
         notes: list[str] = []
         tree = backward.forward(tree, notes)
         members = self._member_plans(tree, notes)
@@ -287,6 +295,7 @@ class Planner:
             return SubscriptionPlan(
                 sid, False, main, returns, Slot(0), None, held, notes, document_if=body.document_if
             )
+        assert isinstance(body, ast.Flwr)  # _plan refuses join subscriptions
         # a FLWR's return and order paths are planned from its binding's steps: those keep their names
         main, held = self._main(body.binding, body.where, notes, rename=False)
         slots: list[ast.RelPath] = []
