@@ -96,13 +96,13 @@ def _returned(path: RelPath, depth: int, found: list[Problem]) -> None:
     """A return path may start with backward steps (``$s/../title``), then go forward only."""
     steps = path.steps
     for index, step in enumerate(steps):
-        if step.axis.backward and index and not steps[index - 1].axis.backward:
-            if not _parent_of_a_child(steps, index):
-                message = (
-                    "a return or order path may start with backward steps ('$s/../title') or take a "
-                    "child step's parent below its first step ('$s/a/b/..'), not other backward steps later"
-                )
-                found.append(("FR109", message, _offset(step)))
+        later = step.axis.backward and index and not steps[index - 1].axis.backward
+        if later and not _parent_of_a_child(steps, index):
+            message = (
+                "a return or order path may start with backward steps ('$s/../title') or take a "
+                "child step's parent below its first step ('$s/a/b/..'), not other backward steps later"
+            )
+            found.append(("FR109", message, _offset(step)))
         depth = _after(step, depth, steps[index + 1 : index + 2], found)
         for condition in step.predicates:
             _condition(condition, depth, found)

@@ -551,13 +551,16 @@ class _Parser:
             raise self.diag.fail("FR106", f"the variable '${second.text}' is bound twice", second.start)
         self.before_in()
         if self.stream_function(self.tok) != "stream":
-            message = f"the second binding of a join reads a stream too: ${second.text} in fr:stream(\"feed\")//y"
+            message = (
+                f"the second binding of a join reads a stream too: ${second.text} in fr:stream(\"feed\")//y"
+            )
             raise self.diag.fail("FR104", message, self.tok.start)
         right = self.stream_binding(second)
         self.var, self.join_vars = first.text, {first.text: 0, second.text: 1}
         where = self.clauses()
         if self.order:
-            raise self.diag.fail("FR104", "a join subscription cannot order its pairs ('order by')", start.start)
+            message = "a join subscription cannot order its pairs ('order by')"
+            raise self.diag.fail("FR104", message, start.start)
         self.advance()
         ret = self.return_expr()
         return self.joined(start, left, right, where, ret)
@@ -597,7 +600,8 @@ class _Parser:
                 raise self.diag.recover("FR104", message, at)
             variables.append(path.var)
             if not self.tok.is_punct(","):
-                raise self.diag.recover("FR100", f"expected ',' in the arguments of {tok.text}()", self.tok.start)
+                message = f"expected ',' in the arguments of {tok.text}()"
+                raise self.diag.recover("FR100", message, self.tok.start)
             self.advance()
         window = self.tok
         if window.kind != "string":
@@ -616,7 +620,12 @@ class _Parser:
         return Temporal(kind, variables[0], variables[1], str(window.value), self.span(tok.start))
 
     def joined(
-        self, start: Token, left: StreamBinding, right: StreamBinding, where: tuple[Condition, ...], ret: Return
+        self,
+        start: Token,
+        left: StreamBinding,
+        right: StreamBinding,
+        where: tuple[Condition, ...],
+        ret: Return,
     ) -> JoinFlwr:
         """The where clause's terms sorted out: value joins, the temporal term, each side's own."""
         joins: list[ValueJoin] = []
@@ -633,7 +642,9 @@ class _Parser:
         if self.diag.details:  # a term was refused: what is missing may be that term
             raise Stop()
         if not temporal or len(temporal) > 1:
-            message = "a join subscription has exactly one fr:followed-by or fr:within term in its where clause"
+            message = (
+                "a join subscription has exactly one fr:followed-by or fr:within term in its where clause"
+            )
             at = temporal[1].span.offset if len(temporal) > 1 and temporal[1].span else offset
             raise self.diag.fail("FR104", message, at)
         if not joins:
@@ -768,7 +779,9 @@ class _Parser:
         # wrapper_body puts the FLWR where a constructor's content has its enclosed expressions
         items: tuple[object, ...] = ctor.content
         if len(items) == 1 and isinstance(items[0], JoinFlwr):
-            message = "a join subscription delivers each pair on its own; write it without the element around it"
+            message = (
+                "a join subscription delivers each pair on its own; write it without the element around it"
+            )
             raise self.diag.fail("FR104", message, lt)
         if len(items) == 1 and isinstance(items[0], Flwr):
             if any(a.constant is None for a in ctor.attributes):

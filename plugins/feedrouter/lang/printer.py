@@ -36,9 +36,6 @@ from feedrouter.lang.ast import (
     Flwr,
     Items,
     JoinFlwr,
-    StreamBinding,
-    Temporal,
-    ValueJoin,
     Literal,
     Member,
     Not,
@@ -49,10 +46,13 @@ from feedrouter.lang.ast import (
     RelPath,
     SelfTest,
     Step,
+    StreamBinding,
     Subscription,
+    Temporal,
     TextContent,
     Union,
     UpwardTest,
+    ValueJoin,
 )
 from feedrouter.lang.parser import PREDECLARED, XML_NS
 
