@@ -31,6 +31,8 @@ from feedrouter.errors import (
     SubscriptionError,
     error,
 )
+from feedrouter.join.plan import BlockSpec
+from feedrouter.join.witness import WitnessRow, witness_rows
 from feedrouter.limits import ResultLimits
 from feedrouter.output.defaults import complete_attribute_defaults
 from feedrouter.output.factory import assemble_within, render_items_within
@@ -68,6 +70,8 @@ class RouteOutcome:
 
     results: dict[str, bytes] = field(default_factory=dict)
     failures: dict[str, RoutingError] = field(default_factory=dict)
+    #: a join block's witnesses in this document, by block id (:meth:`Router.add_witness`)
+    witnesses: dict[str, list[WitnessRow]] = field(default_factory=dict)
 
 
 class Router:
@@ -83,6 +87,9 @@ class Router:
     # built on first need in each process and never pickled (see __getstate__)
     _validator: etree.DTD | None = None
     _fallback: Router | None = None
+    # join blocks compiled as witness plans: id -> (leaf count, default namespace per fragment)
+    _witnesses: dict[str, tuple[int, tuple[str, ...]]] = {}
+    _witness_specs: dict[str, BlockSpec] = {}
 
     def __init__(
         self,
@@ -119,6 +126,8 @@ class Router:
         self._shared = SharedPlans()
         self.errors: dict[str, FeedrouterError] = {}
         self._warnings: dict[str, CompileWarning] = {}
+        self._witnesses = {}
+        self._witness_specs = {}
 
     @classmethod
     def compile(
@@ -188,11 +197,32 @@ class Router:
                 exc.with_source(sid)
             raise
         plan = self._planner.plan(sid, tree)
+        if self.validates_documents:
+            self._texts[sid] = text
+        self._file(sid, plan, tree)
+        if self._fallback is not None:
+            self._fallback.add(sid, text)
+
+    def add_witness(self, spec: BlockSpec) -> None:
+        """Compile a join block (:mod:`feedrouter.join.plan`) as a witness plan: documents routed from
+        now on report its bound nodes' leaf values and fragments in ``RouteOutcome.witnesses``.
+        A block compiled before is replaced (its leaves or fragments may have grown)."""
+        if spec.id in self._witnesses:
+            self.remove(spec.id)
+        tree = spec.subscription()
+        plan = self._planner.plan(spec.id, tree, spec.value_slots())
+        self._witnesses[spec.id] = (len(spec.leaves), tuple(f.default_ns for f in spec.fragments.values()))
+        if self.validates_documents:  # the fallback for invalid documents compiles it again
+            self._witness_specs[spec.id] = spec
+        self._file(spec.id, plan, tree)
+        if self._fallback is not None:
+            self._fallback.add_witness(spec)
+
+    def _file(self, sid: str, plan: SubscriptionPlan, tree: lang.ast.Subscription) -> None:
+        """Put a compiled plan where routing finds it: its shared group and the selection index."""
         self._plans[sid] = plan
         if lang.ast.mentions(tree, lang.ast.Position):
             self._positional.add(sid)
-        if self.validates_documents:
-            self._texts[sid] = text
         if plan.warning is not None:  # the planner's never-match check (FR304)
             self._warnings[sid] = plan.warning
         group, created = self._shared.join(plan)
@@ -207,8 +237,6 @@ class Router:
             for pid, probe in entries:
                 self._index.add(group, pid, probe)
         self.errors.pop(sid, None)
-        if self._fallback is not None:
-            self._fallback.add(sid, text)
 
     def _probe(self, pattern: PathPattern) -> Probe | None:
         """Where the selection index files a main pattern (None: by its binding path alone)."""
@@ -231,6 +259,9 @@ class Router:
         self._warnings.pop(sid, None)
         self._texts.pop(sid, None)
         self._positional.discard(sid)
+        if sid in self._witnesses:
+            self._witnesses = {k: v for k, v in self._witnesses.items() if k != sid}
+            self._witness_specs = {k: v for k, v in self._witness_specs.items() if k != sid}
         self._planner.drop(plan)
         if self._fallback is not None and sid in self._fallback:
             self._fallback.remove(sid)
@@ -298,6 +329,8 @@ class Router:
                     _fail(outcome, group, budget.refusal(source))
                     continue
                 limit = min(per_subscription, budget.left)
+                if self._witnesses and self._witnessed(group, ctx, bound, limit, outcome, budget):
+                    continue  # the group's members are all join blocks: no result bytes to build
                 if profiler is None:
                     result = (
                         assemble_within(plan.code, plan.wrapper, ctx, bound, limit)
@@ -325,6 +358,32 @@ class Router:
             for sid in group.members:
                 results[sid] = result
         return outcome
+
+    def _witnessed(
+        self,
+        group: PlanGroup,
+        ctx: DocumentContext,
+        bound: list[int],
+        limit: int,
+        outcome: RouteOutcome,
+        budget: _ResultBudget,
+    ) -> bool:
+        """File the witnesses of the group's join blocks (if it has any); whether that was all of
+        the group (no ordinary subscription shares its plan)."""
+        blocks = [m for m in group.members if m in self._witnesses]
+        if not blocks:
+            return False
+        leaves, namespaces = self._witnesses[blocks[0]]  # one plan: the same returns for every member
+        rows = witness_rows(group.plan.returns, leaves, namespaces, ctx, bound, limit)
+        if rows is None:
+            refusal = budget.refuse(limit, ctx.source)
+            for block in blocks:
+                outcome.failures[block] = refusal
+        else:
+            budget.left -= sum(row.size for row in rows)
+            for block in blocks:
+                outcome.witnesses[block] = rows
+        return len(blocks) == len(group.members)
 
     # -- documents the DTD-driven plans cannot serve ----------------------------------------------
 
@@ -375,7 +434,11 @@ class Router:
             )
             for sid in self._plans:
                 try:
-                    fallback.add(sid, self._texts[sid])
+                    spec = self._witness_specs.get(sid)
+                    if spec is not None:
+                        fallback.add_witness(spec)
+                    else:
+                        fallback.add(sid, self._texts[sid])
                 except Exception:  # compiled once already: a text that fails here is a bug of ours
                     _log.warning("subscription %s does not compile without the DTD", sid, exc_info=True)
             self._fallback = fallback
@@ -402,7 +465,7 @@ class Router:
     # -- introspection --------------------------------------------------------------------------
 
     def __len__(self) -> int:
-        return len(self._plans)
+        return len(self._plans) - len(self._witnesses)
 
     def __contains__(self, subscription_id: object) -> bool:
         return str(subscription_id) in self._plans
@@ -414,7 +477,13 @@ class Router:
 
     @property
     def subscription_ids(self) -> list[str]:
-        return list(self._plans)
+        """The compiled subscriptions (join blocks' witness plans are not subscriptions)."""
+        return [sid for sid in self._plans if sid not in self._witnesses]
+
+    @property
+    def witness_blocks(self) -> list[str]:
+        """The ids of the join blocks compiled as witness plans (:meth:`add_witness`)."""
+        return list(self._witnesses)
 
     @property
     def nfa(self) -> Nfa:
@@ -422,7 +491,7 @@ class Router:
 
     def stats(self) -> dict[str, int]:
         return {
-            "subscriptions": len(self._plans),
+            "subscriptions": len(self),
             "distinct_paths": self._nfa.path_count,
             "nfa_states": self._nfa.state_count,
             "pattern_plans": self._planner.pattern_plan_count,

@@ -214,20 +214,24 @@ class Planner:
 
     # -- subscription plans -------------------------------------------------------------------------
 
-    def plan(self, sid: str, tree: ast.Subscription) -> SubscriptionPlan:
+    def plan(
+        self, sid: str, tree: ast.Subscription, values: frozenset[int] | None = None
+    ) -> SubscriptionPlan:
         """The plan of one parsed subscription; it keeps neither the tree nor the text. Its
-        ``warning`` says when the DTD proves it can never match."""
-        plan = self._plan(sid, tree)
+        ``warning`` says when the DTD proves it can never match. ``values``: the return slots that
+        are planned as attribute value templates (a join block's witness, whose return is a
+        sequence of paths, says which of its slots deliver atomized values)."""
+        plan = self._plan(sid, tree, values)
         plan.warning = self._never_match_warning(plan)
         return plan
 
-    def _plan(self, sid: str, tree: ast.Subscription) -> SubscriptionPlan:
+    def _plan(self, sid: str, tree: ast.Subscription, values: frozenset[int] | None = None) -> SubscriptionPlan:
         if isinstance(tree.body, ast.JoinFlwr):
             raise error("FR116", JOIN_NOT_ROUTED, source=sid)
         notes: list[str] = []
         tree = backward.forward(tree, notes)
         members = self._member_plans(tree, notes)
-        plan = self._plan_forward(sid, tree, notes)
+        plan = self._plan_forward(sid, tree, notes, values)
         plan.held.extend(members)
         return plan
 
@@ -282,7 +286,9 @@ class Planner:
             self._member(nested, nested, held, notes)
         self._member(member, forward, held, notes)
 
-    def _plan_forward(self, sid: str, tree: ast.Subscription, notes: list[str]) -> SubscriptionPlan:
+    def _plan_forward(
+        self, sid: str, tree: ast.Subscription, notes: list[str], value_slots_of: frozenset[int] | None = None
+    ) -> SubscriptionPlan:
         body = tree.body
         if isinstance(body, ast.Filter):
             path = body.path
@@ -308,7 +314,7 @@ class Planner:
             slots.append(body.ret)
             template = Slot(0)
         bound = main.alternatives[0].pattern  # alternatives differ in conditions, not in navigation
-        values = value_slots(template)
+        values = value_slots(template) if value_slots_of is None else value_slots_of
         returns = tuple(
             self._return_item(bound, path, held, notes, i in values) for i, path in enumerate(slots)
         )

@@ -133,16 +133,25 @@ class ReturnItem:
                 return self.select(ctx, bound)
         return self.select(ctx, bound)
 
+    def nodes(self, ctx: DocumentContext, bound: int) -> Sequence[int]:
+        """The element ids this slot's path selects from one bound node (its attributes and text
+        nodes are read from these), in document order."""
+        if self.upward is not None:
+            return self.upward.nodes(ctx, bound)
+        if self.pattern is None:
+            return [bound]
+        if self.plan is not None:
+            return self.plan.group(ctx, self.pattern.base - 1, bound, self.dedupe)
+        return search_all(ctx, bound, self.pattern)
+
+    def values(self, ctx: DocumentContext, bound: int) -> list[str]:
+        """The string values of the nodes the slot's path selects from one bound node (what a
+        general comparison compares: a join's leaf values)."""
+        return self._values(ctx, self.nodes(ctx, bound))
+
     def select(self, ctx: DocumentContext, bound: int) -> Sequence[Item]:
         """The items of this slot for one binding (unprofiled)."""
-        if self.upward is not None:
-            nodes = self.upward.nodes(ctx, bound)
-        elif self.pattern is None:
-            nodes = [bound]
-        elif self.plan is not None:
-            nodes = self.plan.group(ctx, self.pattern.base - 1, bound, self.dedupe)
-        else:
-            nodes = search_all(ctx, bound, self.pattern)
+        nodes = self.nodes(ctx, bound)
         if self.value:
             return [attribute_value(self._values(ctx, nodes))]
         if self.attribute:

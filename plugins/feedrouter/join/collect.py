@@ -1,0 +1,64 @@
+"""Stage 1 for one feed's hour, in one process: route its messages once, keep the witnesses.
+
+The Spark tasks do the same per slice of the hour; this is the loop they share with tests and the
+single-process runner. The feed's event time is a block too (:func:`~feedrouter.join.plan.
+clock_block`), read in the same pass as every subscription.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Protocol
+
+from feedrouter.errors import DocumentError
+from feedrouter.join.clock import parse_event_time
+from feedrouter.join.plan import BlockSpec
+from feedrouter.join.relations import HourWitnesses, MessageRef, admitted
+from feedrouter.join.witness import WitnessRow
+
+
+class Witnessed(Protocol):
+    """What routing a message gives stage 1 (a :class:`~feedrouter.router.RouteOutcome`)."""
+
+    @property
+    def witnesses(self) -> Mapping[str, Sequence[WitnessRow]]: ...
+
+
+class RoutesWitnesses(Protocol):
+    """A router with the feed's blocks compiled in (:meth:`~feedrouter.router.Router.add_witness`)."""
+
+    def route_outcome(self, document: bytes, source: str | None = None) -> Witnessed: ...
+
+
+def event_time(witnesses: Mapping[str, Sequence[WitnessRow]], clock: BlockSpec, fmt: str) -> datetime | None:
+    """The message's event time: the first value the clock block read, parsed in the feed's format."""
+    rows = witnesses.get(clock.id)
+    if not rows or not rows[0].values or not rows[0].values[0]:
+        return None
+    return parse_event_time(rows[0].values[0][0], fmt)
+
+
+def collect_hour(
+    router: RoutesWitnesses,
+    feed: str,
+    hour: datetime,
+    messages: Iterable[tuple[str, bytes]],
+    specs: Mapping[str, BlockSpec],
+    clock: BlockSpec,
+    fmt: str,
+    lateness: timedelta,
+) -> HourWitnesses:
+    """Route ``(key, bytes)`` messages of ``feed``'s ``hour`` in stream order and keep their
+    witnesses. A document the router refuses takes part in no join (its delivery path quarantines
+    it); it still has its place in the stream, with no time."""
+    found = HourWitnesses(feed, hour)
+    for key, data in messages:
+        try:
+            witnesses = router.route_outcome(data, source=key).witnesses
+        except DocumentError:
+            found.add(MessageRef(key, 0, None), {}, specs)
+            continue
+        time = admitted(event_time(witnesses, clock, fmt), hour, lateness)
+        found.add(MessageRef(key, 0, time), witnesses, specs)
+    return found

@@ -1,0 +1,319 @@
+"""A join subscription compiled for the two stages of paper 001 (Hong et al., SIGMOD 2007, §3-4).
+
+Stage 1 is the shared router: each side of a join is a *block* (its stream binding and the where
+conditions on that variable alone), compiled into the router of the feed it reads as a witness plan
+(:class:`BlockSpec`): for every node the block binds it delivers the string values of the join's
+*leaf paths* and the bytes of the return's *fragments*. Blocks are named by what they select, so
+subscriptions with the same block share one witness plan, and the witness plan shares the NFA, the
+selection index and whole plans with ordinary subscriptions.
+
+Stage 2 (:mod:`feedrouter.join.stage`) joins the witnesses: a :class:`JoinPlan` says which blocks,
+which leaf paths are compared, the temporal term, its reduced join graph's :class:`~feedrouter.join.
+templates.Template` (the R_T row it contributes) and how a pair's result is assembled from the two
+sides' fragments (:attr:`JoinPlan.code`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import timedelta
+from typing import cast
+
+from feedrouter.join import templates
+from feedrouter.lang import ast
+from feedrouter.lang.printer import condition_text, to_xquery
+from feedrouter.lang.windows import parse_window
+from feedrouter.output.factory import (
+    Op,
+    Slot,
+    SlotElement,
+    Template,
+    compile_constructor,
+    compile_items,
+    flatten,
+    value_slots,
+)
+
+LEFT, RIGHT = 0, 1
+
+
+@dataclass(frozen=True)
+class Fragment:
+    """A return slot's path from one side's bound node, rendered as the message factory renders
+    it: node copies (in a constructor with default namespace ``default_ns``), or, for an attribute
+    value template, the atomized values joined by spaces (``value``)."""
+
+    path: ast.RelPath
+    value: bool = False
+    default_ns: str = ""
+
+    @property
+    def key(self) -> str:
+        """The fragment's name in the witness relations (stable across plan builds)."""
+        kind = "value" if self.value else "nodes"
+        return f"{kind} {self.default_ns} {path_text(self.path)}"
+
+
+@dataclass
+class BlockSpec:
+    """One block's witness plan: the nodes ``binding`` selects in documents of ``feed`` that pass
+    ``where``, with the values of ``leaves`` and the bytes of ``fragments`` for each.
+
+    Identical blocks of several subscriptions are one spec (its :attr:`id` is the digest of the
+    block's canonical text), whose leaves and fragments are the union of theirs.
+    """
+
+    id: str
+    feed: str
+    binding: ast.AbsPath
+    where: tuple[ast.Condition, ...]
+    text: str
+    leaves: dict[str, ast.RelPath] = field(default_factory=dict)
+    fragments: dict[str, Fragment] = field(default_factory=dict)
+
+    def merge(self, other: BlockSpec) -> bool:
+        """Take ``other``'s leaves and fragments (same block); whether anything was new."""
+        before = len(self.leaves), len(self.fragments)
+        for text, path in other.leaves.items():
+            self.leaves.setdefault(text, path)
+        for key, fragment in other.fragments.items():
+            self.fragments.setdefault(key, fragment)
+        return (len(self.leaves), len(self.fragments)) != before
+
+    def subscription(self) -> ast.Subscription:
+        """The block as the FLWR the router plans: its return is the leaves, then the fragments."""
+        paths = [*self.leaves.values(), *(f.path for f in self.fragments.values())]
+        ret: ast.Return = ast.Items(tuple(paths)) if len(paths) != 1 else paths[0]
+        return ast.Subscription(ast.Flwr("w", self.binding, self.where, ret))
+
+    def value_slots(self) -> frozenset[int]:
+        """The return slots planned as attribute value templates (value fragments)."""
+        first = len(self.leaves)
+        return frozenset(first + i for i, f in enumerate(self.fragments.values()) if f.value)
+
+
+@dataclass(frozen=True)
+class Use:
+    """A slot of a join's return: fragment ``key`` of the pair's ``side`` node."""
+
+    side: int
+    key: str
+
+
+Code = bytes | Use | SlotElement[Use]
+
+
+@dataclass
+class JoinPlan:
+    """A join subscription ready for stage 2.
+
+    Attributes:
+        sid: the subscription id.
+        feed: the subscription's own feed (``fr:stream()``).
+        blocks: the left and right :class:`BlockSpec` ids.
+        feeds: the feeds the two blocks read.
+        joins: per value join, the left and right leaf path texts.
+        template, bindings: the reduced join graph's template and this subscription's row of it.
+        kind, window: the temporal term; ``left_first``: its first variable is the left binding.
+        code: the return, flattened, its slots naming a side's fragment.
+    """
+
+    sid: str
+    feed: str
+    blocks: tuple[str, str]
+    feeds: tuple[str, str]
+    joins: tuple[tuple[str, str], ...]
+    template: templates.Template
+    bindings: tuple[str, ...]
+    kind: ast.TemporalKind
+    window: timedelta
+    left_first: bool
+    code: tuple[Code, ...]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def key(self) -> tuple[object, ...]:
+        """What the pairs depend on: subscriptions with one key share their join's work."""
+        return (self.blocks, self.joins, self.kind, self.window, self.left_first)
+
+    def describe(self, specs: dict[str, BlockSpec]) -> str:
+        """A readable account for ``explain()``: blocks, reduced graph, template, temporal term."""
+        left, right = (specs[b] for b in self.blocks)
+        joins = " and ".join(f"left {a} = right {b}" for a, b in self.joins)
+        lines = [
+            f"join subscription {self.sid} (paper 001: witnesses, then one query per template)",
+            f"  left block {left.id} on feed {left.feed}: {left.text}",
+            f"  right block {right.id} on feed {right.feed}: {right.text}",
+            f"  value joins: {joins}",
+            f"  {self.template.describe()}",
+            f"  R_T row: {self.bindings} window {self.window}",
+            f"  temporal: {self.kind.value}, {'left' if self.left_first else 'right'} first, {self.window}",
+        ]
+        return "\n".join(lines + [f"  {note}" for note in self.notes])
+
+
+def compile_join(
+    sid: str, sub: ast.Subscription, own_feed: str
+) -> tuple[JoinPlan, tuple[BlockSpec, BlockSpec]]:
+    """Compile a parsed join subscription of feed ``own_feed``: its plan and its two blocks' specs."""
+    body = sub.body
+    if not isinstance(body, ast.JoinFlwr):
+        raise TypeError(f"subscription {sid} is not a join")
+    sides = (body.left, body.right)
+    specs = tuple(_block(side, own_feed) for side in sides)
+    joins = tuple((_leaf(specs[LEFT], j.left), _leaf(specs[RIGHT], j.right)) for j in body.joins)
+    code = _return_code(body, specs)
+    leaves = [
+        templates.ValueJoin(
+            templates.LeafPath(templates.Side.LEFT, a, _single(j.left)),
+            templates.LeafPath(templates.Side.RIGHT, b, _single(j.right)),
+        )
+        for (a, b), j in zip(joins, body.joins, strict=True)
+    ]
+    template, bindings = templates.classify(leaves)
+    temporal = body.temporal
+    plan = JoinPlan(
+        sid=sid,
+        feed=own_feed,
+        blocks=(specs[LEFT].id, specs[RIGHT].id),
+        feeds=(specs[LEFT].feed, specs[RIGHT].feed),
+        joins=joins,
+        template=template,
+        bindings=bindings,
+        kind=temporal.kind,
+        window=parse_window(temporal.window),
+        left_first=temporal.first == body.left.var,
+        code=code,
+    )
+    return plan, (specs[LEFT], specs[RIGHT])
+
+
+def path_text(path: ast.RelPath) -> str:
+    """A relative path's canonical text (``author``, ``@id``, ``info/title``, ``.``): the names of
+    leaves and fragments in the witness relations. Names are written ``Q{uri}local`` (no prefix),
+    so texts do not depend on the prefixes a subscription chose."""
+    text = condition_text(ast.Exists(replace(path, var="", span=None)))
+    return text or "."
+
+
+def _block(side: ast.StreamBinding, own_feed: str) -> BlockSpec:
+    feed = side.feed or own_feed
+    flwr = ast.Flwr("w", side.path, tuple(_unbound(c) for c in side.where), ast.RelPath())
+    text = to_xquery(ast.Subscription(flwr)).replace("\n", " ")
+    digest = hashlib.sha256(f"{feed}\n{text}".encode()).hexdigest()[:20]
+    return BlockSpec(f"block-{digest}", feed, side.path, flwr.where, text)
+
+
+def _unbound(condition: ast.Condition) -> ast.Condition:
+    """A where condition of one side with its paths' variable names dropped: a block is the same
+    whatever its variable is called."""
+    return cast(ast.Condition, _strip_vars(condition))
+
+
+def _strip_vars(node: object) -> object:
+    if isinstance(node, ast.RelPath):
+        return replace(node, var="")
+    if isinstance(node, tuple):
+        return tuple(_strip_vars(item) for item in node)
+    fields = getattr(node, "__dataclass_fields__", None)
+    if fields is None or isinstance(node, ast.Step):
+        return node
+    changes = {f: _strip_vars(getattr(node, f)) for f in fields if f != "span"}
+    return replace(node, **changes)  # type: ignore[type-var]
+
+
+def _leaf(spec: BlockSpec, path: ast.RelPath) -> str:
+    text = path_text(path)
+    spec.leaves.setdefault(text, replace(path, var=""))
+    return text
+
+
+def _single(path: ast.RelPath) -> bool:
+    """Whether the path selects at most one node per bound node, which lets comparisons share its
+    node in the join graph: an attribute of the bound node itself. (Element paths would need the
+    DTD's occurrence bounds; without them each comparison keeps its own leaf, which is exact.)"""
+    return not path.steps and isinstance(path.tail, ast.AttributeTest)
+
+
+def _return_code(body: ast.JoinFlwr, specs: tuple[BlockSpec, ...]) -> tuple[Code, ...]:
+    """The return flattened as the message factory does, each slot resolved to a fragment of the
+    side its path starts from (filed in that side's block)."""
+    slots: list[ast.RelPath] = []
+    template: Template
+    if isinstance(body.ret, ast.Constructor):
+        template = compile_constructor(body.ret, slots)
+    elif isinstance(body.ret, ast.Items):
+        template = compile_items(body.ret, slots)
+    else:
+        slots.append(body.ret)
+        template = Slot(0)
+    values = value_slots(template)
+    sides = {body.left.var: LEFT, body.right.var: RIGHT}
+
+    def use(slot: Slot) -> Use:
+        path = slots[slot.index]
+        side = sides[path.var]
+        fragment = Fragment(replace(path, var=""), slot.index in values, slot.default_ns)
+        specs[side].fragments.setdefault(fragment.key, fragment)
+        return Use(side, fragment.key)
+
+    return tuple(_resolved(op, use) for op in flatten(template))
+
+
+def _resolved(op: Op, use: Callable[[Slot], Use]) -> Code:
+    if isinstance(op, bytes):
+        return op
+    if isinstance(op, Slot):
+        return use(op)
+    return SlotElement(op.start, op.end, op.empty, tuple(use(s) for s in op.slots))
+
+
+class JoinSet:
+    """The join subscriptions of a plan build: their plans, and their blocks merged by id (one
+    witness plan per distinct block, whatever subscriptions and feeds use it)."""
+
+    def __init__(self) -> None:
+        self.plans: dict[str, JoinPlan] = {}
+        self.specs: dict[str, BlockSpec] = {}
+
+    def add(self, sid: str, sub: ast.Subscription, own_feed: str) -> JoinPlan:
+        """Compile one join subscription of ``own_feed`` and file its blocks."""
+        plan, specs = compile_join(sid, sub, own_feed)
+        for spec in specs:
+            known = self.specs.setdefault(spec.id, spec)
+            if known is not spec:
+                known.merge(spec)
+        self.plans[sid] = plan
+        return plan
+
+    def specs_for(self, feed: str) -> list[BlockSpec]:
+        """The blocks the router of ``feed`` computes witnesses for (blocks reading ``feed``)."""
+        return [spec for spec in self.specs.values() if spec.feed == feed]
+
+    def plans_of(self, feed: str) -> list[JoinPlan]:
+        """The join subscriptions of ``feed`` (its own, the ones delivered with its hours)."""
+        return [plan for plan in self.plans.values() if plan.feed == feed]
+
+
+def clock_block(feed: str, path: str) -> BlockSpec:
+    """The block that reads a feed's event time in the same pass: the nodes the event-time path
+    selects, with their string value as the one leaf (``//pubDate``, ``/trade/@executed``).
+
+    Raises:
+        SubscriptionError: the path is not an absolute path to elements or one attribute of them.
+    """
+    from feedrouter.lang import parse  # the parser imports this package's users' modules lazily
+
+    elements, _, attribute = path.rpartition("/@") if "/@" in path else (path, "", "")
+    tree = parse(elements)
+    body = tree.body
+    if not isinstance(body, ast.Filter) or not isinstance(body.path, ast.AbsPath) or body.path.tail:
+        raise TypeError(f"the event-time path {path!r} must select elements or one attribute of them")
+    leaf = ast.RelPath((), ast.AttributeTest(ast.QName("", attribute))) if attribute else ast.RelPath()
+    text = f"event time of {feed}: {path}"
+    digest = hashlib.sha256(text.encode()).hexdigest()[:20]
+    spec = BlockSpec(f"clock-{digest}", feed, body.path, (), text)
+    spec.leaves[path_text(leaf)] = leaf
+    return spec

@@ -1,0 +1,104 @@
+"""The witness relations of one feed's hour: what stage 1 keeps for stage 2 (paper 001, §3.1, §5).
+
+Per message: its identity, arrival (hour, object key, index in the object) and event time (R_docTS);
+per block: the nodes it bound (R_bin, reduced to the bound node); per bound node: the string values
+of each leaf path (R_doc) and the bytes of each return fragment. Leaves and fragments are named by
+their canonical texts, so an hour's relations mean the same to every later plan build.
+
+The value index of an hour (:meth:`HourWitnesses.value_index`: leaf, value -> nodes) is paper
+001's view cache: built once per hour and leaf, shared by every subscription that compares that
+leaf, and, since an hour's witnesses never change once written, valid for as long as it is kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from feedrouter.join.plan import BlockSpec
+from feedrouter.join.witness import WitnessRow
+
+ONE_HOUR = timedelta(hours=1)
+
+
+@dataclass(frozen=True)
+class MessageRef:
+    """One routed message of a feed's hour.
+
+    Attributes:
+        key: the input object's key; ``index``: the message's number in it (container files).
+        time: its event time, or None when it has none usable (missing, unparsable, or outside
+            what the feed's allowed lateness admits: :func:`admitted`): it takes part in no join.
+    """
+
+    key: str
+    index: int
+    time: datetime | None
+
+
+def admitted(time: datetime | None, hour: datetime, lateness: timedelta) -> datetime | None:
+    """The event time of a message that arrived in ``hour``, if joins may use it: not after the
+    hour's end and not earlier than the allowed lateness before its start. The bound is what lets
+    the join stage look back a fixed number of hours (window plus lateness) and still find every
+    partner of a message."""
+    if time is None or time >= hour + ONE_HOUR or time < hour - lateness:
+        return None
+    return time
+
+
+@dataclass
+class HourWitnesses:
+    """The witness relations of one feed's hour (messages in stream order).
+
+    Node ids are ``(message number in this hour, element id)``: document order within a message,
+    stream order across messages.
+    """
+
+    feed: str
+    hour: datetime
+    messages: list[MessageRef] = field(default_factory=list)
+    roots: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    values: dict[tuple[int, int], dict[str, tuple[str, ...]]] = field(default_factory=dict)
+    fragments: dict[tuple[int, int], dict[str, bytes]] = field(default_factory=dict)
+    _indexes: dict[str, dict[str, list[tuple[int, int]]]] = field(default_factory=dict, repr=False)
+
+    def add(
+        self,
+        message: MessageRef,
+        witnesses: Mapping[str, Sequence[WitnessRow]],
+        specs: Mapping[str, BlockSpec],
+    ) -> None:
+        """File one routed message's witnesses (``RouteOutcome.witnesses``); blocks without a spec
+        here are another plan build's and are left out."""
+        number = len(self.messages)
+        self.messages.append(message)
+        for block, rows in witnesses.items():
+            spec = specs.get(block)
+            if spec is None:
+                continue
+            self.roots.setdefault(block, []).extend((number, row.node) for row in rows)
+            for row in rows:
+                self._file_row((number, row.node), row, spec)
+
+    def _file_row(self, node: tuple[int, int], row: WitnessRow, spec: BlockSpec) -> None:
+        values = self.values.setdefault(node, {})
+        for leaf, found in zip(spec.leaves, row.values, strict=True):
+            values[leaf] = found
+        fragments = self.fragments.setdefault(node, {})
+        for key, data in zip(spec.fragments, row.fragments, strict=True):
+            fragments[key] = data
+
+    def time_of(self, node: tuple[int, int]) -> datetime | None:
+        return self.messages[node[0]].time
+
+    def value_index(self, leaf: str) -> dict[str, list[tuple[int, int]]]:
+        """value -> the nodes whose ``leaf`` has it (in stream order), built once per leaf."""
+        index = self._indexes.get(leaf)
+        if index is None:
+            index = {}
+            for node, values in self.values.items():
+                for value in dict.fromkeys(values.get(leaf, ())):
+                    index.setdefault(value, []).append(node)
+            self._indexes[leaf] = index
+        return index

@@ -1,0 +1,227 @@
+"""Stage 2 of paper 001: join an hour's witnesses with the window's, for every join subscription.
+
+A pair ``(l, r)`` of a subscription (``l`` bound by its left block, ``r`` by its right) qualifies
+when every value join holds (some value of ``l``'s leaf equals some value of ``r``'s: XQuery's
+general comparison) and the temporal term holds on the two messages' event times. It is delivered
+in the hour of its later-arriving message, so that every pair is delivered exactly once, whatever
+order the hours are routed in: stage 2 of hour ``H`` takes the pairs with one node from ``H`` and
+the other from ``H`` or the hours before it within the window plus the allowed lateness.
+
+Shared work (paper 001): subscriptions with the same blocks and value joins share their candidate
+pairs, computed once per hour from the first join's value index (the hour's view cache, leaf and
+value to nodes: a value semi-join before anything else, Algorithm 4), the other joins checked on
+those candidates only; subscriptions that also agree on the temporal term share their pairs. A
+subscription's result for the hour is one item per pair, in XQuery's order (the first binding's
+stream and document order, then the second's), assembled from the fragments stage 1 rendered.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from feedrouter.join.plan import LEFT, BlockSpec, Code, JoinPlan, Use
+from feedrouter.join.relations import ONE_HOUR, HourWitnesses
+from feedrouter.lang.ast import TemporalKind
+from feedrouter.output.factory import SlotElement
+
+#: A node of the window: (hour, message number in its hour, element id); ordered as XQuery orders
+#: a stream's nodes (stream order of messages, then document order).
+NodeRef = tuple[datetime, int, int]
+Pair = tuple[NodeRef, NodeRef]
+#: How stage 2 reads a feed's hour of witnesses: None when the hour has none (yet).
+WitnessStore = Callable[[str, datetime], "HourWitnesses | None"]
+
+DEFAULT_MAX_PAIRS = 100_000
+
+
+@dataclass
+class JoinDelivery:
+    """What one join subscription gets for one hour: one result per qualifying pair, in order, or
+    nothing with ``withheld`` saying why (more pairs than the per-subscription cap)."""
+
+    sid: str
+    hour: datetime
+    results: list[bytes] = field(default_factory=list)
+    pairs: list[Pair] = field(default_factory=list)  # each result's two nodes: its provenance
+    count: int = 0  # the qualifying pairs, delivered or withheld
+    withheld: str | None = None
+
+
+def lookback(window: timedelta, lateness: timedelta) -> int:
+    """How many hours before ``H`` a partner of a message of ``H`` can have arrived."""
+    return math.ceil((window + lateness) / ONE_HOUR)
+
+
+class JoinStage:
+    """Stage 2 over a set of compiled join subscriptions (one plan build's)."""
+
+    def __init__(
+        self,
+        plans: Iterable[JoinPlan],
+        specs: Mapping[str, BlockSpec],
+        *,
+        lateness: timedelta = ONE_HOUR,
+        max_pairs: int = DEFAULT_MAX_PAIRS,
+    ) -> None:
+        self.plans = list(plans)
+        self.specs = dict(specs)
+        self.lateness = lateness
+        self.max_pairs = max_pairs
+
+    def run(self, hour: datetime, store: WitnessStore) -> dict[str, JoinDelivery]:
+        """Every subscription's delivery for ``hour`` (also those with no pair: an empty delivery)."""
+        window = _Window(hour, store)
+        deliveries = {}
+        for group in _grouped(self.plans, lambda p: (p.blocks, p.joins)):
+            candidates = self._candidates(group[0], max(p.window for p in group), window)
+            for same in _grouped(group, lambda p: p.key):
+                pairs = _temporal(candidates, same[0], window)
+                for plan in same:
+                    deliveries[plan.sid] = self._deliver(plan, pairs, window)
+        return deliveries
+
+    def _candidates(self, plan: JoinPlan, widest: timedelta, window: _Window) -> list[Pair]:
+        """The pairs of the blocks that satisfy every value join, with a node of this hour."""
+        hours = window.hours(lookback(widest, self.lateness))
+        left = window.roots(plan.feeds[LEFT], plan.blocks[LEFT], hours)
+        right = window.roots(plan.feeds[1], plan.blocks[1], hours)
+        if not left or not right:
+            return []
+        right_set = set(right)
+        (first_left, first_right), rest = plan.joins[0], plan.joins[1:]
+        found: list[Pair] = []
+        for node in left:
+            values = window.values(plan.feeds[LEFT], node, first_left)
+            for partner in window.partners(plan.feeds[1], first_right, values, hours):
+                if partner not in right_set or (node[0] != window.hour and partner[0] != window.hour):
+                    continue
+                if all(window.compares(plan.feeds, node, partner, join) for join in rest):
+                    found.append((node, partner))
+        found.sort()
+        return found
+
+    def _deliver(self, plan: JoinPlan, pairs: list[Pair], window: _Window) -> JoinDelivery:
+        delivery = JoinDelivery(plan.sid, window.hour, count=len(pairs))
+        if len(pairs) > self.max_pairs:
+            delivery.withheld = (
+                f"[FR313] {len(pairs)} pairs in the hour, more than the cap of {self.max_pairs} per "
+                "subscription; make the join more selective"
+            )
+            return delivery
+        delivery.results = [assemble(plan.code, window.fragments(plan.feeds, pair)) for pair in pairs]
+        delivery.pairs = pairs
+        return delivery
+
+
+class _Window:
+    """The witness hours one run of stage 2 reads, each loaded once."""
+
+    def __init__(self, hour: datetime, store: WitnessStore) -> None:
+        self.hour = hour
+        self._store = store
+        self._loaded: dict[tuple[str, datetime], HourWitnesses | None] = {}
+
+    def hours(self, back: int) -> list[datetime]:
+        return [self.hour - ONE_HOUR * k for k in range(back, -1, -1)]
+
+    def witnesses(self, feed: str, hour: datetime) -> HourWitnesses | None:
+        key = (feed, hour)
+        if key not in self._loaded:
+            self._loaded[key] = self._store(feed, hour)
+        return self._loaded[key]
+
+    def roots(self, feed: str, block: str, hours: Sequence[datetime]) -> list[NodeRef]:
+        """The block's nodes in those hours whose messages have a usable event time."""
+        found: list[NodeRef] = []
+        for hour in hours:
+            hw = self.witnesses(feed, hour)
+            if hw is not None:
+                found.extend((hour, m, n) for m, n in hw.roots.get(block, ()) if hw.messages[m].time)
+        return found
+
+    def values(self, feed: str, node: NodeRef, leaf: str) -> tuple[str, ...]:
+        hw = self.witnesses(feed, node[0])
+        return hw.values[node[1:]].get(leaf, ()) if hw is not None else ()
+
+    def partners(
+        self, feed: str, leaf: str, values: Iterable[str], hours: Sequence[datetime]
+    ) -> Iterator[NodeRef]:
+        """The nodes of those hours whose ``leaf`` has one of ``values`` (each node once)."""
+        seen: set[NodeRef] = set()
+        for hour in hours:
+            hw = self.witnesses(feed, hour)
+            if hw is None:
+                continue
+            index = hw.value_index(leaf)
+            for value in values:
+                for m, n in index.get(value, ()):
+                    node = (hour, m, n)
+                    if node not in seen:
+                        seen.add(node)
+                        yield node
+
+    def compares(self, feeds: tuple[str, str], left: NodeRef, right: NodeRef, join: tuple[str, str]) -> bool:
+        ours = self.values(feeds[LEFT], left, join[0])
+        return bool(ours) and not set(ours).isdisjoint(self.values(feeds[1], right, join[1]))
+
+    def time_of(self, feed: str, node: NodeRef) -> datetime:
+        hw = self.witnesses(feed, node[0])
+        assert hw is not None and hw.messages[node[1]].time is not None  # roots() keeps timed ones
+        return hw.messages[node[1]].time  # type: ignore[return-value]
+
+    def fragments(
+        self, feeds: tuple[str, str], pair: Pair
+    ) -> tuple[Mapping[str, bytes], Mapping[str, bytes]]:
+        sides = []
+        for feed, node in zip(feeds, pair, strict=True):
+            hw = self.witnesses(feed, node[0])
+            sides.append(hw.fragments.get(node[1:], {}) if hw is not None else {})
+        return sides[0], sides[1]
+
+
+def _temporal(pairs: list[Pair], plan: JoinPlan, window: _Window) -> list[Pair]:
+    """The pairs whose messages' event times satisfy the plan's temporal term."""
+    kept = []
+    for pair in pairs:
+        left, right = window.time_of(plan.feeds[LEFT], pair[0]), window.time_of(plan.feeds[1], pair[1])
+        first, second = (left, right) if plan.left_first else (right, left)
+        gap = second - first
+        if plan.kind is TemporalKind.FOLLOWED_BY:
+            holds = timedelta(0) < gap <= plan.window
+        else:  # within: different messages, either order
+            holds = abs(gap) <= plan.window and not _same_message(pair, plan)
+        if holds:
+            kept.append(pair)
+    return kept
+
+
+def _same_message(pair: Pair, plan: JoinPlan) -> bool:
+    return plan.feeds[0] == plan.feeds[1] and pair[0][:2] == pair[1][:2]
+
+
+def assemble(code: Sequence[Code], sides: tuple[Mapping[str, bytes], Mapping[str, bytes]]) -> bytes:
+    """One pair's result: the return's bytes with each slot filled from its side's fragment."""
+    out = []
+    for op in code:
+        if isinstance(op, bytes):
+            out.append(op)
+        elif isinstance(op, Use):
+            out.append(sides[op.side].get(op.key, b""))
+        else:
+            out.append(_slot_element(op, sides))
+    return b"".join(out)
+
+
+def _slot_element(op: SlotElement[Use], sides: tuple[Mapping[str, bytes], Mapping[str, bytes]]) -> bytes:
+    body = b"".join(sides[use.side].get(use.key, b"") for use in op.slots)
+    return op.start + body + op.end if body else op.empty
+
+
+def _grouped(plans: Iterable[JoinPlan], key: Callable[[JoinPlan], object]) -> list[list[JoinPlan]]:
+    groups: dict[object, list[JoinPlan]] = {}
+    for plan in plans:
+        groups.setdefault(key(plan), []).append(plan)
+    return list(groups.values())
