@@ -225,7 +225,9 @@ class Planner:
         plan.warning = self._never_match_warning(plan)
         return plan
 
-    def _plan(self, sid: str, tree: ast.Subscription, values: frozenset[int] | None = None) -> SubscriptionPlan:
+    def _plan(
+        self, sid: str, tree: ast.Subscription, values: frozenset[int] | None = None
+    ) -> SubscriptionPlan:
         if isinstance(tree.body, ast.JoinFlwr):
             raise error("FR116", JOIN_NOT_ROUTED, source=sid)
         notes: list[str] = []
