@@ -47,3 +47,6 @@ COMMIT;
 --    FROM feedrouter.subscription_problems WHERE feed = 'wire';
 -- 7. The catalog version, and whether the latest plan build is up to date:
 --    SELECT feed, catalog_version, built_version, up_to_date FROM feedrouter.feed_status;
+-- 8. Join subscriptions need the feed's event time (feeds.event_time_path, event_time_format,
+--    max_join_window, allowed_lateness; docs/configuration.md), e.g.
+--    UPDATE feedrouter.feeds SET event_time_path = '//trade/@executed' WHERE name = 'trades';

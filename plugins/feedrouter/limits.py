@@ -8,6 +8,7 @@ feedrouter does not control; each resource they can consume is capped here, and 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 
 MIB = 1024 * 1024
 
@@ -24,6 +25,15 @@ DEFAULT_MAX_RESULT_BYTES = 16 * MIB
 DEFAULT_MAX_DOCUMENT_RESULT_BYTES = 256 * MIB
 #: Characters of one subscription text (FR114 past it; the catalog CHECKs the same bound).
 DEFAULT_MAX_SUBSCRIPTION_CHARS = 64 * 1024
+#: Characters of a feed's event-time path (the catalog CHECKs the same bound).
+MAX_EVENT_TIME_PATH_CHARS = 512
+#: The longest join window a feed's join subscriptions may use, unless the feed sets another.
+DEFAULT_MAX_JOIN_WINDOW = timedelta(hours=24)
+#: How late a message may arrive after its event time and still join, unless the feed says otherwise.
+DEFAULT_ALLOWED_LATENESS = timedelta(hours=1)
+#: The most a feed may set for either bound: a join stage reads back window + lateness of witnesses,
+#: so this caps what one hour's join reads.
+MAX_JOIN_HORIZON = timedelta(days=7)
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,9 @@
 """The hardened catalog on a real Postgres: canonical prefixes and encodable names at insert, feed
-result settings, and plan artifacts bound to their feed."""
+result and event-time settings, and plan artifacts bound to their feed."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,8 @@ from sqlalchemy import Engine, text
 from sqlalchemy.exc import IntegrityError
 
 from feedrouter.catalog import build_plan, load_latest_plan
+from feedrouter.catalog.compiled import EventTime
+from feedrouter.catalog.validation import has_event_time
 from feedrouter.errors import CompileError
 from feedrouter.limits import DEFAULT_MAX_SUBSCRIPTION_CHARS, ResultLimits
 from feedrouter.storage import FileStore
@@ -228,3 +231,68 @@ def test_feed_spark_conf_defaults_to_empty_and_reads_back_as_strings(catalog: En
         }
         with pytest.raises(CatalogError, match=r"\[FR405\].*'nope'"):
             feed_spark_conf(conn, "nope")
+
+
+EVENT_TIME_CHECKS = [
+    ("event_time_path = 'trade/@executed'", "ck_feeds_event_time_path"),  # relative
+    ("event_time_path = ''", "ck_feeds_event_time_path"),
+    ("event_time_path = '/' || repeat('a', 512)", "ck_feeds_event_time_path"),
+    ("event_time_path = '/trade' || chr(10) || '/@executed'", "ck_feeds_event_time_path"),
+    ("event_time_path = '/trade' || chr(127)", "ck_feeds_event_time_path"),
+    ("event_time_format = 'unix'", "ck_feeds_event_time_format"),
+    ("event_time_format = 'ISO8601'", "ck_feeds_event_time_format"),
+    ("max_join_window = interval '0 hours'", "ck_feeds_max_join_window"),
+    ("max_join_window = interval '-1 hours'", "ck_feeds_max_join_window"),
+    ("max_join_window = interval '7 days 1 second'", "ck_feeds_max_join_window"),
+    ("max_join_window = interval '1 mon'", "ck_feeds_max_join_window"),
+    ("allowed_lateness = interval '-1 second'", "ck_feeds_allowed_lateness"),
+    ("allowed_lateness = interval '169 hours'", "ck_feeds_allowed_lateness"),
+]
+
+
+@pytest.mark.parametrize(("assignment", "check"), EVENT_TIME_CHECKS)
+def test_postgres_refuses_bad_event_time_settings(catalog: Engine, assignment: str, check: str) -> None:
+    _insert(catalog, "INSERT INTO feedrouter.feeds (name, input_prefix) VALUES ('f', 's3://in-bucket/f')")
+    with pytest.raises(IntegrityError, match=check):
+        _insert(catalog, f"UPDATE feedrouter.feeds SET {assignment}")
+
+
+def test_event_time_settings_have_defaults_and_take_their_bounds(catalog: Engine) -> None:
+    _insert(catalog, "INSERT INTO feedrouter.feeds (name, input_prefix) VALUES ('f', 's3://in-bucket/f')")
+    query = (
+        "SELECT event_time_path, event_time_format, max_join_window, allowed_lateness FROM feedrouter.feeds"
+    )
+    with catalog.connect() as conn:
+        defaults = tuple(conn.execute(text(query)).one())
+    assert defaults == (None, "iso8601", timedelta(hours=24), timedelta(hours=1))
+    _insert(
+        catalog,
+        "UPDATE feedrouter.feeds SET event_time_path = :p, event_time_format = 'epoch-seconds',"
+        " max_join_window = interval '7 days', allowed_lateness = interval '0 hours'",
+        p="/" + "a" * 511,
+    )
+    with catalog.connect() as conn:
+        row = conn.execute(text(query)).one()
+    bounds = (len(row.event_time_path), row.max_join_window, row.allowed_lateness)
+    assert bounds == (512, timedelta(days=7), timedelta(0))
+
+
+def test_a_build_carries_the_feeds_event_time_settings(catalog: Engine, store: FileStore) -> None:
+    with catalog.begin() as conn:
+        add_feed(conn, "news")
+        add_subscriber(conn, "alice")
+        add_subscription(conn, "alice", "news", "titles", "//title")
+    first = build_plan(catalog, "news", store)
+    _, plan = load_latest_plan(catalog, "news", store)
+    assert plan.feed.event_time is None and not has_event_time(plan.feed)
+    _insert(
+        catalog,
+        "UPDATE feedrouter.feeds SET event_time_path = '//head/@date', event_time_format = 'rfc822',"
+        " max_join_window = interval '2 hours', allowed_lateness = interval '30 minutes'",
+    )
+    rebuilt = build_plan(catalog, "news", store)
+    _, plan = load_latest_plan(catalog, "news", store)
+    assert not rebuilt.reused and rebuilt.catalog_version > first.catalog_version
+    expected = EventTime("//head/@date", "rfc822", timedelta(hours=2), timedelta(minutes=30))
+    assert plan.feed.event_time == expected
+    assert has_event_time(plan.feed)

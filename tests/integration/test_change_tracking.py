@@ -140,7 +140,15 @@ def test_constraints_refuse_bad_rows(news: Engine) -> None:
 
 @pytest.mark.parametrize(
     "change",
-    ["max_result_bytes = 30", "max_document_result_bytes = 100", "invalid_documents = 'quarantine'"],
+    [
+        "max_result_bytes = 30",
+        "max_document_result_bytes = 100",
+        "invalid_documents = 'quarantine'",
+        "event_time_path = '//trade/@executed'",
+        "event_time_format = 'rfc822'",
+        "max_join_window = interval '2 hours'",
+        "allowed_lateness = interval '0 hours'",
+    ],
 )
 def test_a_feed_setting_the_plan_carries_bumps_the_version(news: Engine, change: str) -> None:
     before = _versions(news)
@@ -154,3 +162,15 @@ def test_the_feeds_spark_conf_is_no_plan_change(news: Engine) -> None:
     conf = '{"spark.executor.memory": "4g"}'
     _sql(news, "UPDATE feedrouter.feeds SET spark_conf = CAST(:c AS jsonb) WHERE name = 'news'", c=conf)
     assert _versions(news) == before
+
+
+def test_clearing_and_rewriting_the_event_time_path_bump_and_an_equal_write_does_not(news: Engine) -> None:
+    set_path = "UPDATE feedrouter.feeds SET event_time_path = :p WHERE name = 'news'"
+    start = _versions(news)["news"]
+    _sql(news, set_path, p="/nitf/head/pubdata/@date")
+    _sql(news, set_path, p="/nitf/head/pubdata/@date")  # the same value: no change
+    after_set = _versions(news)["news"]
+    _sql(news, set_path, p=None)
+    # '24 hours' and '1 day' are equal intervals: not a change either
+    _sql(news, "UPDATE feedrouter.feeds SET max_join_window = interval '1 day' WHERE name = 'news'")
+    assert (after_set, _versions(news)["news"]) == (start + 1, start + 2)

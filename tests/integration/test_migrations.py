@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import create_engine, text
+from sqlalchemy import Connection, create_engine, text
 
 from feedrouter.catalog import migrate
 from feedrouter.catalog.models import SCHEMA, Base
@@ -157,3 +159,51 @@ def test_the_hardening_migration_names_rows_that_break_its_checks(fresh_database
     with engine.connect() as conn:
         assert conn.scalar(text("SELECT version_num FROM feedrouter.alembic_version")) == "0004"
     engine.dispose()
+
+
+def _track_feeds(conn: Connection) -> str:
+    return str(conn.scalar(text("SELECT pg_get_functiondef('feedrouter.track_feeds'::regproc)")))
+
+
+def _feed_columns(conn: Connection) -> set[str]:
+    query = "SELECT column_name FROM information_schema.columns WHERE table_schema = :s AND table_name = :t"
+    return set(conn.scalars(text(query), {"s": SCHEMA, "t": "feeds"}))
+
+
+EVENT_TIME_COLUMNS = {"event_time_path", "event_time_format", "max_join_window", "allowed_lateness"}
+BUMP_TRADES = "SELECT version FROM feedrouter.catalog_versions WHERE feed_name = 'trades'"
+
+
+def test_the_event_time_migration_goes_down_to_0005_and_up_again(fresh_database: str) -> None:
+    migrate.upgrade(fresh_database, "0005")
+    engine = create_engine(fresh_database)
+    with engine.begin() as conn:
+        tracking_0005 = _track_feeds(conn)
+        conn.execute(text("INSERT INTO feedrouter.feeds (name, input_prefix) VALUES ('trades', 's3://in-b/t')"))
+    migrate.upgrade(fresh_database)
+    with engine.begin() as conn:
+        assert _feed_columns(conn) >= EVENT_TIME_COLUMNS
+        assert _track_feeds(conn) != tracking_0005
+        conn.execute(text("UPDATE feedrouter.feeds SET event_time_path = '//trade/@executed'"))
+
+    migrate.downgrade(fresh_database, "0005")
+    with engine.begin() as conn:
+        assert not EVENT_TIME_COLUMNS & _feed_columns(conn)
+        assert _track_feeds(conn) == tracking_0005  # 0005's function is back, and still works
+        before = conn.scalar(text(BUMP_TRADES))
+        conn.execute(text("UPDATE feedrouter.feeds SET max_result_bytes = 30"))
+    with engine.connect() as conn:
+        assert conn.scalar(text(BUMP_TRADES)) == before + 1
+
+    migrate.upgrade(fresh_database)
+    with engine.connect() as conn:
+        row = conn.execute(text("SELECT * FROM feedrouter.feeds WHERE name = 'trades'")).one()
+    engine.dispose()
+    assert (row.event_time_path, row.event_time_format, row.max_join_window, row.allowed_lateness) == (
+        None,
+        "iso8601",
+        timedelta(hours=24),
+        timedelta(hours=1),
+    )
+    checks = _check_constraints(fresh_database)
+    assert {f"ck_feeds_{column}" for column in EVENT_TIME_COLUMNS} <= set(checks)

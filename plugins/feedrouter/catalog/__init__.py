@@ -13,7 +13,7 @@ deliveries), :mod:`.lease` (the hour lease) and :mod:`.locks` (advisory-lock key
 
 from feedrouter.catalog.artifact import FORMAT_VERSION, load_plan
 from feedrouter.catalog.builder import build_plan, load_latest_plan
-from feedrouter.catalog.compiled import CompiledPlan, FeedConfig, PlanSummary, Target
+from feedrouter.catalog.compiled import CompiledPlan, EventTime, FeedConfig, PlanSummary, Target
 from feedrouter.catalog.database import (
     create_catalog_engine,
     open_catalog,
@@ -37,6 +37,7 @@ from feedrouter.catalog.repository import (
     require_plan_build,
     subscription_problems,
 )
+from feedrouter.catalog.validation import has_event_time
 from feedrouter.catalog.version import catalog_version, catalog_versions
 from feedrouter.errors import TransientCatalogError
 
@@ -48,6 +49,7 @@ __all__ = [
     "CompiledPlan",
     "Delivery",
     "Dtd",
+    "EventTime",
     "Feed",
     "FeedConfig",
     "PlanBuild",
@@ -61,6 +63,7 @@ __all__ = [
     "catalog_version",
     "catalog_versions",
     "create_catalog_engine",
+    "has_event_time",
     "latest_build",
     "latest_builds",
     "load_latest_plan",

@@ -4,15 +4,46 @@ A :class:`CompiledPlan` is plain picklable data. It carries, besides the router,
 hourly job needs to route and deliver consistently with the catalog version it was built from: the
 feed's input layout and each compiled subscription's delivery target, so a subscriber changed after
 the build does not get half-old, half-new treatment within one batch.
+
+Plans are pickled (:mod:`feedrouter.catalog.artifact`): a field added to these classes needs a
+default, which an artifact pickled before it existed reads back.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
-from feedrouter.limits import DEFAULT_MAX_DOCUMENT_RESULT_BYTES, DEFAULT_MAX_RESULT_BYTES, ResultLimits
+from feedrouter.limits import (
+    DEFAULT_ALLOWED_LATENESS,
+    DEFAULT_MAX_DOCUMENT_RESULT_BYTES,
+    DEFAULT_MAX_JOIN_WINDOW,
+    DEFAULT_MAX_RESULT_BYTES,
+    ResultLimits,
+)
 from feedrouter.router import RouteOutcome, Router
+
+
+@dataclass(frozen=True)
+class EventTime:
+    """Where a feed's messages keep their event time, and the join bounds of the feed.
+
+    Attributes:
+        path: An absolute XPath, evaluated from the document node, to the event-time value.
+        format: How the value is written, one of :data:`feedrouter.join.clock.FORMATS`.
+        max_join_window: The longest window a join subscription on the feed may use.
+        allowed_lateness: How long after its event time a message may arrive and still join.
+    """
+
+    path: str
+    format: str = "iso8601"
+    max_join_window: timedelta = DEFAULT_MAX_JOIN_WINDOW
+    allowed_lateness: timedelta = DEFAULT_ALLOWED_LATENESS
+
+    @property
+    def lookback(self) -> timedelta:
+        """How far back of an hour a join stage reads witnesses: the window plus the lateness."""
+        return self.max_join_window + self.allowed_lateness
 
 
 @dataclass(frozen=True)
@@ -20,7 +51,9 @@ class FeedConfig:
     """The feed's settings at build time (see :class:`feedrouter.catalog.models.Feed`).
 
     ``id`` is the catalog's feed id (None for plans made outside a catalog); the artifact records it
-    with the name, and loading checks both against the feed asked for (FR306).
+    with the name, and loading checks both against the feed asked for (FR306). The ``event_time_*``,
+    ``max_join_window`` and ``allowed_lateness`` fields are the feed's join settings, read together
+    as :attr:`event_time`.
     """
 
     name: str
@@ -33,6 +66,22 @@ class FeedConfig:
     max_document_result_bytes: int = DEFAULT_MAX_DOCUMENT_RESULT_BYTES
     invalid_documents: str = "fallback"
     id: int | None = None
+    event_time_path: str | None = None
+    event_time_format: str = "iso8601"
+    max_join_window: timedelta = DEFAULT_MAX_JOIN_WINDOW
+    allowed_lateness: timedelta = DEFAULT_ALLOWED_LATENESS
+
+    @property
+    def event_time(self) -> EventTime | None:
+        """The feed's event-time settings, or None when it has no event-time path (no joins).
+
+        Whether the path is one a join can use is :func:`feedrouter.catalog.validation.has_event_time`.
+        """
+        if self.event_time_path is None:
+            return None
+        return EventTime(
+            self.event_time_path, self.event_time_format, self.max_join_window, self.allowed_lateness
+        )
 
     @property
     def quarantine_uri(self) -> str:

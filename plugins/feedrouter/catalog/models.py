@@ -12,7 +12,7 @@ migrations; it is not part of the models.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import (
@@ -23,6 +23,7 @@ from sqlalchemy import (
     Float,
     ForeignKey,
     Integer,
+    Interval,
     MetaData,
     String,
     Text,
@@ -34,10 +35,15 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 from feedrouter.hours import DEFAULT_LAYOUT
+from feedrouter.join.clock import FORMATS as EVENT_TIME_FORMATS
 from feedrouter.limits import (
+    DEFAULT_ALLOWED_LATENESS,
     DEFAULT_MAX_DOCUMENT_RESULT_BYTES,
+    DEFAULT_MAX_JOIN_WINDOW,
     DEFAULT_MAX_RESULT_BYTES,
     DEFAULT_MAX_SUBSCRIPTION_CHARS,
+    MAX_EVENT_TIME_PATH_CHARS,
+    MAX_JOIN_HORIZON,
 )
 from feedrouter.paths import MAX_COMPONENT
 from feedrouter.storage.uris import DOT_SEGMENT, FILE_URI, MAX_PREFIX_BYTES, S3_URI
@@ -75,6 +81,29 @@ XML_NAME_RE = "^[A-Za-z_][A-Za-z0-9._:-]*$"
 SPARK_CONF_CHECK = (
     "jsonb_typeof(spark_conf) = 'object' AND NOT jsonb_path_exists(spark_conf, "
     "'$.keyvalue() ? (!(@.key starts with \"spark.\") || @.value.type() != \"string\")')"
+)
+#: ``feeds.event_time_path``: the shape SQL can see (absolute, bounded, no control characters); a
+#: plan build also compiles it (feedrouter.catalog.validation.event_time_path_problem).
+EVENT_TIME_PATH_CHECK = (
+    f"event_time_path IS NULL OR (length(event_time_path) BETWEEN 1 AND {MAX_EVENT_TIME_PATH_CHARS}"
+    " AND event_time_path ~ '^/' AND event_time_path !~ '[[:cntrl:]]')"
+)
+
+
+def interval_sql(delta: timedelta) -> str:
+    """``delta`` as a Postgres interval literal in whole hours (``interval '24 hours'``)."""
+    hours, rest = divmod(delta, timedelta(hours=1))
+    if rest:
+        raise ValueError(f"{delta} is not a whole number of hours")
+    return f"interval '{hours} hours'"
+
+
+#: ``feeds.max_join_window`` and ``feeds.allowed_lateness``: within the horizon a join stage reads back.
+JOIN_WINDOW_CHECK = (
+    f"max_join_window > interval '0 hours' AND max_join_window <= {interval_sql(MAX_JOIN_HORIZON)}"
+)
+LATENESS_CHECK = (
+    f"allowed_lateness >= interval '0 hours' AND allowed_lateness <= {interval_sql(MAX_JOIN_HORIZON)}"
 )
 
 
@@ -166,6 +195,13 @@ class Feed(Base):
     ``invalid_documents`` says what happens to a document the feed's DTD does not validate:
     "fallback" routes it with the DTD-free plan, "quarantine" sets it aside with its reason.
     ``spark_conf`` holds Spark settings for the feed's batches (keys ``spark.…``, string values).
+
+    Join subscriptions correlate messages by their event time: ``event_time_path`` is an absolute
+    XPath to each message's event-time value (None: the feed has no event time and takes no join
+    subscriptions), ``event_time_format`` how that value is written (feedrouter.join.clock.FORMATS);
+    ``max_join_window`` bounds the window a join subscription on the feed may use, and
+    ``allowed_lateness`` how long after its event time a message may arrive and still join (both at
+    most 7 days). docs/configuration.md says what they mean for joins.
     """
 
     __tablename__ = "feeds"
@@ -182,6 +218,10 @@ class Feed(Base):
         CheckConstraint("max_result_bytes > 0 AND max_document_result_bytes > 0", name="result_limits"),
         CheckConstraint(_in("invalid_documents", INVALID_DOCUMENT_POLICIES), name="invalid_documents"),
         _pg_check(SPARK_CONF_CHECK, "spark_conf"),
+        _pg_check(EVENT_TIME_PATH_CHECK, "event_time_path"),
+        CheckConstraint(_in("event_time_format", EVENT_TIME_FORMATS), name="event_time_format"),
+        CheckConstraint(JOIN_WINDOW_CHECK, name="max_join_window"),
+        CheckConstraint(LATENESS_CHECK, name="allowed_lateness"),
     )
 
     id: Mapped[int] = mapped_column(Id, primary_key=True)
@@ -202,6 +242,14 @@ class Feed(Base):
     # Spark conf of the feed's routing batches, layered between the connection's and the operator's.
     spark_conf: Mapped[dict[str, str]] = mapped_column(
         JSONB, nullable=False, server_default=text("'{}'::jsonb")
+    )
+    event_time_path: Mapped[str | None] = mapped_column(Text)
+    event_time_format: Mapped[str] = mapped_column(Text, nullable=False, server_default="iso8601")
+    max_join_window: Mapped[timedelta] = mapped_column(
+        Interval, nullable=False, server_default=text(interval_sql(DEFAULT_MAX_JOIN_WINDOW))
+    )
+    allowed_lateness: Mapped[timedelta] = mapped_column(
+        Interval, nullable=False, server_default=text(interval_sql(DEFAULT_ALLOWED_LATENESS))
     )
     created_at: Mapped[datetime] = _created()
     updated_at: Mapped[datetime] = _updated()

@@ -90,6 +90,10 @@ def require_feed(conn: Connection, name: str) -> FeedRecord:
             Feed.max_result_bytes,
             Feed.max_document_result_bytes,
             Feed.invalid_documents,
+            Feed.event_time_path,
+            Feed.event_time_format,
+            Feed.max_join_window,
+            Feed.allowed_lateness,
             Dtd.name.label("dtd_name"),
             Dtd.text.label("dtd_text"),
             Dtd.root_element,
@@ -110,6 +114,10 @@ def require_feed(conn: Connection, name: str) -> FeedRecord:
         max_document_result_bytes=int(row.max_document_result_bytes),
         invalid_documents=row.invalid_documents,
         id=row.id,
+        event_time_path=row.event_time_path,
+        event_time_format=row.event_time_format,
+        max_join_window=row.max_join_window,
+        allowed_lateness=row.allowed_lateness,
     )
     return FeedRecord(row.id, config, row.dtd_text, row.root_element)
 

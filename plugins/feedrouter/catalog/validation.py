@@ -13,18 +13,30 @@ without harming anyone else, so that nothing a batch could fail on reaches a pla
 
 Each problem becomes an invalid :class:`~feedrouter.catalog.outcomes.Outcome` of that subscription
 only; the rest of the feed builds and routes as usual.
+
+It also says whether a feed can take join subscriptions (:func:`has_event_time`): its event-time
+settings must name a path a join can read a time from (:func:`event_time_path_problem`: an absolute
+location path lxml compiles, with no function but ``text()``, no variable, no namespace prefix, no
+union) in a known format, within the bounds of :mod:`feedrouter.limits`. The catalog's CHECKs hold
+the shape SQL can see; the rest is checked here, at build time.
 """
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
+
+from lxml import etree
 
 from feedrouter.catalog.compiled import FeedConfig, Target
 from feedrouter.catalog.outcomes import Outcome
 from feedrouter.errors import StorageError
 from feedrouter.hours import hour_path
+from feedrouter.join.clock import FORMATS
+from feedrouter.limits import MAX_EVENT_TIME_PATH_CHARS, MAX_JOIN_HORIZON
 from feedrouter.paths import MAX_COMPONENT
 from feedrouter.storage.keys import component, join_key
 from feedrouter.storage.uris import overlaps, prefix_problem
@@ -34,6 +46,13 @@ from feedrouter.storage.uris import overlaps, prefix_problem
 _SAMPLE_TAIL = (hour_path(datetime(2026, 1, 1)), "part-00000.xml")
 INVALID_TARGET = "FR403"
 CONFLICT = "FR404"
+
+# XPath 1.0 string literals, set aside before looking for variables, calls and prefixes in a path.
+_XPATH_LITERAL = re.compile(r"\"[^\"]*\"|'[^']*'")
+# A name followed by "(": a function call or a node-type test (text(), node(), comment(), …).
+_XPATH_CALL = re.compile(r"([A-Za-z_][\w.-]*)\s*\(")
+# A tiny document to evaluate a path on: what it gives back says whether it is a location path.
+_PROBE = etree.ElementTree(etree.Element("feedrouter-probe"))
 
 
 @dataclass(frozen=True)
@@ -129,3 +148,86 @@ def encoded_length(name: str) -> int:
 
 def _plain(ch: str) -> bool:
     return ch.isascii() and (ch.isalnum() or ch in "._=-")
+
+
+def has_event_time(feed: FeedConfig) -> bool:
+    """True when ``feed`` can take join subscriptions: its event-time settings are usable."""
+    return event_time_problem(feed) is None
+
+
+def event_time_problem(feed: FeedConfig) -> str | None:
+    """Why join subscriptions on ``feed`` cannot be served, or None when they can."""
+    path = feed.event_time_path
+    if path is None:
+        return (
+            f"feed {feed.name!r} has no event time: set feeds.event_time_path (and event_time_format) "
+            "to where its messages keep it before subscribing joins to it"
+        )
+    problem = event_time_path_problem(path) or _join_bounds_problem(feed)
+    if problem is not None:
+        return f"the event-time settings of feed {feed.name!r} are refused: {problem}"
+    return None
+
+
+def event_time_path_problem(path: str) -> str | None:
+    """Why ``path`` cannot be a feed's event-time path, or None when it can.
+
+    A usable path is an absolute XPath 1.0 location path of at most
+    :data:`~feedrouter.limits.MAX_EVENT_TIME_PATH_CHARS` characters that lxml compiles, selecting
+    elements, attributes or ``text()`` nodes: no other function or node test, no variable, no
+    namespace prefix (the catalog has nowhere to bind one), no union.
+    """
+    shown = f"event_time_path {path[:80]!r}"
+    why = _path_shape_problem(path) or _path_token_problem(path) or _path_compile_problem(path)
+    return None if why is None else f"{shown} {why}"
+
+
+def _path_shape_problem(path: str) -> str | None:
+    if not path or len(path) > MAX_EVENT_TIME_PATH_CHARS:
+        return f"is {len(path)} characters long; it must have 1 to {MAX_EVENT_TIME_PATH_CHARS}"
+    if any(unicodedata.category(ch) == "Cc" for ch in path):
+        return "holds a control character"
+    if not path.startswith("/"):
+        return "is not absolute: start it with / (from the document node), e.g. /rss/channel/item/pubDate"
+    return None
+
+
+def _path_token_problem(path: str) -> str | None:
+    bare = _XPATH_LITERAL.sub('""', path)
+    if "$" in bare:
+        return "uses a variable ($…); an event-time path has none to read"
+    if "|" in bare:
+        return "is a union of paths (|); give the one location path that holds the time"
+    calls = sorted({name for name in _XPATH_CALL.findall(bare) if name != "text"})
+    if calls:
+        return f"calls {', '.join(n + '()' for n in calls)}; text() is the only function or node test allowed"
+    if "namespace::" in bare:
+        return "uses the namespace axis; select an element, an attribute or text()"
+    if ":" in bare.replace("::", ""):
+        return (
+            "uses a namespace prefix; prefixed names are not supported in event-time paths "
+            "(there is nowhere to bind the prefix): the event time must be in no namespace"
+        )
+    return None
+
+
+def _path_compile_problem(path: str) -> str | None:
+    try:
+        found = etree.XPath(path)(_PROBE)
+    except etree.XPathError as exc:
+        return f"is not an XPath 1.0 expression lxml can compile ({exc})"
+    if not isinstance(found, list):
+        return f"is an expression giving a {type(found).__name__}, not a location path selecting nodes"
+    if path.strip() == "/":
+        return "selects the document node; name the element, attribute or text() holding the time"
+    return None
+
+
+def _join_bounds_problem(feed: FeedConfig) -> str | None:
+    if feed.event_time_format not in FORMATS:
+        return f"event_time_format {feed.event_time_format!r} is none of {', '.join(FORMATS)}"
+    if not timedelta(0) < feed.max_join_window <= MAX_JOIN_HORIZON:
+        return f"max_join_window {feed.max_join_window} is not above 0 and at most {MAX_JOIN_HORIZON}"
+    if not timedelta(0) <= feed.allowed_lateness <= MAX_JOIN_HORIZON:
+        return f"allowed_lateness {feed.allowed_lateness} is not from 0 to {MAX_JOIN_HORIZON}"
+    return None
