@@ -11,6 +11,8 @@ its prefix.
 'titles/news/dt=2026-11-22/hour=16'
 >>> quarantine_key("news", hour, "a/b.xml", 3, ".error.json")
 'news/dt=2026-11-22/hour=16/a%2Fb.xml/000003.error.json'
+>>> witness_dir("news", hour)
+'witnesses/news/dt=2026-11-22/hour=16'
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ __all__ = [
     "quarantine_key",
     "source_component",
     "utc_hour",
+    "witness_dir",
 ]
 
 
@@ -68,6 +71,12 @@ def is_input_key(key: str) -> bool:
     """
     segments = key.split("/")
     return key.endswith(INPUT_SUFFIXES) and not any(s.startswith(("_", ".")) for s in segments)
+
+
+def witness_dir(feed: str, hour: datetime) -> str:
+    """The key of one feed's hour of join witnesses below the state prefix (stage 1's output, read by
+    the join stage of this hour and of the hours after it within the longest window)."""
+    return join_key("witnesses", component(feed), hour_path(hour))
 
 
 def quarantine_dir(feed: str, hour: datetime) -> str:

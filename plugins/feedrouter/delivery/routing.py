@@ -28,6 +28,7 @@ from typing import Any, Literal, Protocol
 from feedrouter import heap
 from feedrouter.delivery.messages import ByteReader, CountingReader, Message, Splitter
 from feedrouter.errors import DocumentError, RoutingError
+from feedrouter.join.witness import WitnessRow
 from feedrouter.router import RouteOutcome
 
 
@@ -52,6 +53,8 @@ class Routed:
     results: dict[str, bytes] = field(default_factory=dict)
     error: Exception | None = None
     failures: dict[str, RoutingError] = field(default_factory=dict)
+    #: the join blocks' witnesses in the message (:attr:`RouteOutcome.witnesses`), kept for stage 2
+    witnesses: dict[str, list[WitnessRow]] = field(default_factory=dict)
 
 
 #: What the loop does with an exception of the router that is not a DocumentError.
@@ -105,7 +108,7 @@ def route_message(router: Routes, message: Message, internal_errors: InternalErr
         if internal_errors == "raise":
             raise
         return Routed(message, error=exc)  # one document must never stop the others
-    return Routed(message, outcome.results, failures=outcome.failures)
+    return Routed(message, outcome.results, failures=outcome.failures, witnesses=outcome.witnesses)
 
 
 def error_report(

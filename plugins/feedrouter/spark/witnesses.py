@@ -1,0 +1,174 @@
+"""The witness store: one feed's hour of witness relations as Parquet files in an object store.
+
+Stage 1 writes, under ``{state prefix}/witnesses/{feed}/dt=YYYY-MM-DD/hour=HH/``
+(:func:`~feedrouter.delivery.layout.witness_dir`):
+
+* ``messages.parquet``: ``(message, key, index, time)``, every message of the hour in stream
+  order (``time`` null when the message takes part in no join);
+* ``roots.parquet``: ``(block, message, node)``, the nodes each join block bound (paper 001's
+  R_bin, reduced to the bound node);
+* ``values.parquet``: ``(leaf, value, message, node)``, each bound node's leaf values (R_doc),
+  sorted by leaf and value: the file's row groups are the value buckets of paper 001's view cache;
+* ``fragments.parquet``: ``(message, node, fragment, data)``, the return fragments;
+* ``_SUCCESS`` last: an hour is readable once it is there (stage 2 and the Airflow sensors look for
+  it, never for a join result).
+
+Rows are sorted and the writer's options fixed, so a re-run of the hour writes identical bytes. A
+message costs about 100 bytes in ``messages``, and each bound node 20 bytes per root, its leaf
+values and its fragments' bytes (compressed): see the README's "State" section for sizing.
+"""
+
+from __future__ import annotations
+
+import io
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from feedrouter.delivery.layout import SUCCESS, witness_dir
+from feedrouter.join.relations import HourWitnesses, MessageRef
+from feedrouter.storage import ObjectStore
+from feedrouter.storage.keys import join_key
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+TABLES = ("messages", "roots", "values", "fragments")
+#: Rows per row group of the value table: a bucket of values read together.
+VALUE_BUCKET_ROWS = 65_536
+
+
+def write_hour(store: ObjectStore, witnesses: HourWitnesses) -> list[str]:
+    """Write one feed's hour of witnesses (then its ``_SUCCESS``); returns the objects' URIs."""
+    folder = witness_dir(witnesses.feed, witnesses.hour)
+    uris = [store.put(join_key(folder, f"{name}.parquet"), data) for name, data in encode(witnesses).items()]
+    uris.append(store.put(join_key(folder, SUCCESS), b""))
+    return uris
+
+
+def has_hour(store: ObjectStore, feed: str, hour: datetime) -> bool:
+    """Whether the hour's witnesses are complete in ``store``."""
+    return store.exists(join_key(witness_dir(feed, hour), SUCCESS))
+
+
+def read_hour(store: ObjectStore, feed: str, hour: datetime) -> HourWitnesses | None:
+    """The hour's witnesses, or None when stage 1 has not written them (yet)."""
+    if not has_hour(store, feed, hour):
+        return None
+    folder = witness_dir(feed, hour)
+    tables = {name: store.get(join_key(folder, f"{name}.parquet")) for name in TABLES}
+    return decode(feed, hour, tables)
+
+
+def encode(witnesses: HourWitnesses) -> dict[str, bytes]:
+    """The four tables of an hour as Parquet bytes (deterministic: sorted rows, fixed options)."""
+    import pyarrow as pa
+
+    tables = {
+        "messages": _messages(pa, witnesses),
+        "roots": _roots(pa, witnesses),
+        "values": _values(pa, witnesses),
+        "fragments": _fragments(pa, witnesses),
+    }
+    return {
+        name: _parquet(table, VALUE_BUCKET_ROWS if name == "values" else None)
+        for name, table in tables.items()
+    }
+
+
+def decode(feed: str, hour: datetime, tables: dict[str, bytes]) -> HourWitnesses:
+    """An hour's witnesses from the bytes of its four tables."""
+    import pyarrow.parquet as pq
+
+    rows = {name: pq.read_table(io.BytesIO(data)).to_pylist() for name, data in tables.items()}
+    found = HourWitnesses(feed, hour)
+    for row in rows["messages"]:
+        time = row["time"]
+        found.messages.append(
+            MessageRef(row["key"], row["index"], time.replace(tzinfo=timezone.utc) if time else None)
+        )
+    for row in rows["roots"]:
+        found.roots.setdefault(row["block"], []).append((row["message"], row["node"]))
+    for row in rows["values"]:
+        node = (row["message"], row["node"])
+        leaves = found.values.setdefault(node, {})
+        leaves[row["leaf"]] = (*leaves.get(row["leaf"], ()), row["value"])
+    for row in rows["fragments"]:
+        found.fragments.setdefault((row["message"], row["node"]), {})[row["fragment"]] = row["data"]
+    for roots in found.roots.values():
+        roots.sort()
+    return found
+
+
+def _messages(pa: Any, witnesses: HourWitnesses) -> pa.Table:
+    messages = witnesses.messages
+    return pa.table(
+        {
+            "message": pa.array(range(len(messages)), pa.int32()),
+            "key": pa.array([m.key for m in messages], pa.string()),
+            "index": pa.array([m.index for m in messages], pa.int32()),
+            "time": pa.array([m.time for m in messages], pa.timestamp("us", tz="UTC")),
+        }
+    )
+
+
+def _roots(pa: Any, witnesses: HourWitnesses) -> pa.Table:
+    rows = sorted((block, m, n) for block, nodes in witnesses.roots.items() for m, n in nodes)
+    return pa.table(
+        {
+            "block": pa.array([r[0] for r in rows], pa.string()),
+            "message": pa.array([r[1] for r in rows], pa.int32()),
+            "node": pa.array([r[2] for r in rows], pa.int32()),
+        }
+    )
+
+
+def _values(pa: Any, witnesses: HourWitnesses) -> pa.Table:
+    # a leaf's values are compared as a set: each (leaf, value, node) once
+    rows = sorted(
+        {
+            (leaf, value, m, n)
+            for (m, n), leaves in witnesses.values.items()
+            for leaf, values in leaves.items()
+            for value in values
+        }
+    )
+    return pa.table(
+        {
+            "leaf": pa.array([r[0] for r in rows], pa.string()),
+            "value": pa.array([r[1] for r in rows], pa.string()),
+            "message": pa.array([r[2] for r in rows], pa.int32()),
+            "node": pa.array([r[3] for r in rows], pa.int32()),
+        }
+    )
+
+
+def _fragments(pa: Any, witnesses: HourWitnesses) -> pa.Table:
+    rows = sorted(
+        (m, n, key, data)
+        for (m, n), fragments in witnesses.fragments.items()
+        for key, data in fragments.items()
+    )
+    return pa.table(
+        {
+            "message": pa.array([r[0] for r in rows], pa.int32()),
+            "node": pa.array([r[1] for r in rows], pa.int32()),
+            "fragment": pa.array([r[2] for r in rows], pa.string()),
+            "data": pa.array([r[3] for r in rows], pa.binary()),
+        }
+    )
+
+
+def _parquet(table: pa.Table, row_group_size: int | None) -> bytes:
+    import pyarrow.parquet as pq
+
+    sink = io.BytesIO()
+    pq.write_table(
+        table,
+        sink,
+        row_group_size=row_group_size,
+        compression="zstd",
+        use_dictionary=True,
+        write_statistics=True,
+        store_schema=False,  # no pandas/arrow metadata that could differ between writers
+    )
+    return sink.getvalue()
