@@ -202,6 +202,21 @@ class SubscriberDeliveryError(BatchError):
     default_code = "FR607"
 
 
+class WitnessesNotReady(BatchError):
+    """A join stage needs witnesses that stage 1 has not written yet (an earlier hour of its window
+    not routed yet): retried until they are there."""
+
+    default_code = "FR609"
+    transient = True
+
+
+class BackfillNeeded(BatchError):
+    """A join stage needs a block an hour's witnesses lack (the hour was routed before the block
+    existed): the hour's witnesses are back-filled, then the stage runs."""
+
+    default_code = "FR610"
+
+
 class SettingsError(FeedrouterError):
     """A setting is missing or invalid (the message names it and where it was read from)."""
 
@@ -240,6 +255,7 @@ TABLE: dict[str, tuple[type[FeedrouterError], str]] = {
     "FR114": (SubscriptionError, "subscription text too long or too complex"),
     "FR115": (SubscriptionError, "too many alternatives"),
     "FR116": (SubscriptionError, "join subscription where a per-document one is expected"),
+    "FR117": (SubscriptionError, "join subscription the feeds' settings cannot serve"),
     # documents (engine, delivery)
     "FR200": (DocumentError, "malformed document"),
     "FR201": (DocumentError, "document too large"),
@@ -263,6 +279,7 @@ TABLE: dict[str, tuple[type[FeedrouterError], str]] = {
     "FR310": (RoutingError, "result larger than the per-subscription limit"),
     "FR311": (RoutingError, "the document's results exceed the per-document limit"),
     "FR312": (RoutingError, "internal error while evaluating a subscription's plan"),
+    "FR313": (RoutingError, "a join subscription's pairs exceed the per-hour cap"),
     # catalog
     "FR400": (CatalogError, "catalog error"),
     "FR401": (CatalogError, "catalog not configured"),
@@ -285,6 +302,8 @@ TABLE: dict[str, tuple[type[FeedrouterError], str]] = {
     "FR606": (LockLostError, "the run lost its hour lock"),
     "FR607": (SubscriberDeliveryError, "delivery to one subscriber failed"),
     "FR608": (HourError, "not a whole UTC hour"),
+    "FR609": (WitnessesNotReady, "join witnesses of an hour of the window are not written yet"),
+    "FR610": (BackfillNeeded, "join witnesses of an hour lack a block: back-fill the hour"),
     # settings
     "FR700": (SettingsError, "missing or invalid setting"),
 }

@@ -49,6 +49,8 @@ class Settings(BaseSettings):
         home: the state folder of the embedded mode (absolute); default
             ``$XDG_STATE_HOME/feedrouter``, else ``~/.local/state/feedrouter``.
         plans_uri: root of the plan artifacts; None: ``file://$FEEDROUTER_HOME/plans``.
+        state_uri: root of the join state (stage 1's witnesses, read by the join stage); None:
+            ``file://$FEEDROUTER_HOME/state``.
         migrations: the Alembic script folder; None: ``migrations/`` of the checkout.
         spark_master: a Spark master URL (``local[…]``, ``spark://…``, ``sc://…``); None: local.
         spark_python: the interpreter Spark's Python workers run; None: this one.
@@ -76,6 +78,7 @@ class Settings(BaseSettings):
     database_url: str | None = None
     home: Path
     plans_uri: str | None = None
+    state_uri: str | None = None
     migrations: Path | None = None
     spark_master: str | None = None
     spark_python: str | None = None

@@ -90,3 +90,28 @@ def test_hand_written_joins_agree_with_saxon(oracle: SaxonJoinOracle, order: lis
     delivered = {HOURS[k]: pipeline.join(HOURS[k]) for k in order}
     counts = compare_with_saxon(oracle, pipeline, FEEDS, delivered)
     assert counts["pairs"] >= 5, counts
+
+
+@pytest.mark.parametrize("seed", [41, 42])
+def test_generated_joins_agree_with_saxon(oracle: SaxonJoinOracle, seed: int) -> None:
+    """Generated join subscriptions (1-4 value joins, both temporal kinds, cross-feed) over three
+    generated hours of two feeds, the hours collected out of order."""
+    from feedrouter.workload.joins import generate_feed_hours, generate_join_subscriptions
+
+    feeds = ("news", "blogs")
+    generated = generate_feed_hours(seed=seed, feeds=feeds, hours=3, items_per_hour=25)
+    texts = generate_join_subscriptions(60, seed=seed, feeds=feeds, own="news")
+    subscriptions = {f"s{i}": ("news", text) for i, text in enumerate(texts)}
+    by_feed = {
+        feed: {batch.hour: [(m.key, m.data) for m in batch.messages] for batch in batches}
+        for feed, batches in generated.items()
+    }
+    hours = sorted(by_feed["news"])
+    pipeline = JoinPipeline(subscriptions, feeds)
+    for hour in (hours[2], hours[0], hours[1]):
+        for feed in feeds:
+            pipeline.collect(feed, hour, by_feed[feed][hour])
+    delivered = {hour: pipeline.join(hour) for hour in (hours[1], hours[2], hours[0])}
+    counts = compare_with_saxon(oracle, pipeline, by_feed, delivered)
+    with_pairs = sum(1 for sid in subscriptions if any(delivered[h][sid].results for h in hours))
+    assert counts["pairs"] >= 50 and with_pairs >= 15, (counts, with_pairs)

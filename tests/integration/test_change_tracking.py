@@ -174,3 +174,129 @@ def test_clearing_and_rewriting_the_event_time_path_bump_and_an_equal_write_does
     # '24 hours' and '1 day' are equal intervals: not a change either
     _sql(news, "UPDATE feedrouter.feeds SET max_join_window = interval '1 day' WHERE name = 'news'")
     assert (after_set, _versions(news)["news"]) == (start + 1, start + 2)
+
+
+# Join subscriptions (migration 0007): each side is compiled into the plan of the feed it reads.
+JOIN = """import module namespace fr = "urn:feedrouter:stream:1";
+for $book in fr:stream()//book, $blog in fr:stream("blogs")//item
+where $blog/title = $book/title and fr:followed-by($book, $blog, "PT6H")
+return <promo>{ $book/title }</promo>"""
+FEEDS = ("news", "sports", "books", "blogs", "trades")
+
+
+@pytest.fixture
+def joins(news: Engine) -> Engine:
+    """The news fixture, plus event-time feeds books, blogs and trades (news and sports have none)."""
+    with news.begin() as conn:
+        for feed in ("books", "blogs", "trades"):
+            add_feed(conn, feed)
+            conn.execute(
+                text("UPDATE feedrouter.feeds SET event_time_path = '//@at' WHERE name = :f"), {"f": feed}
+            )
+    return news
+
+
+def _all_versions(engine: Engine) -> dict[str, int]:
+    with engine.connect() as conn:
+        return {feed: version(conn, feed) for feed in FEEDS}
+
+
+def _bumped(engine: Engine, statement: str, **params: object) -> set[str]:
+    before = _all_versions(engine)
+    _sql(engine, statement, **params)
+    after = _all_versions(engine)
+    assert all(after[feed] - before[feed] in (0, 1) for feed in FEEDS)  # once per transaction
+    return {feed for feed in FEEDS if after[feed] != before[feed]}
+
+
+ADD_ON_NEWS = (
+    "INSERT INTO feedrouter.subscriptions (subscriber_id, feed_id, name, query)"
+    " SELECT s.id, f.id, :n, :q FROM feedrouter.subscribers s, feedrouter.feeds f"
+    " WHERE s.name = 'alice' AND f.name = 'news'"
+)
+EVENT_TIME_FEEDS = {"books", "blogs", "trades"}
+
+
+def test_a_join_subscription_bumps_its_feed_and_every_event_time_feed(joins: Engine) -> None:
+    # on news, a feed without event time (its build will refuse it): news and every event-time feed
+    assert _bumped(joins, ADD_ON_NEWS, n="promo", q=JOIN) == {"news", *EVENT_TIME_FEEDS}
+    move = (
+        "UPDATE feedrouter.subscriptions SET feed_id = (SELECT id FROM feedrouter.feeds"
+        " WHERE name = 'sports') WHERE name = 'promo'"
+    )
+    assert _bumped(joins, move) == {"news", "sports", *EVENT_TIME_FEEDS}
+    rename = "UPDATE feedrouter.subscriptions SET name = 'promos' WHERE name = 'promo'"
+    assert _bumped(joins, rename) == {"sports", *EVENT_TIME_FEEDS}
+    deactivate = "UPDATE feedrouter.subscriptions SET active = false WHERE name = 'promos'"
+    assert _bumped(joins, deactivate) == {"sports", *EVENT_TIME_FEEDS}
+    assert _bumped(joins, "DELETE FROM feedrouter.subscriptions WHERE name = 'promos'") == {
+        "sports",
+        *EVENT_TIME_FEEDS,
+    }
+
+
+def test_a_text_that_becomes_or_stops_being_a_join_bumps_the_event_time_feeds(joins: Engine) -> None:
+    to_join = "UPDATE feedrouter.subscriptions SET query = :q WHERE name = 'titles'"
+    assert _bumped(joins, to_join, q=JOIN) == {"news", *EVENT_TIME_FEEDS}
+    assert _bumped(joins, to_join, q="//title") == {"news", *EVENT_TIME_FEEDS}  # the old text was one
+
+
+def test_ordinary_subscriptions_and_status_writes_bump_only_their_feed(joins: Engine) -> None:
+    _sql(joins, ADD_ON_NEWS, n="promo", q=JOIN)
+    assert _bumped(joins, ADD_ON_NEWS, n="stories", q="//story") == {"news"}
+    assert _bumped(joins, "UPDATE feedrouter.subscriptions SET query = '//head' WHERE name = 'titles'") == {
+        "news"
+    }
+    # a build writing back the join's outcome changes no plan
+    outcome = "UPDATE feedrouter.subscriptions SET status = 'valid', plan_text = 'join' WHERE name = 'promo'"
+    assert not _bumped(joins, outcome)
+
+
+def test_a_bulk_change_with_one_join_bumps_each_feed_once(joins: Engine) -> None:
+    many = (
+        "INSERT INTO feedrouter.subscriptions (subscriber_id, feed_id, name, query)"
+        " SELECT s.id, f.id, 'q' || g, CASE WHEN g = 7 THEN :q ELSE '//title' END"
+        " FROM feedrouter.subscribers s, feedrouter.feeds f, generate_series(1, 200) g"
+        " WHERE s.name = 'alice' AND f.name = 'books'"
+    )
+    assert _bumped(joins, many, q=JOIN) == {"books", "blogs", "trades"}
+
+
+def test_changing_an_event_time_feed_bumps_the_feeds_with_join_subscriptions(joins: Engine) -> None:
+    with joins.begin() as conn:
+        add_subscription(conn, "alice", "books", "promo", JOIN)
+        add_subscription(conn, "alice", "trades", "stale", JOIN, active=False)  # inactive: not a reader
+    for change in (
+        "max_join_window = interval '2 hours'",
+        "allowed_lateness = interval '0 hours'",
+        "event_time_format = 'rfc822'",
+        "event_time_path = '//item/@date'",
+        "name = 'weblogs'",
+        "active = false",
+    ):
+        assert _bumped(joins, f"UPDATE feedrouter.feeds SET {change} WHERE name = 'blogs'") == {
+            "blogs",
+            "books",
+        }, change
+        _sql(joins, "UPDATE feedrouter.feeds SET name = 'blogs' WHERE name = 'weblogs'")
+    # a setting outside joins, or a feed without event time: only the feed itself
+    limit = "UPDATE feedrouter.feeds SET max_result_bytes = 30 WHERE name = 'blogs'"
+    assert _bumped(joins, limit) == {"blogs"}
+    window = "UPDATE feedrouter.feeds SET max_join_window = interval '3 hours' WHERE name = 'news'"
+    assert _bumped(joins, window) == {"news"}
+    # a feed gaining an event time is one joins may now read
+    path = "UPDATE feedrouter.feeds SET event_time_path = '//@at' WHERE name = 'sports'"
+    assert _bumped(joins, path) == {"sports", "books"}
+
+
+def test_feeds_coming_and_going_bump_the_feeds_that_joins_involve(joins: Engine) -> None:
+    with joins.begin() as conn:
+        add_subscription(conn, "alice", "books", "promo", JOIN)
+    add = "INSERT INTO feedrouter.feeds (name, input_prefix, event_time_path) VALUES (:n, 's3://in-b/x', :p)"
+    assert _bumped(joins, add, n="plain", p=None) == set()  # (and plain itself, not in FEEDS)
+    assert _bumped(joins, add, n="timed", p="//@at") == {"books"}
+    # deactivating the joining feed takes its blocks out of the event-time feeds' plans
+    deactivate = "UPDATE feedrouter.feeds SET active = false WHERE name = 'books'"
+    assert _bumped(joins, deactivate) == EVENT_TIME_FEEDS
+    # deleting it deletes its subscriptions (by cascade, after the feed), the join among them
+    assert _bumped(joins, "DELETE FROM feedrouter.feeds WHERE name = 'books'") == EVENT_TIME_FEEDS

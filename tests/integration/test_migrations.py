@@ -207,3 +207,60 @@ def test_the_event_time_migration_goes_down_to_0005_and_up_again(fresh_database:
     )
     checks = _check_constraints(fresh_database)
     assert {f"ck_feeds_{column}" for column in EVENT_TIME_COLUMNS} <= set(checks)
+
+
+def _tracking(conn: Connection) -> tuple[str, str]:
+    return _track_feeds(conn), str(
+        conn.scalar(text("SELECT pg_get_functiondef('feedrouter.track_subscriptions'::regproc)"))
+    )
+
+
+def _versions(conn: Connection) -> dict[str, int]:
+    rows = conn.execute(text("SELECT feed_name, version FROM feedrouter.catalog_versions"))
+    return {name: version for name, version in rows}
+
+
+ADD_TIMED_FEED = (
+    "INSERT INTO feedrouter.feeds (name, input_prefix, event_time_path) VALUES (:n, :p, '//@t')"
+)
+JOIN = 'import module namespace fr = "urn:feedrouter:stream:1"; fr:stream("blogs")'
+ADD_JOIN = (
+    "INSERT INTO feedrouter.subscriptions (subscriber_id, feed_id, name, query)"
+    " SELECT s.id, f.id, :n, :q FROM feedrouter.subscribers s, feedrouter.feeds f WHERE f.name = 'trades'"
+)
+
+
+def test_the_join_tracking_migration_goes_down_to_0006_and_up_again(fresh_database: str) -> None:
+    migrate.upgrade(fresh_database, "0006")
+    engine = create_engine(fresh_database)
+    with engine.begin() as conn:
+        tracking_0006 = _tracking(conn)
+        for name in ("trades", "blogs"):
+            conn.execute(text(ADD_TIMED_FEED), {"n": name, "p": f"s3://in-bucket/{name}"})
+        conn.execute(
+            text("INSERT INTO feedrouter.subscribers (name, output_prefix) VALUES ('a', 's3://out-bucket/a')")
+        )
+    migrate.upgrade(fresh_database)
+    with engine.begin() as conn:
+        assert all(new != old for new, old in zip(_tracking(conn), tracking_0006, strict=True))
+        before = _versions(conn)
+        conn.execute(text(ADD_JOIN), {"n": "first", "q": JOIN})
+    with engine.connect() as conn:
+        assert _versions(conn) == {feed: v + 1 for feed, v in before.items()}  # blogs too
+
+    migrate.downgrade(fresh_database, "0006")
+    with engine.begin() as conn:
+        assert _tracking(conn) == tracking_0006  # 0006's functions are back, and still work
+        before = _versions(conn)
+        conn.execute(text(ADD_JOIN), {"n": "second", "q": JOIN})
+    with engine.connect() as conn:
+        assert _versions(conn) == {**before, "trades": before["trades"] + 1}  # blogs not
+
+    migrate.upgrade(fresh_database)
+    with engine.begin() as conn:
+        assert all(new != old for new, old in zip(_tracking(conn), tracking_0006, strict=True))
+        before = _versions(conn)
+        conn.execute(text("DELETE FROM feedrouter.subscriptions WHERE name = 'second'"))
+    with engine.connect() as conn:
+        assert _versions(conn) == {feed: v + 1 for feed, v in before.items()}
+    engine.dispose()

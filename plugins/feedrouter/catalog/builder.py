@@ -26,7 +26,7 @@ FR404) and left out of the plan; the feed's other subscriptions build as usual.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -41,7 +41,8 @@ from tenacity import RetryCallState, Retrying, retry_if_exception
 import feedrouter
 from feedrouter.catalog import locks, repository
 from feedrouter.catalog.artifact import FORMAT_VERSION, SUFFIX, encode, gc_paused, load_plan
-from feedrouter.catalog.compiled import CompiledPlan
+from feedrouter.catalog.compiled import CompiledPlan, FeedConfig
+from feedrouter.catalog.joins import JoinsOfFeed, compile_joins
 from feedrouter.catalog.outcomes import Outcome, classify, explain_all
 from feedrouter.catalog.repository import FeedRecord, PlanBuildResult, SubscriptionRecord
 from feedrouter.catalog.validation import (
@@ -156,6 +157,8 @@ def compile_plan(
     records: Sequence[SubscriptionRecord],
     options: BuildOptions,
     owned: Sequence[Location] = (),
+    foreign: Sequence[tuple[str, SubscriptionRecord]] = (),
+    feeds: Mapping[str, FeedConfig] | None = None,
 ) -> tuple[CompiledPlan, dict[str, Outcome]]:
     """Compile the subscriptions with the feed's DTD and settings; bad texts, names and prefixes
     become outcomes, never failures.
@@ -167,24 +170,41 @@ def compile_plan(
         options: strategy and explain.
         owned: locations no subscriber's prefix may overlap (see
             :func:`~feedrouter.catalog.validation.owned_locations`).
+        foreign: other feeds' join subscriptions (with their feed): their blocks that read this
+            feed are computed by its router.
+        feeds: the configs of the feeds with an event time (what joins may read).
     """
     targets = {record.subscription_id: record.target for record in records}
     refused = invalid_targets(targets, feed.config.name, owned)
-    pairs = [
-        (record.subscription_id, record.query) for record in records if record.subscription_id not in refused
-    ]
+    accepted = [record for record in records if record.subscription_id not in refused]
+    joined = compile_joins(feed.config, accepted, foreign, feeds or {}, options.explain)
+    pairs = [(r.subscription_id, r.query) for r in accepted if r.subscription_id not in joined.join_ids]
     ids = [sid for sid, _ in pairs]
     with gc_paused():  # compiling makes millions of long-lived objects, none of them garbage
         router = _compile(pairs, feed, options)
+        _add_witnesses(router, joined.joins)
         explained = explain_all(router, ids) if options.explain else None
-    outcomes = {**classify(ids, router.errors, router.warnings, explained), **refused}
+    outcomes = {**classify(ids, router.errors, router.warnings, explained), **joined.outcomes, **refused}
+    ids += sorted(joined.outcomes, key=int)
     deliverable = {sid: targets[sid] for sid in ids if outcomes[sid].status != "invalid"}
     for sid, outcome in conflicting_targets(deliverable).items():
-        router.remove(sid)
+        if sid in joined.joins.plans:
+            del joined.joins.plans[sid]
+        else:
+            router.remove(sid)
         del deliverable[sid]
         outcomes[sid] = outcome
     plan = CompiledPlan(feed.config, version, router, deliverable, datetime.now(timezone.utc))
+    plan.joins = joined.joins if joined.joins else None
     return plan, {record.subscription_id: outcomes[record.subscription_id] for record in records}
+
+
+def _add_witnesses(router: Router, joins: JoinsOfFeed) -> None:
+    """The feed's join blocks and its clock, compiled into its router as witness plans."""
+    for block in joins.blocks:
+        router.add_witness(joins.specs[block])
+    if joins.clock is not None:
+        router.add_witness(joins.clock)
 
 
 def _compile(pairs: list[tuple[str, str]], feed: FeedRecord, options: BuildOptions) -> Router:
@@ -227,7 +247,12 @@ def _build(conn: Connection, feed_name: str, store: ObjectStore, options: BuildO
     started = time.perf_counter()
     records = repository.active_subscriptions(conn, feed.id)
     owned = owned_locations(repository.feed_locations(conn), store.uri)
-    plan, outcomes = compile_plan(feed, version, records, options, owned)
+    foreign: list[tuple[str, SubscriptionRecord]] = []
+    feeds: dict[str, FeedConfig] = {}
+    if feed.config.event_time is not None:  # only a feed with an event time takes part in joins
+        foreign = repository.join_subscriptions(conn)
+        feeds = repository.event_time_feeds(conn)
+    plan, outcomes = compile_plan(feed, version, records, options, owned, foreign, feeds)
     artifact = encode(plan)
     uri = store.put(join_key(component(feed_name), artifact.digest + SUFFIX), artifact.data)
     repository.write_outcomes(conn, records, outcomes)

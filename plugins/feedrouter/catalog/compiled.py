@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from feedrouter.limits import (
     DEFAULT_ALLOWED_LATENESS,
@@ -22,6 +23,9 @@ from feedrouter.limits import (
     ResultLimits,
 )
 from feedrouter.router import RouteOutcome, Router
+
+if TYPE_CHECKING:
+    from feedrouter.catalog.joins import JoinsOfFeed
 
 
 @dataclass(frozen=True)
@@ -116,6 +120,8 @@ class PlanSummary:
     catalog_version: int
     targets: dict[str, Target] = field(default_factory=dict)
     built_at: datetime | None = None
+    #: the plan's joins (issue 16), for the join stage and for what stage 1 writes
+    joins: JoinsOfFeed | None = None
 
 
 @dataclass
@@ -128,11 +134,13 @@ class CompiledPlan:
     router: Router
     targets: dict[str, Target] = field(default_factory=dict)
     built_at: datetime | None = None
+    #: join subscriptions (issue 16): the feed's own, and the blocks its router computes
+    joins: JoinsOfFeed | None = None
 
     @property
     def summary(self) -> PlanSummary:
         """The plan without its router (what the batch driver reads)."""
-        return PlanSummary(self.feed, self.catalog_version, self.targets, self.built_at)
+        return PlanSummary(self.feed, self.catalog_version, self.targets, self.built_at, self.joins)
 
     def route(self, document: bytes, source: str | None = None) -> dict[str, bytes]:
         """Route one document: ``{router id: result bytes}``; look ids up in :attr:`targets`."""

@@ -19,6 +19,7 @@ Core SQLAlchemy.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -71,6 +72,7 @@ class BatchEntry:
     quarantined: int = 0
     error_message: str | None = None
     deliveries: tuple[DeliveryRow, ...] = field(default=(), repr=False)
+    untimed: int = 0  # messages left out of joins: no usable event time
 
 
 @dataclass(frozen=True)
@@ -181,6 +183,47 @@ def record(engine: Engine, entry: BatchEntry, lease: Lease | None = None) -> int
     return batch_id
 
 
+def finished_batch(conn: Connection, feed_id: int, hour: datetime, plan_build_id: int) -> int | None:
+    """The id of the hour's batch routed by this plan build, once it finished (succeeded or empty)."""
+    found = conn.scalar(
+        select(Batch.id).where(
+            Batch.feed_id == feed_id,
+            Batch.hour == hour,
+            Batch.plan_build_id == plan_build_id,
+            Batch.status.in_(("succeeded", "empty")),
+        )
+    )
+    return int(found) if found is not None else None
+
+
+def record_deliveries(
+    engine: Engine,
+    batch_id: int,
+    feed_id: int,
+    hour: datetime,
+    deliveries: Iterable[DeliveryRow],
+    lease: Lease | None = None,
+) -> int:
+    """Add delivery rows to a finished batch (the join stage's, after the hour's routing), with the
+    versioning of :func:`record`: a re-run with the same content adds nothing. Returns how many
+    rows were written.
+
+    Raises:
+        LockLostError: [FR606] ``lease`` is no longer this run's: nothing is written.
+    """
+    with leases.write_transaction(engine) as conn:
+        if lease is not None:
+            leases.check(conn, lease)
+        prior = prior_deliveries(conn, feed_id, hour)
+        given = list(deliveries)
+        alive = _subscription_ids(conn, feed_id) if given else set()
+        rows = [_row(batch_id, row, prior.get(row.names), alive) for row in given]
+        new_rows = [row for row in rows if row is not None]
+        if new_rows:
+            conn.execute(insert(Delivery), new_rows)
+    return len(new_rows)
+
+
 def record_failure(engine: Engine, entry: BatchEntry, lease: Lease | None = None) -> int:
     """Mark the batch failed (its delivery rows stay as they were).
 
@@ -199,6 +242,7 @@ def _upsert_batch(conn: Connection, entry: BatchEntry) -> int:
         "documents": entry.documents,
         "bytes": entry.bytes,
         "quarantined": entry.quarantined,
+        "untimed": entry.untimed,
         "error_message": entry.error_message,
         "started_at": entry.started_at,
         "finished_at": entry.finished_at,

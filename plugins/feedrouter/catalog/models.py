@@ -64,6 +64,8 @@ SUBSCRIPTION_STATUSES = ("pending", "valid", "invalid", "never-matches")
 #: quarantine it (see ``Feed.invalid_documents``).
 INVALID_DOCUMENT_POLICIES = ("fallback", "quarantine")
 BATCH_STATUSES = ("pending", "running", "succeeded", "empty", "failed")
+#: "withheld": a join subscription's pairs passed its cap for the hour (FR313), nothing delivered
+DELIVERY_STATUSES = ("delivered", "failed", "withheld")
 
 Id = BigInteger()
 Json = JSONB()
@@ -373,13 +375,15 @@ class PlanBuild(Base):
 
 
 class Batch(Base):
-    """The run ledger: one hour of one feed routed with one plan build."""
+    """The run ledger: one hour of one feed routed with one plan build. ``untimed`` counts the
+    messages joins left out (no usable event time) when the plan has join blocks."""
 
     __tablename__ = "batches"
     __table_args__ = (
         UniqueConstraint("feed_id", "hour", "plan_build_id"),
         CheckConstraint(_in("status", BATCH_STATUSES), name="status"),
         CheckConstraint("documents >= 0 AND bytes >= 0 AND quarantined >= 0", name="counts"),
+        CheckConstraint("untimed >= 0", name="untimed"),
         CheckConstraint("finished_at IS NULL OR finished_at >= started_at", name="finished_after_start"),
         _pg_check("(hour AT TIME ZONE 'UTC') = date_trunc('hour', hour AT TIME ZONE 'UTC')", "whole_hour"),
     )
@@ -397,6 +401,7 @@ class Batch(Base):
     error_message: Mapped[str | None] = mapped_column(Text)
     started_at: Mapped[datetime] = _created()
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    untimed: Mapped[int] = mapped_column(BigInteger, nullable=False, server_default="0")
 
     feed: Mapped[Feed] = relationship()
     plan_build: Mapped[PlanBuild | None] = relationship()
@@ -415,8 +420,9 @@ class Delivery(Base):
         UniqueConstraint("batch_id", "subscription_id", "delivery_version"),
         CheckConstraint("result_count >= 0 AND bytes >= 0 AND delivery_version >= 1", name="counts"),
         CheckConstraint("digest IS NULL OR length(digest) = 64", name="digest_length"),
-        CheckConstraint("status IN ('delivered', 'failed')", name="status"),
+        CheckConstraint(_in("status", DELIVERY_STATUSES), name="status"),
         CheckConstraint("status <> 'failed' OR error_code IS NOT NULL", name="failed_has_error"),
+        CheckConstraint("status <> 'withheld' OR error_code IS NOT NULL", name="withheld_has_error"),
     )
 
     id: Mapped[int] = mapped_column(Id, primary_key=True)

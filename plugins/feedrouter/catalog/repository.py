@@ -9,16 +9,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, func, insert, select, text, true, update
+from sqlalchemy import Connection, Select, func, insert, select, text, true, update
 
 from feedrouter.catalog.compiled import FeedConfig, Target
 from feedrouter.catalog.models import Dtd, Feed, PlanBuild, Subscriber, Subscription
 from feedrouter.catalog.outcomes import Outcome
 from feedrouter.errors import NoPlanBuildError, error
+from feedrouter.lang.ast import STREAM_MODULE
+
+if TYPE_CHECKING:
+    from typing import Unpack
 
 _OUTCOME_COLUMNS = ("status", "error_code", "error_message", "error_line", "error_column", "plan_text")
+#: What a join subscription's text contains: the URI of the module it imports (no LIKE wildcards).
+_JOIN_PATTERN = f"%{STREAM_MODULE}%"
 
 
 @dataclass(frozen=True)
@@ -79,47 +85,17 @@ def require_feed(conn: Connection, name: str) -> FeedRecord:
     Raises:
         CatalogError: [FR405] no feed of that name (terminal).
     """
-    row = conn.execute(
-        select(
-            Feed.id,
-            Feed.name,
-            Feed.input_prefix,
-            Feed.layout,
-            Feed.record_element,
-            Feed.quarantine_prefix,
-            Feed.max_result_bytes,
-            Feed.max_document_result_bytes,
-            Feed.invalid_documents,
-            Feed.event_time_path,
-            Feed.event_time_format,
-            Feed.max_join_window,
-            Feed.allowed_lateness,
-            Dtd.name.label("dtd_name"),
-            Dtd.text.label("dtd_text"),
-            Dtd.root_element,
-        )
-        .outerjoin(Dtd, Dtd.id == Feed.dtd_id)
-        .where(Feed.name == name)
-    ).first()
+    row = conn.execute(_feeds().where(Feed.name == name)).first()
     if row is None:
         raise error("FR405", f"no feed named {name!r} in the catalog")
-    config = FeedConfig(
-        row.name,
-        row.input_prefix,
-        row.layout,
-        row.record_element,
-        row.quarantine_prefix,
-        row.dtd_name,
-        max_result_bytes=int(row.max_result_bytes),
-        max_document_result_bytes=int(row.max_document_result_bytes),
-        invalid_documents=row.invalid_documents,
-        id=row.id,
-        event_time_path=row.event_time_path,
-        event_time_format=row.event_time_format,
-        max_join_window=row.max_join_window,
-        allowed_lateness=row.allowed_lateness,
-    )
+    config = _feed_config(row)
     return FeedRecord(row.id, config, row.dtd_text, row.root_element)
+
+
+def event_time_feeds(conn: Connection) -> dict[str, FeedConfig]:
+    """The settings of every active feed with an event time (the feeds a join may read), by name."""
+    rows = conn.execute(_feeds().where(Feed.active, Feed.event_time_path.is_not(None)).order_by(Feed.name))
+    return {row.name: _feed_config(row) for row in rows}
 
 
 def feed_spark_conf(conn: Connection, feed: str) -> dict[str, str]:
@@ -144,20 +120,23 @@ def feed_locations(conn: Connection) -> list[FeedConfig]:
 
 def active_subscriptions(conn: Connection, feed_id: int) -> list[SubscriptionRecord]:
     """The active subscriptions of active subscribers on a feed, in id order."""
-    rows = conn.execute(
-        select(
-            Subscription.id,
-            Subscription.name,
-            Subscription.query,
-            Subscriber.name.label("subscriber"),
-            Subscriber.output_prefix,
-            *(getattr(Subscription, column) for column in _OUTCOME_COLUMNS),
-        )
-        .join(Subscriber, Subscriber.id == Subscription.subscriber_id)
-        .where(Subscription.feed_id == feed_id, Subscription.active, Subscriber.active)
-        .order_by(Subscription.id)
-    )
+    rows = conn.execute(_subscriptions().where(Subscription.feed_id == feed_id))
     return [_subscription(row) for row in rows]
+
+
+def join_subscriptions(conn: Connection) -> list[tuple[str, SubscriptionRecord]]:
+    """Every active join subscription of an active subscriber on an active feed, with its feed's
+    name, in id order: the subscriptions whose blocks a build of any feed they read compiles.
+
+    A join subscription is one whose text names the stream module; a text that only mentions it
+    (in a comment, say) is found too, and the build's parser tells them apart.
+    """
+    rows = conn.execute(
+        _subscriptions(Feed.name.label("feed_name"))
+        .join(Feed, Feed.id == Subscription.feed_id)
+        .where(Feed.active, Subscription.query.like(_JOIN_PATTERN))
+    )
+    return [(row.feed_name, _subscription(row)) for row in rows]
 
 
 def write_outcomes(
@@ -292,6 +271,66 @@ def subscription_problems(conn: Connection, feed_name: str | None = None) -> lis
     if feed_name is not None:
         query = query.where(Feed.name == feed_name)
     return [dict(row._mapping) for row in conn.execute(query)]
+
+
+def _feeds() -> Select[Unpack[tuple[Any, ...]]]:
+    """The columns of a feed's :class:`FeedConfig` and its DTD, one row per feed."""
+    return select(
+        Feed.id,
+        Feed.name,
+        Feed.input_prefix,
+        Feed.layout,
+        Feed.record_element,
+        Feed.quarantine_prefix,
+        Feed.max_result_bytes,
+        Feed.max_document_result_bytes,
+        Feed.invalid_documents,
+        Feed.event_time_path,
+        Feed.event_time_format,
+        Feed.max_join_window,
+        Feed.allowed_lateness,
+        Dtd.name.label("dtd_name"),
+        Dtd.text.label("dtd_text"),
+        Dtd.root_element,
+    ).outerjoin(Dtd, Dtd.id == Feed.dtd_id)
+
+
+def _feed_config(row: Any) -> FeedConfig:
+    return FeedConfig(
+        row.name,
+        row.input_prefix,
+        row.layout,
+        row.record_element,
+        row.quarantine_prefix,
+        row.dtd_name,
+        max_result_bytes=int(row.max_result_bytes),
+        max_document_result_bytes=int(row.max_document_result_bytes),
+        invalid_documents=row.invalid_documents,
+        id=row.id,
+        event_time_path=row.event_time_path,
+        event_time_format=row.event_time_format,
+        max_join_window=row.max_join_window,
+        allowed_lateness=row.allowed_lateness,
+    )
+
+
+def _subscriptions(*extra: Any) -> Select[Unpack[tuple[Any, ...]]]:
+    """The columns of :func:`_subscription` (and ``extra``): active subscriptions of active
+    subscribers, in id order."""
+    return (
+        select(
+            Subscription.id,
+            Subscription.name,
+            Subscription.query,
+            Subscriber.name.label("subscriber"),
+            Subscriber.output_prefix,
+            *(getattr(Subscription, column) for column in _OUTCOME_COLUMNS),
+            *extra,
+        )
+        .join(Subscriber, Subscriber.id == Subscription.subscriber_id)
+        .where(Subscription.active, Subscriber.active)
+        .order_by(Subscription.id)
+    )
 
 
 def _subscription(row: Any) -> SubscriptionRecord:

@@ -92,6 +92,12 @@ def plans_uri(env: Mapping[str, str] | None = None) -> str:
     return values.plans_uri or file_uri(values.home / "plans")
 
 
+def state_uri(env: Mapping[str, str] | None = None) -> str:
+    """The root URI of the join state: the witnesses stage 1 writes and the join stage reads."""
+    values = settings(env)
+    return values.state_uri or file_uri(values.home / "state")
+
+
 def migrations_folder(env: Mapping[str, str] | None = None) -> Path | None:
     """``FEEDROUTER_MIGRATIONS``: the Alembic script folder, None for the checkout's."""
     return settings(env).migrations

@@ -11,6 +11,11 @@ A part is a small XML document; each result is wrapped with where it came from a
 
 (drawn over several lines here; in a part, each start tag and each result is one line).
 
+Format 2 adds the results of join subscriptions (issue 16), one per pair of messages, each with both
+provenances: ``<fr:pair left-feed="…" left-hour="…" left-source="…" left-index="…" left-digest="…"
+right-feed="…" … bytes="…">…</fr:pair>`` (the left message is the one the subscription's first
+``for`` binds). A part holding pairs says ``format="2"`` on ``fr:part``; :func:`read_part` reads both.
+
 The wrapper uses a prefixed namespace, so unprefixed result elements keep their own namespace. The
 ``bytes`` attribute lets :func:`read_part` hand back each result byte for byte. Results are added in
 (source key, message index) order and a new part starts before one would pass ``max_bytes`` (a
@@ -35,6 +40,31 @@ _RESULT_END = b"</fr:result>\n"
 _RESULT_START = re.compile(
     rb'<fr:result source="([^"]*)" index="(\d+)" digest="([0-9a-f]{64})" bytes="(\d+)">'
 )
+_SIDE = (
+    rb'%s-feed="([^"]*)" %s-hour="([^"]*)" %s-source="([^"]*)" %s-index="(\d+)" '
+    rb'%s-digest="([0-9a-f]{64})"'
+)
+_PAIR_START = re.compile(
+    rb"<fr:pair " + _SIDE % ((b"left",) * 5) + rb" " + _SIDE % ((b"right",) * 5) + rb' bytes="(\d+)">'
+)
+_PAIR_END = b"</fr:pair>\n"
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where one message of a join pair came from: its feed, arrival hour, input key, index, digest."""
+
+    feed: str
+    hour: str
+    source: str
+    index: int
+    digest: str
+
+    def attributes(self, side: str) -> str:
+        return (
+            f'{side}-feed="{_attr(self.feed)}" {side}-hour="{_attr(self.hour)}" '
+            f'{side}-source="{_attr(self.source)}" {side}-index="{self.index}" {side}-digest="{self.digest}"'
+        )
 
 
 @dataclass(frozen=True)
@@ -45,9 +75,21 @@ class Result:
     index: int
     digest: str
     body: bytes
+    #: a join subscription's result: the pair's two messages (format 2); source, index and digest
+    #: are then the left one's
+    pair: tuple[Provenance, Provenance] | None = None
+
+    @classmethod
+    def of_pair(cls, left: Provenance, right: Provenance, body: bytes) -> Result:
+        return cls(left.source, left.index, left.digest, body, (left, right))
 
     def entry(self) -> bytes:
         """The result as it appears in a part."""
+        if self.pair is not None:
+            left, right = self.pair
+            sides = f"{left.attributes('left')} {right.attributes('right')}"
+            start = f'<fr:pair {sides} bytes="{len(self.body)}">'
+            return start.encode("utf-8") + self.body + _PAIR_END
         start = (
             f'<fr:result source="{_attr(self.source)}" index="{self.index}" digest="{self.digest}" '
             f'bytes="{len(self.body)}">'
@@ -62,11 +104,14 @@ class PartHeader:
     feed: str
     subscription: str
     hour: str
+    format: int = 1  # 2: the part holds join pairs
 
     def start(self, number: int) -> bytes:
+        version = f' format="{self.format}"' if self.format > 1 else ""
         start = (
             f'<fr:part xmlns:fr="{NAMESPACE}" feed="{_attr(self.feed)}" '
-            f'subscription="{_attr(self.subscription)}" hour="{_attr(self.hour)}" number="{number}">\n'
+            f'subscription="{_attr(self.subscription)}" hour="{_attr(self.hour)}" number="{number}"'
+            f"{version}>\n"
         )
         return _DECLARATION + start.encode()
 
@@ -141,13 +186,25 @@ def read_part(data: bytes) -> list[Result]:
     results = []
     while not data.startswith(_TAIL, position):
         match = _RESULT_START.match(data, position)
-        if match is None:
+        if match is not None:
+            end = match.end() + int(match[4])
+            source = html.unescape(match[1].decode("utf-8"))
+            results.append(Result(source, int(match[2]), match[3].decode("ascii"), data[match.end() : end]))
+            position = end + len(_RESULT_END)
+            continue
+        pair = _PAIR_START.match(data, position)
+        if pair is None:
             raise ValueError(f"not a feedrouter part: no result or end at byte {position}")
-        end = match.end() + int(match[4])
-        source = html.unescape(match[1].decode("utf-8"))
-        results.append(Result(source, int(match[2]), match[3].decode("ascii"), data[match.end() : end]))
-        position = end + len(_RESULT_END)
+        end = pair.end() + int(pair[11])
+        left, right = _provenance(pair.groups()[0:5]), _provenance(pair.groups()[5:10])
+        results.append(Result.of_pair(left, right, data[pair.end() : end]))
+        position = end + len(_PAIR_END)
     return results
+
+
+def _provenance(groups: tuple[bytes, ...]) -> Provenance:
+    feed, hour, source, index, digest = (html.unescape(g.decode("utf-8")) for g in groups)
+    return Provenance(feed, hour, source, int(index), digest)
 
 
 def _attr(value: str) -> str:

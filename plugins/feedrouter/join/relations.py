@@ -35,6 +35,7 @@ class MessageRef:
     key: str
     index: int
     time: datetime | None
+    digest: str = ""  # the SHA-256 of the message's bytes (the provenance a pair carries)
 
 
 def admitted(time: datetime | None, hour: datetime, lateness: timedelta) -> datetime | None:
@@ -48,6 +49,36 @@ def admitted(time: datetime | None, hour: datetime, lateness: timedelta) -> date
 
 
 @dataclass
+class MessageWitnesses:
+    """One message's witnesses with their leaves and fragments named (what a routing task sends
+    to the task that writes the hour's relations: no plan needed to read it)."""
+
+    message: MessageRef
+    roots: dict[str, list[int]] = field(default_factory=dict)
+    values: dict[int, dict[str, tuple[str, ...]]] = field(default_factory=dict)
+    fragments: dict[int, dict[str, bytes]] = field(default_factory=dict)
+
+
+def message_witnesses(
+    message: MessageRef, witnesses: Mapping[str, Sequence[WitnessRow]], specs: Mapping[str, BlockSpec]
+) -> MessageWitnesses:
+    """Name a routed message's witness rows by their specs' leaves and fragments; blocks without a
+    spec (another plan build's, or the clock) are left out."""
+    found = MessageWitnesses(message)
+    for block, rows in witnesses.items():
+        spec = specs.get(block)
+        if spec is None:
+            continue
+        found.roots[block] = [row.node for row in rows]
+        for row in rows:
+            values = found.values.setdefault(row.node, {})
+            values.update(zip(spec.leaves, row.values, strict=True))
+            fragments = found.fragments.setdefault(row.node, {})
+            fragments.update(zip(spec.fragments, row.fragments, strict=True))
+    return found
+
+
+@dataclass
 class HourWitnesses:
     """The witness relations of one feed's hour (messages in stream order).
 
@@ -57,6 +88,8 @@ class HourWitnesses:
 
     feed: str
     hour: datetime
+    #: the blocks the hour's plan computed (a block missing here was not looked for: back-fill it)
+    blocks: tuple[str, ...] = ()
     messages: list[MessageRef] = field(default_factory=list)
     roots: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     values: dict[tuple[int, int], dict[str, tuple[str, ...]]] = field(default_factory=dict)
@@ -71,23 +104,19 @@ class HourWitnesses:
     ) -> None:
         """File one routed message's witnesses (``RouteOutcome.witnesses``); blocks without a spec
         here are another plan build's and are left out."""
-        number = len(self.messages)
-        self.messages.append(message)
-        for block, rows in witnesses.items():
-            spec = specs.get(block)
-            if spec is None:
-                continue
-            self.roots.setdefault(block, []).extend((number, row.node) for row in rows)
-            for row in rows:
-                self._file_row((number, row.node), row, spec)
+        self.append(message_witnesses(message, witnesses, specs))
 
-    def _file_row(self, node: tuple[int, int], row: WitnessRow, spec: BlockSpec) -> None:
-        values = self.values.setdefault(node, {})
-        for leaf, found in zip(spec.leaves, row.values, strict=True):
-            values[leaf] = found
-        fragments = self.fragments.setdefault(node, {})
-        for key, data in zip(spec.fragments, row.fragments, strict=True):
-            fragments[key] = data
+    def append(self, found: MessageWitnesses) -> None:
+        """File the next message of the hour (stream order) with its named witnesses."""
+        number = len(self.messages)
+        self.messages.append(found.message)
+        for block, nodes in found.roots.items():
+            self.roots.setdefault(block, []).extend((number, node) for node in nodes)
+        for node, values in found.values.items():
+            self.values[(number, node)] = values
+        for node, fragments in found.fragments.items():
+            self.fragments[(number, node)] = fragments
+        self._indexes.clear()
 
     def time_of(self, node: tuple[int, int]) -> datetime | None:
         return self.messages[node[0]].time

@@ -32,9 +32,10 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine
 
-from feedrouter.catalog import PlanBuildResult, PlanSummary, ledger, repository
+from feedrouter.catalog import PlanBuildResult, PlanSummary, Target, ledger, repository
 from feedrouter.catalog import lease as leases
 from feedrouter.catalog.artifact import decode_summary
+from feedrouter.catalog.settings import state_uri
 from feedrouter.delivery import PlanRef, delivery_dir, is_input_key
 from feedrouter.delivery.parts import DEFAULT_MAX_PART_BYTES
 from feedrouter.engine.document import DEFAULT_MAX_BYTES
@@ -46,6 +47,7 @@ from feedrouter.errors import (
     error,
 )
 from feedrouter.hours import batch_prefix, format_hour, to_hour
+from feedrouter.join.relations import HourWitnesses
 from feedrouter.spark.batchlog import batch_fields, log, set_batch_id
 from feedrouter.spark.errors import DeliveryConflictError
 from feedrouter.spark.job import JobOutput, Slicing, job_tag, run_inline, run_job
@@ -57,6 +59,7 @@ from feedrouter.spark.session import batch_session, check_no_speculation
 from feedrouter.spark.spec import ArtifactRef, Fault, JobSpec
 from feedrouter.spark.stores import StoreOpener
 from feedrouter.spark.tasks import Undelivered
+from feedrouter.spark.witnesses import write_hour
 from feedrouter.storage import ObjectStore
 
 if TYPE_CHECKING:
@@ -79,6 +82,8 @@ class BatchOptions:
             while the run goes on); a run stalled longer can be overtaken and then commits nothing.
         inline: run the tasks' code in this process without Spark (tests, small hours).
         fault: a test hook (:class:`~feedrouter.spark.spec.Fault`).
+        state_uri: where the hour's join witnesses go when the plan has join blocks (None: the
+            ``FEEDROUTER_STATE_URI`` setting).
     """
 
     master: str | None = None
@@ -89,6 +94,7 @@ class BatchOptions:
     lease_seconds: float = leases.DEFAULT_LEASE_SECONDS
     inline: bool = False
     fault: Fault | None = None
+    state_uri: str | None = None
 
 
 @dataclass(frozen=True)
@@ -219,6 +225,9 @@ def route_batch(
                 output = JobOutput()
                 if keys:
                     output = _run(spec, loaded, keys, sessions, options, progress, cancel)
+                elif spec.state_uri is not None:  # an empty hour has witnesses too: none
+                    empty = HourWitnesses(spec.feed, spec.hour, spec.witness_blocks)
+                    write_hour(stores.open(spec.state_uri), empty)
                 # before withdrawing anything: a new holder's folders are its own
                 leases.confirm(engine, lease)
                 cleanup = _clean_up(engine, spec, loaded, output, earlier, plans_store)
@@ -272,6 +281,8 @@ def check_targets(plan: PlanSummary) -> None:
 def job_spec(loaded: LoadedPlan, hour: datetime, stores: StoreOpener, options: BatchOptions) -> JobSpec:
     """The tasks' view of the batch; prefixes come from the feed as the plan build saw it."""
     feed = loaded.plan.feed
+    joins = loaded.plan.joins
+    state = (options.state_uri or state_uri()) if joins is not None and joins.blocks else None
     return JobSpec(
         feed=feed.name,
         hour=hour,
@@ -284,6 +295,8 @@ def job_spec(loaded: LoadedPlan, hour: datetime, stores: StoreOpener, options: B
         fault=options.fault,
         targets=loaded.plan.targets,  # the delivery tasks read their targets here, not from the plan
         artifact=loaded.location,  # the routing tasks read the plan from the plans store
+        state_uri=state,
+        witness_blocks=joins.blocks if state is not None and joins is not None else (),
     )
 
 
@@ -364,11 +377,12 @@ def _clean_up(
     Subscriptions the plan no longer serves get a ledger row saying so."""
     with engine.connect() as conn:
         prior = ledger.prior_deliveries(conn, loaded.feed_id, spec.hour)
-    current = {(d.prefix_uri, d.folder) for d in output.deliveries}
+    current = {(d.prefix_uri, d.folder) for d in output.deliveries} | _join_folders(spec, loaded)
     withdrawn = 0
     for prefix, folder in sorted(_candidates(engine, spec, loaded, earlier, plans_store) - current):
         withdrawn += _withdraw_if_present(spec, prefix, folder)
     served = {(t.subscriber, t.subscription) for t in loaded.plan.targets.values()}
+    served |= {(t.subscriber, t.subscription) for t in _join_targets(loaded.plan).values()}
     rows = [
         ledger.DeliveryRow(delivery.catalog_id, subscriber, subscription)
         for (subscriber, subscription), delivery in prior.items()
@@ -377,6 +391,22 @@ def _clean_up(
     keep = (key for stats in output.stats for key in stats.quarantine_keys)
     pruned = prune(spec.stores.open(spec.quarantine_uri), spec.feed, spec.hour, keep)
     return Cleanup(withdrawn, pruned, tuple(rows))
+
+
+def _join_targets(plan: PlanSummary) -> dict[str, Target]:
+    """The targets of the plan's join subscriptions: the join stage delivers and records them."""
+    joins = plan.joins
+    return {sid: target for sid, target in plan.targets.items() if joins is not None and sid in joins.plans}
+
+
+def _join_folders(spec: JobSpec, loaded: LoadedPlan) -> set[tuple[str, str]]:
+    """The join subscriptions' folders of the hour: the join stage's, never withdrawn here."""
+    found = set()
+    for target in _join_targets(loaded.plan).values():
+        uri = _store_uri(spec, target.output_prefix.rstrip("/"))
+        if uri is not None:
+            found.add((uri, delivery_dir(target.subscription, spec.feed, spec.hour)))
+    return found
 
 
 def _candidates(
@@ -493,6 +523,7 @@ def _entry(
         documents=sum(s.documents for s in stats),
         bytes=sum(s.bytes for s in stats),
         quarantined=sum(s.quarantined for s in stats),
+        untimed=output.witnesses.messages - output.witnesses.timed if output.witnesses else 0,
         deliveries=(*_delivery_rows(loaded.plan, output.deliveries, output.failures), *withdrawn),
     )
 
@@ -503,8 +534,11 @@ def _delivery_rows(
     """One row per served subscription: what it received, nothing, or why its store refused it."""
     delivered = {d.subscription_id: d for d in deliveries}
     failed = {f.subscription_id: f for f in failures}
+    joins = _join_targets(plan)
     rows = []
     for sid, target in sorted(plan.targets.items(), key=lambda item: item[1].catalog_id):
+        if sid in joins:
+            continue  # the join stage records its own
         found = delivered.get(sid)
         names = (target.catalog_id, target.subscriber, target.subscription)
         if sid in failed:

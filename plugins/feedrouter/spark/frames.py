@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from feedrouter.spark.spec import JobSpec
-from feedrouter.spark.tasks import STATS, Key, deliver_partition, route_partition
+from feedrouter.spark.tasks import STATS, WITNESSES, Key, deliver_partition, route_partition
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -90,7 +90,7 @@ def bounded(
 
 def _routed_row(key: Key, value: Any) -> dict[str, Any]:
     sid, ordinal, index = key
-    if sid == STATS:
+    if sid in (STATS, WITNESSES):  # pickled in the stats column: small, read by one task
         return {"sid": sid, "ordinal": ordinal, "idx": index, "stats": pickle.dumps(value)}
     digest, body, source = value
     return {"sid": sid, "ordinal": ordinal, "idx": index, "source": source, "digest": digest, "body": body}
@@ -98,7 +98,7 @@ def _routed_row(key: Key, value: Any) -> dict[str, Any]:
 
 def _record(row: dict[str, Any]) -> tuple[Key, Any]:
     key = (row["sid"], row["ordinal"], row["idx"])
-    if row["sid"] == STATS:
+    if row["sid"] in (STATS, WITNESSES):
         return key, pickle.loads(row["stats"])
     return key, (row["digest"], row["body"], row["source"])
 

@@ -45,7 +45,7 @@ from feedrouter.spark.frames import (
 from feedrouter.spark.progress import ProgressCallback, is_connect, watching
 from feedrouter.spark.publish import Delivered
 from feedrouter.spark.spec import JobSpec
-from feedrouter.spark.tasks import ObjectStats, Undelivered, deliver_partition, route_partition
+from feedrouter.spark.tasks import ObjectStats, Undelivered, WitnessReport, deliver_partition, route_partition
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -63,6 +63,7 @@ class JobOutput:
     deliveries: list[Delivered] = field(default_factory=list)
     stats: list[ObjectStats] = field(default_factory=list)
     failures: list[Undelivered] = field(default_factory=list)
+    witnesses: WitnessReport | None = None  # the hour's join witnesses, when the plan has joins
 
 
 @dataclass(frozen=True)
@@ -218,6 +219,8 @@ def _output(values: Iterable[object]) -> JobOutput:
             output.deliveries.append(value)
         elif isinstance(value, Undelivered):
             output.failures.append(value)
+        elif isinstance(value, WitnessReport):
+            output.witnesses = value
         else:
             assert isinstance(value, ObjectStats), value
             output.stats.append(value)

@@ -47,12 +47,15 @@ class Delivered:
     object_uris: tuple[str, ...]  # parts, manifest, _SUCCESS, in the order written
 
 
-def publish(spec: JobSpec, target: Target, subscription_id: str, results: Iterable[Result]) -> Delivered:
-    """Write the folder of ``target`` with ``results`` (in input order); returns what it holds."""
+def publish(
+    spec: JobSpec, target: Target, subscription_id: str, results: Iterable[Result], part_format: int = 1
+) -> Delivered:
+    """Write the folder of ``target`` with ``results`` (in input order); returns what it holds.
+    ``part_format`` 2: the results are join pairs (:mod:`feedrouter.delivery.parts`)."""
     store = spec.stores.open(target.output_prefix)
     folder = delivery_dir(target.subscription, spec.feed, spec.hour)
     store.delete(f"{folder}/{SUCCESS}")
-    parts = _write_parts(spec, store, folder, target.subscription, results)
+    parts = _write_parts(spec, store, folder, target.subscription, results, part_format)
     maybe_fail(spec.fault, "deliver")
     remove_stale_parts(store, folder, {part.name for part in parts})
     manifest = Manifest(
@@ -72,9 +75,14 @@ def publish(spec: JobSpec, target: Target, subscription_id: str, results: Iterab
 
 
 def _write_parts(
-    spec: JobSpec, store: ObjectStore, folder: str, subscription: str, results: Iterable[Result]
+    spec: JobSpec,
+    store: ObjectStore,
+    folder: str,
+    subscription: str,
+    results: Iterable[Result],
+    part_format: int = 1,
 ) -> list[PartInfo]:
-    header = PartHeader(spec.feed, subscription, spec.hour_text)
+    header = PartHeader(spec.feed, subscription, spec.hour_text, part_format)
     written = []
     for part in write_parts(header, results, spec.max_part_bytes):
         store.put(f"{folder}/{part.name}", part.data)

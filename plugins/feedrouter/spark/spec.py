@@ -73,6 +73,8 @@ class JobSpec:
             delivery tasks decode the plan to find them.
         artifact: where tasks read the plan's artifact (checked against ``plan.digest``); None
             only for callers that hand the tasks the artifact's bytes themselves.
+        state_uri: where the hour's join witnesses go (:mod:`feedrouter.spark.witnesses`); None:
+            the plan has no join block.
     """
 
     feed: str
@@ -86,6 +88,8 @@ class JobSpec:
     fault: Fault | None = None
     targets: dict[str, Target] | None = None
     artifact: ArtifactRef | None = None
+    state_uri: str | None = None
+    witness_blocks: tuple[str, ...] = ()  # the join blocks the plan computes (with state_uri)
 
     def without_targets(self) -> JobSpec:
         """This spec for the routing tasks, which have no use for the targets (smaller tasks)."""

@@ -31,22 +31,31 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from feedrouter import heap
 from feedrouter.delivery import Result, Splitter, dtd_text_of
 from feedrouter.delivery.routing import Routed, route_objects
 from feedrouter.errors import StorageError, TransientStorageError, error
+from feedrouter.join.collect import event_time
+from feedrouter.join.relations import HourWitnesses, MessageRef, MessageWitnesses, admitted, message_witnesses
 from feedrouter.spark.publish import Delivered, publish
 from feedrouter.spark.quarantine import Quarantine
 from feedrouter.spark.spec import JobSpec, maybe_fail
+from feedrouter.spark.witnesses import write_hour
 from feedrouter.storage import ObjectStore
 
 if TYPE_CHECKING:
     from feedrouter.catalog import CompiledPlan, Target
+    from feedrouter.catalog.joins import JoinsOfFeed
 
 #: The key of statistics records: sorts before every subscription id, which is never empty.
 STATS = ""
+#: The key of join witness records (one per message of the hour when the plan has join blocks):
+#: no subscription id starts with a space, so they group apart and reach one delivery task,
+#: which writes the hour's witness relations.
+WITNESSES = " witnesses"
 #: Decoded plans of this worker process, by artifact digest (the newest one only).
 _PLANS: dict[str, CompiledPlan] = {}
 
@@ -76,6 +85,16 @@ class ObjectStats:
         self.refused += len(routed.failures)  # the message's other subscriptions were served
         if routed.error is not None:
             self.quarantined += 1
+
+
+@dataclass(frozen=True)
+class WitnessReport:
+    """What the task that wrote the hour's witnesses reports (small: travels to the driver)."""
+
+    messages: int
+    timed: int  # messages with an event time joins may use
+    roots: int  # bound nodes of all blocks
+    bytes: int  # the relations' Parquet bytes
 
 
 @dataclass(frozen=True)
@@ -132,7 +151,7 @@ def route_partition(
     inputs = spec.stores.open(spec.input_uri)
     quarantine = Quarantine(spec, inputs)
     for ordinal, key in items:
-        yield from _route_object(plan, splitter, inputs, quarantine, ordinal, key)
+        yield from _route_object(plan, splitter, inputs, quarantine, ordinal, key, spec.hour)
     maybe_fail(spec.fault, "route")
 
 
@@ -143,8 +162,10 @@ def _route_object(
     quarantine: Quarantine,
     ordinal: int,
     key: str,
+    hour: datetime,
 ) -> Iterator[tuple[Key, Any]]:
     stats = ObjectStats(ordinal)
+    joins = plan.joins
     with inputs.open(key) as stream:
         # the worker settled its heap when it decoded the plan (plan_for): not again per object
         routed_messages = route_objects(plan, splitter, [(key, stream)], settle=False, on_read=stats.read)
@@ -154,12 +175,24 @@ def _route_object(
                 stats.quarantine_keys.extend(quarantine.put(routed))
             for sid, body in routed.results.items():
                 yield (sid, ordinal, routed.message.index), (routed.message.digest, body, key)
+            if joins:
+                witnessed = _witnessed(routed, joins, hour, plan.feed.allowed_lateness)
+                yield (WITNESSES, ordinal, routed.message.index), witnessed
     yield (STATS, ordinal, 0), stats
+
+
+def _witnessed(routed: Routed, joins: JoinsOfFeed, hour: datetime, lateness: timedelta) -> MessageWitnesses:
+    """A message's witnesses, named, with the event time joins may use (none for a refused one)."""
+    time = None
+    if routed.error is None and joins.clock is not None:
+        time = admitted(event_time(routed.witnesses, joins.clock, joins.event_format), hour, lateness)
+    message = MessageRef(routed.message.source, routed.message.index, time, routed.message.digest)
+    return message_witnesses(message, routed.witnesses, joins.specs)
 
 
 def deliver_partition(
     spec: JobSpec, records: Iterable[tuple[Key, Any]], artifact: Any = None
-) -> Iterator[tuple[str, ObjectStats | Delivered | Undelivered]]:
+) -> Iterator[tuple[str, ObjectStats | Delivered | Undelivered | WitnessReport]]:
     """Stage 2: write the folders of this partition's subscriptions (``records`` sorted by key);
     pass statistics through.
 
@@ -171,10 +204,26 @@ def deliver_partition(
         if sid == STATS:
             yield from (("stats", stats) for _, stats in group)
             continue
+        if sid == WITNESSES:
+            yield "witnesses", write_witnesses(spec, (found for _, found in group))
+            continue
         if targets is None:
             targets = plan_for(spec, artifact).targets
         results = (Result(source, i, digest, body) for (_, _, i), (digest, body, source) in group)
         yield deliver_one(spec, targets[sid], sid, results)
+
+
+def write_witnesses(spec: JobSpec, messages: Iterable[MessageWitnesses]) -> WitnessReport:
+    """Write the hour's witness relations (its messages in stream order) to the state store."""
+    hour = HourWitnesses(spec.feed, spec.hour, spec.witness_blocks)
+    for found in messages:
+        hour.append(found)
+    if spec.state_uri is None:
+        raise error("FR600", f"the job spec of {spec.feed} {spec.hour_text} names no state location")
+    written = write_hour(spec.stores.open(spec.state_uri), hour)
+    timed = sum(1 for message in hour.messages if message.time is not None)
+    roots = sum(len(nodes) for nodes in hour.roots.values())
+    return WitnessReport(len(hour.messages), timed, roots, written)
 
 
 def deliver_one(

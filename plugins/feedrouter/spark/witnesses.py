@@ -10,6 +10,8 @@ Stage 1 writes, under ``{state prefix}/witnesses/{feed}/dt=YYYY-MM-DD/hour=HH/``
 * ``values.parquet``: ``(leaf, value, message, node)``, each bound node's leaf values (R_doc),
   sorted by leaf and value: the file's row groups are the value buckets of paper 001's view cache;
 * ``fragments.parquet``: ``(message, node, fragment, data)``, the return fragments;
+* ``blocks.json``: the ids of the blocks the hour's plan computed (sorted): a block the join stage
+  needs and does not find here was not looked for, and the hour is back-filled for it;
 * ``_SUCCESS`` last: an hour is readable once it is there (stage 2 and the Airflow sensors look for
   it, never for a join result).
 
@@ -21,6 +23,7 @@ values and its fragments' bytes (compressed): see the README's "State" section f
 from __future__ import annotations
 
 import io
+import json
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -33,16 +36,28 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 TABLES = ("messages", "roots", "values", "fragments")
+BLOCKS = "blocks.json"
 #: Rows per row group of the value table: a bucket of values read together.
 VALUE_BUCKET_ROWS = 65_536
 
 
-def write_hour(store: ObjectStore, witnesses: HourWitnesses) -> list[str]:
-    """Write one feed's hour of witnesses (then its ``_SUCCESS``); returns the objects' URIs."""
+def write_hour(store: ObjectStore, witnesses: HourWitnesses) -> int:
+    """Write one feed's hour of witnesses (then its ``_SUCCESS``); returns the bytes written."""
     folder = witness_dir(witnesses.feed, witnesses.hour)
-    uris = [store.put(join_key(folder, f"{name}.parquet"), data) for name, data in encode(witnesses).items()]
-    uris.append(store.put(join_key(folder, SUCCESS), b""))
-    return uris
+    tables = encode(witnesses)
+    for name, data in tables.items():
+        store.put(join_key(folder, f"{name}.parquet"), data)
+    blocks = json.dumps(sorted(witnesses.blocks)).encode()
+    store.put(join_key(folder, BLOCKS), blocks)
+    store.put(join_key(folder, SUCCESS), b"")
+    return sum(len(data) for data in tables.values()) + len(blocks)
+
+
+def blocks_of_hour(store: ObjectStore, feed: str, hour: datetime) -> frozenset[str] | None:
+    """The blocks an hour's witnesses cover, or None when the hour has none (yet)."""
+    if not has_hour(store, feed, hour):
+        return None
+    return frozenset(json.loads(store.get(join_key(witness_dir(feed, hour), BLOCKS))))
 
 
 def has_hour(store: ObjectStore, feed: str, hour: datetime) -> bool:
@@ -56,7 +71,9 @@ def read_hour(store: ObjectStore, feed: str, hour: datetime) -> HourWitnesses | 
         return None
     folder = witness_dir(feed, hour)
     tables = {name: store.get(join_key(folder, f"{name}.parquet")) for name in TABLES}
-    return decode(feed, hour, tables)
+    found = decode(feed, hour, tables)
+    found.blocks = tuple(json.loads(store.get(join_key(folder, BLOCKS))))
+    return found
 
 
 def encode(witnesses: HourWitnesses) -> dict[str, bytes]:
@@ -84,7 +101,9 @@ def decode(feed: str, hour: datetime, tables: dict[str, bytes]) -> HourWitnesses
     for row in rows["messages"]:
         time = row["time"]
         found.messages.append(
-            MessageRef(row["key"], row["index"], time.replace(tzinfo=timezone.utc) if time else None)
+            MessageRef(
+                row["key"], row["index"], time.replace(tzinfo=timezone.utc) if time else None, row["digest"]
+            )
         )
     for row in rows["roots"]:
         found.roots.setdefault(row["block"], []).append((row["message"], row["node"]))
@@ -107,6 +126,7 @@ def _messages(pa: Any, witnesses: HourWitnesses) -> pa.Table:
             "key": pa.array([m.key for m in messages], pa.string()),
             "index": pa.array([m.index for m in messages], pa.int32()),
             "time": pa.array([m.time for m in messages], pa.timestamp("us", tz="UTC")),
+            "digest": pa.array([m.digest for m in messages], pa.string()),
         }
     )
 

@@ -18,6 +18,7 @@ from feedrouter.catalog import (
     status,
 )
 from feedrouter.catalog import lease as leases
+from feedrouter.catalog.repository import active_subscriptions, event_time_feeds, join_subscriptions
 from feedrouter.errors import CatalogError, NoPlanBuildError
 from tests.conftest import ROOT
 
@@ -86,7 +87,60 @@ def test_the_input_prefix_comes_from_the_feeds_layout(engine: Engine) -> None:
         assert status.batch_prefix(conn, "news", HOUR) == "s3://in-bucket/news/2026-11-22/16/"
 
 
-@pytest.mark.parametrize("name", ["latest_build", "require_feed", "require_plan_build", "advisory_key"])
+JOIN = """import module namespace fr = "urn:feedrouter:stream:1";
+for $a in fr:stream()//trade, $b in fr:stream("wire")//amend
+where $b/@ref = $a/@id and fr:within($a, $b, "PT1H") return $b"""
+TIMED = "UPDATE feeds SET event_time_path = '//@at', max_join_window = '2 hours' WHERE name = ANY(:names)"
+SUBSCRIBER = "INSERT INTO subscribers (name, output_prefix, active) VALUES (:n, :p, :a)"
+SUBSCRIPTION = (
+    "INSERT INTO subscriptions (subscriber_id, feed_id, name, query, active)"
+    " SELECT s.id, f.id, :n, :q, :a FROM subscribers s, feeds f WHERE s.name = :s AND f.name = :f"
+)
+
+
+def test_the_joins_of_every_feed_and_the_feeds_they_may_read(engine: Engine) -> None:
+    with engine.begin() as conn:
+        conn.execute(text(FEED), {"n": "archive", "p": "s3://in-bucket/archive/"})
+        conn.execute(text(TIMED), {"names": ["news", "wire", "archive"]})
+        conn.execute(text("UPDATE feeds SET active = false WHERE name = 'archive'"))
+        for name, active in (("alice", True), ("bob", False)):
+            conn.execute(text(SUBSCRIBER), {"n": name, "p": f"s3://out-bucket/{name}", "a": active})
+        for subscriber, feed, name, query, active in [
+            ("alice", "wire", "amended", JOIN, True),
+            ("alice", "news", "titles", "//title", True),  # not a join
+            ("alice", "archive", "old", JOIN, True),  # an inactive feed
+            ("bob", "news", "bobs", JOIN, True),  # an inactive subscriber
+            ("alice", "news", "paused", JOIN, False),
+            ("alice", "sports", "timeless", JOIN, True),  # the build refuses it; it is still a join
+            ("alice", "news", "trades", JOIN, True),
+        ]:
+            conn.execute(
+                text(SUBSCRIPTION), {"s": subscriber, "f": feed, "n": name, "q": query, "a": active}
+            )
+    with engine.connect() as conn:
+        joins = join_subscriptions(conn)
+        feeds = event_time_feeds(conn)
+        assert [(feed, record.target.subscription) for feed, record in joins] == [
+            ("wire", "amended"),
+            ("sports", "timeless"),
+            ("news", "trades"),
+        ]
+        assert joins[2][1] in active_subscriptions(conn, require_feed(conn, "news").id)  # the same record
+        assert feeds == {name: require_feed(conn, name).config for name in ("news", "wire")}
+    assert feeds["wire"].event_time is not None and feeds["wire"].max_join_window == timedelta(hours=2)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "latest_build",
+        "require_feed",
+        "require_plan_build",
+        "advisory_key",
+        "join_subscriptions",
+        "event_time_feeds",
+    ],
+)
 def test_each_catalog_question_is_defined_once(name: str) -> None:
     places = [
         str(path.relative_to(ROOT))

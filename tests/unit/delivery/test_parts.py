@@ -78,3 +78,16 @@ def test_which_keys_are_inputs_and_parts() -> None:
     assert is_input_key("a.xml") and is_input_key("sub/b.xml.gz")
     assert not any(map(is_input_key, ["_SUCCESS", "_tmp/a.xml", ".hidden.xml", "a.json", "dir/.x/a.xml"]))
     assert is_part_key("x/part-00012.xml") and not is_part_key("x/_manifest.json")
+
+
+def test_join_pairs_carry_both_provenances_and_read_back_with_format_1_results() -> None:
+    from feedrouter.delivery.parts import Provenance
+
+    left = Provenance("books", "2026-05-01T08", 'a&"b.xml', 0, "a" * 64)
+    right = Provenance("blogs", "2026-05-01T07", "c.xml", 3, "b" * 64)
+    header = PartHeader("books", "promo", "2026-05-01T08", format=2)
+    results = [Result.of_pair(left, right, b"<promo>x</promo>"), Result("d.xml", 1, "c" * 64, b"<y/>")]
+    (part,) = write_parts(header, results)
+    assert b' format="2">' in part.data.split(b"\n")[1]
+    assert read_part(part.data) == results
+    assert read_part(part.data)[0].pair == (left, right)

@@ -1,0 +1,251 @@
+"""The join stage of one feed's hour (issue 16, paper 001's stage 2), after the hour is routed.
+
+1. load the feed's latest plan build; nothing to do when it has no join subscription;
+2. check that the witnesses of every hour the window reaches back to are written, for every feed
+   the joins read, and cover the blocks they need: the stage waits for the *witnesses* of earlier
+   hours (stage 1), never for their join results, so hours routed out of order or caught up give
+   the same deliveries (:class:`WitnessesNotReady` says what is missing: a transient error, retried);
+   an hour routed before a block existed lacks it and is back-filled (:class:`BackfillNeeded`);
+3. under the hour's lease (a re-run of the hour's routing never overlaps it), run stage 2
+   (:class:`~feedrouter.join.stage.JoinStage`) and write each join subscription's folder with the
+   protocol of every delivery (:func:`~feedrouter.spark.publish.publish`), one result per pair
+   with both messages' provenance (part format 2); a subscription past its cap of pairs gets no
+   folder and a ``withheld`` ledger row saying why;
+4. record the join subscriptions' delivery rows in the hour's batch (routed by the same build).
+
+Re-runs write the same bytes and add no delivery version.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Engine
+
+from feedrouter.catalog import ledger
+from feedrouter.catalog.joins import JoinsOfFeed
+from feedrouter.catalog.settings import state_uri
+from feedrouter.delivery import Result, delivery_dir
+from feedrouter.delivery.parts import Provenance
+from feedrouter.errors import error
+from feedrouter.hours import format_hour, to_hour
+from feedrouter.join.relations import ONE_HOUR, HourWitnesses
+from feedrouter.join.stage import DEFAULT_MAX_PAIRS, JoinDelivery, JoinStage, NodeRef, lookback
+from feedrouter.spark.batch import LoadedPlan, job_spec, load_plan_build
+from feedrouter.spark.batchlog import batch_fields, log
+from feedrouter.spark.lease import hour_lock
+from feedrouter.spark.publish import publish, withdraw
+from feedrouter.spark.spec import JobSpec
+from feedrouter.spark.stores import StoreOpener
+from feedrouter.spark.witnesses import blocks_of_hour, read_hour
+from feedrouter.storage import ObjectStore
+
+
+@dataclass(frozen=True)
+class JoinOptions:
+    """How to run a join stage: where witnesses are, the per-subscription cap of pairs per hour,
+    the part size and the hour's lease (as :class:`~feedrouter.spark.batch.BatchOptions`)."""
+
+    state_uri: str | None = None
+    max_pairs: int = DEFAULT_MAX_PAIRS
+    max_part_bytes: int | None = None
+    lease_seconds: float | None = None
+
+
+@dataclass(frozen=True)
+class JoinReport:
+    """What a join stage did; :meth:`summary` is JSON-ready (Airflow's XCom)."""
+
+    feed: str
+    hour: str
+    status: str  # "joined", or "no-joins" when the plan has no join subscription
+    plan_build_id: int
+    subscriptions: int = 0
+    pairs: int = 0
+    deliveries: int = 0
+    withheld: tuple[str, ...] = field(default=(), repr=False)
+    seconds: float = 0.0
+
+    def summary(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def describe(self) -> str:
+        text = (
+            f"join stage of {self.feed} {self.hour} with plan build {self.plan_build_id}: {self.status}, "
+            f"{self.subscriptions} join subscriptions, {self.pairs} pairs, {self.deliveries} deliveries"
+        )
+        if self.withheld:
+            text += f"; withheld (past the pair cap): {', '.join(self.withheld)}"
+        return text
+
+
+def join_batch(
+    engine: Engine,
+    feed: str,
+    hour: datetime,
+    *,
+    plans_store: ObjectStore,
+    stores: StoreOpener | None = None,
+    options: JoinOptions | None = None,
+) -> JoinReport:
+    """Run the join stage of ``feed``'s ``hour`` with its latest plan build and record it.
+
+    Raises:
+        WitnessesNotReady: [FR609] the witnesses of an hour of the window are not written yet
+            (transient: retried until stage 1 of that hour has run).
+        BackfillNeeded: [FR610] an hour's witnesses lack a block (routed before the block
+            existed): back-fill the hour's witnesses (:func:`feedrouter.spark.backfill.backfill`).
+        NoPlanBuildError, CatalogError, LockLostError, StorageError: as :func:`route_batch`.
+    """
+    clock = time.perf_counter()
+    hour = to_hour(hour, strict=True)
+    options, stores = options or JoinOptions(), stores or StoreOpener.from_env()
+    with batch_fields(feed, format_hour(hour)):
+        loaded = load_plan_build(engine, feed, plans_store)
+        joins = loaded.plan.joins
+        if joins is None or not joins.plans:
+            return JoinReport(feed, format_hour(hour), "no-joins", loaded.build.id)
+        state = stores.open(options.state_uri or state_uri())
+        check_witnesses(state, joins, loaded.plan.feed.allowed_lateness, hour)
+        spec = _spec(loaded, hour, stores, options)
+        ttl = timedelta(seconds=options.lease_seconds or 600.0)
+        with hour_lock(engine, feed, hour, ttl) as lease:
+            batch_id = _routed_batch(engine, loaded, hour)
+            stage = JoinStage(
+                joins.plans.values(),
+                joins.specs,
+                lateness=loaded.plan.feed.allowed_lateness,
+                max_pairs=options.max_pairs,
+            )
+            witnesses = _Witnesses(state)
+            found = stage.run(hour, witnesses.read)
+            rows = [_deliver(spec, loaded, found[sid], witnesses) for sid in sorted(found, key=_numeric)]
+            ledger.record_deliveries(engine, batch_id, loaded.feed_id, hour, rows, lease)
+    report = JoinReport(
+        feed,
+        format_hour(hour),
+        "joined",
+        loaded.build.id,
+        subscriptions=len(found),
+        pairs=sum(d.count for d in found.values()),
+        deliveries=sum(1 for row in rows if row.result_count),
+        withheld=tuple(sorted(row.subscription for row in rows if row.status == "withheld")),
+        seconds=round(time.perf_counter() - clock, 3),
+    )
+    log.info("%s", report.describe())
+    return report
+
+
+def window_hours(
+    joins: JoinsOfFeed, lateness: timedelta, hour: datetime
+) -> dict[tuple[str, datetime], set[str]]:
+    """Every (feed, hour) of witnesses the hour's join stage reads, with the blocks it needs there."""
+    needed: dict[tuple[str, datetime], set[str]] = {}
+    for plan in joins.plans.values():
+        back = lookback(plan.window, lateness)
+        for feed, block in zip(plan.feeds, plan.blocks, strict=True):
+            for k in range(back + 1):
+                needed.setdefault((feed, hour - ONE_HOUR * k), set()).add(block)
+    return needed
+
+
+def check_witnesses(state: ObjectStore, joins: JoinsOfFeed, lateness: timedelta, hour: datetime) -> None:
+    """Raise unless every hour of the window has witnesses covering the blocks it needs there."""
+    missing, lacking = [], []
+    for (feed, when), blocks in sorted(window_hours(joins, lateness, hour).items()):
+        covered = blocks_of_hour(state, feed, when)
+        if covered is None:
+            missing.append(f"{feed} {format_hour(when)}")
+        elif not blocks <= covered:
+            lacking.append(f"{feed} {format_hour(when)} ({len(blocks - covered)} blocks)")
+    if missing:
+        raise error(
+            "FR609", f"waiting for the join witnesses of {', '.join(missing)} (stage 1 of those hours)"
+        )
+    if lacking:
+        raise error(
+            "FR610", f"back-fill the join witnesses of {', '.join(lacking)}: routed before these blocks"
+        )
+
+
+def _spec(loaded: LoadedPlan, hour: datetime, stores: StoreOpener, options: JoinOptions) -> JobSpec:
+    from feedrouter.spark.batch import BatchOptions
+
+    batch = BatchOptions(max_part_bytes=options.max_part_bytes) if options.max_part_bytes else BatchOptions()
+    return job_spec(loaded, hour, stores, batch)
+
+
+def _routed_batch(engine: Engine, loaded: LoadedPlan, hour: datetime) -> int:
+    """The hour's batch routed by this plan build: its delivery rows get the join subscriptions'."""
+    with engine.connect() as conn:
+        batch_id = ledger.finished_batch(conn, loaded.feed_id, hour, loaded.build.id)
+    if batch_id is None:
+        raise error(
+            "FR609",
+            f"hour {format_hour(hour)} of {loaded.plan.feed.name} is not routed with plan build "
+            f"{loaded.build.id} yet: its join stage runs after its routing",
+        )
+    return batch_id
+
+
+def _deliver(
+    spec: JobSpec, loaded: LoadedPlan, found: JoinDelivery, witnesses: _Witnesses
+) -> ledger.DeliveryRow:
+    """Write one join subscription's folder (or take it back when it has nothing); its ledger row."""
+    target = loaded.plan.targets[found.sid]
+    names = (target.catalog_id, target.subscriber, target.subscription)
+    joins = loaded.plan.joins
+    assert joins is not None
+    plan = joins.plans[found.sid]
+    if found.withheld is not None or not found.results:
+        _withdraw(spec, target.output_prefix, target.subscription)
+        if found.withheld is not None:
+            return ledger.DeliveryRow(
+                *names, status="withheld", error_code="FR313", error_message=found.withheld
+            )
+        return ledger.DeliveryRow(*names)
+    results = (
+        Result.of_pair(
+            witnesses.provenance(plan.feeds[0], left), witnesses.provenance(plan.feeds[1], right), body
+        )
+        for (left, right), body in zip(found.pairs, found.results, strict=True)
+    )
+    delivered = publish(spec, target, found.sid, results, part_format=2)
+    manifest = delivered.manifest
+    return ledger.DeliveryRow(
+        *names, delivered.object_uris, manifest.results, manifest.bytes, manifest.digest
+    )
+
+
+def _withdraw(spec: JobSpec, prefix: str, subscription: str) -> None:
+    store = spec.stores.open(prefix)
+    folder = delivery_dir(subscription, spec.feed, spec.hour)
+    if any(True for _ in store.list(folder + "/")):
+        withdraw(store, folder)
+
+
+class _Witnesses:
+    """The witness hours a join stage reads, each read once (the stage and the provenance share them)."""
+
+    def __init__(self, state: ObjectStore) -> None:
+        self._state = state
+        self._hours: dict[tuple[str, datetime], HourWitnesses | None] = {}
+
+    def read(self, feed: str, hour: datetime) -> HourWitnesses | None:
+        key = (feed, hour)
+        if key not in self._hours:
+            self._hours[key] = read_hour(self._state, feed, hour)
+        return self._hours[key]
+
+    def provenance(self, feed: str, node: NodeRef) -> Provenance:
+        found = self.read(feed, node[0])
+        assert found is not None  # the stage found the node there
+        message = found.messages[node[1]]
+        return Provenance(feed, format_hour(node[0]), message.key, message.index, message.digest)
+
+
+def _numeric(sid: str) -> tuple[int, str]:
+    return (int(sid), sid) if sid.isdigit() else (0, sid)
