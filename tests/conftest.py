@@ -27,6 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+# Imported before any test runs: the hypothesis plugin imports it lazily for its terminal summary,
+# and after the join pipeline's session (Spark, Saxon, the S3 server) pytest's assertion rewriting of
+# that late import has failed in CPython 3.11 with "AST constructor recursion depth mismatch".
+import hypothesis  # noqa: F401
 import pytest
 
 if TYPE_CHECKING:

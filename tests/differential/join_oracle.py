@@ -84,12 +84,21 @@ class SaxonJoinOracle:
             The top-level items of the result in XQuery order, each serialized on its own: nodes as
             XML (no declaration, no indentation), atomic values as their string value.
         """
+        return self.run_all(feeds, own, [text])[0]
+
+    def run_all(
+        self, feeds: Mapping[str, Sequence[Message]], own: str, texts: Sequence[str]
+    ) -> list[list[bytes]]:
+        """:meth:`run` for several subscriptions of one feed over the same batch (written once)."""
         with tempfile.TemporaryDirectory(prefix="fr-join-batch-") as batch:
             manifest = write_batch(Path(batch), feeds, own)
             self._xq.set_parameter(STREAMS, self._proc.parse_xml(xml_text=manifest.decode("utf-8")))
-            self._xq.set_query_content(text)
-            value = self._xq.run_query_to_value()
-            return [] if value is None else [self._serialize(item) for item in value]
+            found = []
+            for text in texts:
+                self._xq.set_query_content(text)
+                value = self._xq.run_query_to_value()
+                found.append([] if value is None else [self._serialize(item) for item in value])
+            return found
 
     def _serialize(self, item: PyXdmItem) -> bytes:
         if not isinstance(item, PyXdmNode):

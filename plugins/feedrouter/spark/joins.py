@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from sqlalchemy import Engine
@@ -47,9 +47,15 @@ from feedrouter.storage import ObjectStore
 @dataclass(frozen=True)
 class JoinOptions:
     """How to run a join stage: where witnesses are, the per-subscription cap of pairs per hour,
-    the part size and the hour's lease (as :class:`~feedrouter.spark.batch.BatchOptions`)."""
+    the part size and the hour's lease (as :class:`~feedrouter.spark.batch.BatchOptions`).
+
+    ``stream_start``: the first hour that is ever routed; a window reaching before it finds no
+    witnesses there and does not wait for them (None: ``FEEDROUTER_ROUTE_START``, the route DAG's
+    first hour, which catchup routes every hour from).
+    """
 
     state_uri: str | None = None
+    stream_start: datetime | None = None
     max_pairs: int = DEFAULT_MAX_PAIRS
     max_part_bytes: int | None = None
     lease_seconds: float | None = None
@@ -109,7 +115,8 @@ def join_batch(
         if joins is None or not joins.plans:
             return JoinReport(feed, format_hour(hour), "no-joins", loaded.build.id)
         state = stores.open(options.state_uri or state_uri())
-        check_witnesses(state, joins, loaded.plan.feed.allowed_lateness, hour)
+        start = options.stream_start or _route_start()
+        check_witnesses(state, joins, loaded.plan.feed.allowed_lateness, hour, start)
         spec = _spec(loaded, hour, stores, options)
         ttl = timedelta(seconds=options.lease_seconds or 600.0)
         with hour_lock(engine, feed, hour, ttl) as lease:
@@ -152,10 +159,15 @@ def window_hours(
     return needed
 
 
-def check_witnesses(state: ObjectStore, joins: JoinsOfFeed, lateness: timedelta, hour: datetime) -> None:
-    """Raise unless every hour of the window has witnesses covering the blocks it needs there."""
+def check_witnesses(
+    state: ObjectStore, joins: JoinsOfFeed, lateness: timedelta, hour: datetime, start: datetime
+) -> None:
+    """Raise unless every hour of the window from ``start`` on has witnesses covering the blocks
+    it needs there."""
     missing, lacking = [], []
     for (feed, when), blocks in sorted(window_hours(joins, lateness, hour).items()):
+        if when < start:
+            continue  # before the stream: never routed, nothing to wait for
         covered = blocks_of_hour(state, feed, when)
         if covered is None:
             missing.append(f"{feed} {format_hour(when)}")
@@ -169,6 +181,12 @@ def check_witnesses(state: ObjectStore, joins: JoinsOfFeed, lateness: timedelta,
         raise error(
             "FR610", f"back-fill the join witnesses of {', '.join(lacking)}: routed before these blocks"
         )
+
+
+def _route_start() -> datetime:
+    from feedrouter.settings import load_settings
+
+    return datetime.combine(load_settings().route_start, datetime.min.time(), tzinfo=timezone.utc)
 
 
 def _spec(loaded: LoadedPlan, hour: datetime, stores: StoreOpener, options: JoinOptions) -> JobSpec:
