@@ -26,8 +26,8 @@ from feedrouter.workload.joins import generate_feed_hours, generate_join_subscri
 from tests.differential.join_oracle import SaxonJoinOracle
 from tests.differential.join_pipeline import saxon_results
 from tests.differential.oracle import canonical
-from tests.integration.spark_support import add_feed, add_subscriber, deliveries, snapshot, spark_for_tests
 from tests.integration.rows import add_subscription
+from tests.integration.spark_support import add_feed, add_subscriber, deliveries, snapshot, spark_for_tests
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("spark")]
 
