@@ -28,7 +28,7 @@ from sqlalchemy import Connection, Engine, insert, select, update
 
 from feedrouter.catalog import lease as leases
 from feedrouter.catalog.lease import Lease
-from feedrouter.catalog.models import Batch, Delivery, Subscription
+from feedrouter.catalog.models import Batch, Delivery, Feed, Subscription
 
 #: Batch statuses of a run that did not finish (killed, failed): it may have left folders behind.
 UNFINISHED = ("pending", "running", "failed")
@@ -194,6 +194,17 @@ def finished_batch(conn: Connection, feed_id: int, hour: datetime, plan_build_id
         )
     )
     return int(found) if found is not None else None
+
+
+def routed_hour(conn: Connection, feed: str, hour: datetime) -> bool:
+    """Whether the feed's hour has a finished batch (succeeded or empty), with any plan build."""
+    found = conn.scalar(
+        select(Batch.id)
+        .join(Feed, Feed.id == Batch.feed_id)
+        .where(Feed.name == feed, Batch.hour == hour, Batch.status.in_(("succeeded", "empty")))
+        .limit(1)
+    )
+    return found is not None
 
 
 def record_deliveries(

@@ -144,7 +144,7 @@ class _Window:
 
     def values(self, feed: str, node: NodeRef, leaf: str) -> tuple[str, ...]:
         hw = self.witnesses(feed, node[0])
-        return hw.values[node[1:]].get(leaf, ()) if hw is not None else ()
+        return hw.values.get(node[1:], {}).get(leaf, ()) if hw is not None else ()
 
     def partners(
         self, feed: str, leaf: str, values: Iterable[str], hours: Sequence[datetime]

@@ -224,7 +224,7 @@ def route_batch(
                 sessions = session or (lambda: batch_session(spark, options.master))
                 output = JobOutput()
                 if keys:
-                    output = _run(spec, loaded, keys, sessions, options, progress, cancel)
+                    output = run_routing(spec, loaded, keys, sessions, options, progress, cancel)
                 elif spec.state_uri is not None:  # an empty hour has witnesses too: none
                     empty = HourWitnesses(spec.feed, spec.hour, spec.witness_blocks)
                     write_hour(stores.open(spec.state_uri), empty)
@@ -305,7 +305,7 @@ def list_inputs(store: ObjectStore) -> list[str]:
     return sorted(key for key in store.list("") if is_input_key(key))
 
 
-def _run(
+def run_routing(
     spec: JobSpec,
     loaded: LoadedPlan,
     keys: list[str],

@@ -19,7 +19,8 @@ Re-runs write the same bytes and add no delivery version.
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -34,7 +35,8 @@ from feedrouter.errors import error
 from feedrouter.hours import format_hour, to_hour
 from feedrouter.join.relations import ONE_HOUR, HourWitnesses
 from feedrouter.join.stage import DEFAULT_MAX_PAIRS, JoinDelivery, JoinStage, NodeRef, lookback
-from feedrouter.spark.batch import LoadedPlan, job_spec, load_plan_build
+from feedrouter.spark.backfill import backfill_witnesses
+from feedrouter.spark.batch import BatchOptions, LoadedPlan, job_spec, load_plan_build
 from feedrouter.spark.batchlog import batch_fields, log
 from feedrouter.spark.lease import hour_lock
 from feedrouter.spark.publish import publish, withdraw
@@ -56,6 +58,9 @@ class JoinOptions:
 
     state_uri: str | None = None
     stream_start: datetime | None = None
+    #: how an hour lacking a block is back-filled (stage 1 again, witnesses only); None: refuse
+    #: with FR610 and leave it to the caller
+    backfill: BatchOptions | None = None
     max_pairs: int = DEFAULT_MAX_PAIRS
     max_part_bytes: int | None = None
     lease_seconds: float | None = None
@@ -116,7 +121,19 @@ def join_batch(
             return JoinReport(feed, format_hour(hour), "no-joins", loaded.build.id)
         state = stores.open(options.state_uri or state_uri())
         start = options.stream_start or _route_start()
-        check_witnesses(state, joins, loaded.plan.feed.allowed_lateness, hour, start)
+        lateness = loaded.plan.feed.allowed_lateness
+        routed = _routed_hours(engine)
+        lacking = check_witnesses(state, joins, lateness, hour, start, routed)
+        if lacking and options.backfill is not None:
+            backfill = replace(options.backfill, state_uri=options.state_uri)
+            for name, when in lacking:
+                backfill_witnesses(
+                    engine, name, when, plans_store=plans_store, options=backfill, stores=stores
+                )
+            lacking = check_witnesses(state, joins, lateness, hour, start, routed)
+        if lacking:
+            hours = ", ".join(f"{name} {format_hour(when)}" for name, when in lacking)
+            raise error("FR610", f"back-fill the join witnesses of {hours}: routed before blocks they need")
         spec = _spec(loaded, hour, stores, options)
         ttl = timedelta(seconds=options.lease_seconds or 600.0)
         with hour_lock(engine, feed, hour, ttl) as lease:
@@ -160,27 +177,44 @@ def window_hours(
 
 
 def check_witnesses(
-    state: ObjectStore, joins: JoinsOfFeed, lateness: timedelta, hour: datetime, start: datetime
-) -> None:
-    """Raise unless every hour of the window from ``start`` on has witnesses covering the blocks
-    it needs there."""
-    missing, lacking = [], []
+    state: ObjectStore,
+    joins: JoinsOfFeed,
+    lateness: timedelta,
+    hour: datetime,
+    start: datetime,
+    routed: Callable[[str, datetime], bool] = lambda feed, hour: False,
+) -> list[tuple[str, datetime]]:
+    """The hours of the window (from ``start`` on) to back-fill: their witnesses lack blocks the
+    joins need, or there are none though ``routed`` says the hour was routed (with a plan that had
+    no join block). Raises WitnessesNotReady (FR609) when an hour is not routed yet."""
+    missing: list[str] = []
+    lacking: list[tuple[str, datetime]] = []
     for (feed, when), blocks in sorted(window_hours(joins, lateness, hour).items()):
         if when < start:
             continue  # before the stream: never routed, nothing to wait for
         covered = blocks_of_hour(state, feed, when)
-        if covered is None:
+        if covered is None and routed(feed, when):
+            lacking.append((feed, when))
+        elif covered is None:
             missing.append(f"{feed} {format_hour(when)}")
         elif not blocks <= covered:
-            lacking.append(f"{feed} {format_hour(when)} ({len(blocks - covered)} blocks)")
+            lacking.append((feed, when))
     if missing:
         raise error(
             "FR609", f"waiting for the join witnesses of {', '.join(missing)} (stage 1 of those hours)"
         )
-    if lacking:
-        raise error(
-            "FR610", f"back-fill the join witnesses of {', '.join(lacking)}: routed before these blocks"
-        )
+    return lacking
+
+
+def _routed_hours(engine: Engine) -> Callable[[str, datetime], bool]:
+    """Whether a feed's hour has a finished batch (with any plan build): routed, so witnesses of it
+    are missing only because that plan had no join block."""
+
+    def routed(feed: str, hour: datetime) -> bool:
+        with engine.connect() as conn:
+            return ledger.routed_hour(conn, feed, hour)
+
+    return routed
 
 
 def _route_start() -> datetime:
@@ -190,8 +224,6 @@ def _route_start() -> datetime:
 
 
 def _spec(loaded: LoadedPlan, hour: datetime, stores: StoreOpener, options: JoinOptions) -> JobSpec:
-    from feedrouter.spark.batch import BatchOptions
-
     batch = BatchOptions(max_part_bytes=options.max_part_bytes) if options.max_part_bytes else BatchOptions()
     return job_spec(loaded, hour, stores, batch)
 

@@ -90,6 +90,7 @@ class JobSpec:
     artifact: ArtifactRef | None = None
     state_uri: str | None = None
     witness_blocks: tuple[str, ...] = ()  # the join blocks the plan computes (with state_uri)
+    witnesses_only: bool = False  # a back-fill: write the hour's witnesses, deliver nothing
 
     def without_targets(self) -> JobSpec:
         """This spec for the routing tasks, which have no use for the targets (smaller tasks)."""

@@ -151,7 +151,9 @@ def route_partition(
     inputs = spec.stores.open(spec.input_uri)
     quarantine = Quarantine(spec, inputs)
     for ordinal, key in items:
-        yield from _route_object(plan, splitter, inputs, quarantine, ordinal, key, spec.hour)
+        yield from _route_object(
+            plan, splitter, inputs, quarantine, ordinal, key, spec.hour, spec.witnesses_only
+        )
     maybe_fail(spec.fault, "route")
 
 
@@ -163,6 +165,7 @@ def _route_object(
     ordinal: int,
     key: str,
     hour: datetime,
+    witnesses_only: bool = False,
 ) -> Iterator[tuple[Key, Any]]:
     stats = ObjectStats(ordinal)
     joins = plan.joins
@@ -171,9 +174,11 @@ def _route_object(
         routed_messages = route_objects(plan, splitter, [(key, stream)], settle=False, on_read=stats.read)
         for routed in routed_messages:
             stats.count(routed)
-            if routed.error is not None or routed.failures:  # set aside, with why, in the quarantine
+            if witnesses_only:  # a back-fill: the hour's deliveries and quarantine stand as they are
+                pass
+            elif routed.error is not None or routed.failures:  # set aside, with why, in the quarantine
                 stats.quarantine_keys.extend(quarantine.put(routed))
-            for sid, body in routed.results.items():
+            for sid, body in () if witnesses_only else routed.results.items():
                 yield (sid, ordinal, routed.message.index), (routed.message.digest, body, key)
             if joins:
                 witnessed = _witnessed(routed, joins, hour, plan.feed.allowed_lateness)

@@ -1,0 +1,65 @@
+"""Back-fill an hour's join witnesses (issue 16): stage 1 again, for the witnesses only.
+
+A join subscription added today needs witnesses of its blocks for the hours its window reaches
+back to, which were routed before its blocks existed. Those hours are routed again from the inputs
+still in the store, with the feed's latest plan build, writing only the hour's witness relations:
+no delivery folder, quarantine entry or ledger row changes. Something no streaming engine can do:
+the state is rebuilt from the retained inputs instead of starting empty.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime, timedelta
+
+from sqlalchemy import Engine
+
+from feedrouter.hours import format_hour, to_hour
+from feedrouter.join.relations import HourWitnesses
+from feedrouter.spark.batch import (
+    BatchOptions,
+    SessionFactory,
+    job_spec,
+    list_inputs,
+    load_plan_build,
+    run_routing,
+)
+from feedrouter.spark.batchlog import batch_fields, log
+from feedrouter.spark.lease import JobCanceller, hour_lock
+from feedrouter.spark.session import batch_session
+from feedrouter.spark.stores import StoreOpener
+from feedrouter.spark.tasks import WitnessReport
+from feedrouter.spark.witnesses import write_hour
+from feedrouter.storage import ObjectStore
+
+
+def backfill_witnesses(
+    engine: Engine,
+    feed: str,
+    hour: datetime,
+    *,
+    plans_store: ObjectStore,
+    options: BatchOptions | None = None,
+    stores: StoreOpener | None = None,
+    session: SessionFactory | None = None,
+) -> WitnessReport | None:
+    """Write ``feed``'s ``hour`` of witnesses again with its latest plan build (None: the plan has
+    no join block). Runs under the hour's lease, so it never overlaps a routing of the hour."""
+    hour = to_hour(hour, strict=True)
+    options, stores = options or BatchOptions(), stores or StoreOpener.from_env()
+    with batch_fields(feed, format_hour(hour)):
+        loaded = load_plan_build(engine, feed, plans_store)
+        spec = replace(job_spec(loaded, hour, stores, options), witnesses_only=True)
+        if spec.state_uri is None:
+            return None
+        cancel = JobCanceller()
+        ttl = timedelta(seconds=options.lease_seconds)
+        with hour_lock(engine, feed, hour, ttl, on_lost=cancel):
+            keys = list_inputs(stores.open(spec.input_uri))
+            if not keys:
+                write_hour(stores.open(spec.state_uri), HourWitnesses(feed, hour, spec.witness_blocks))
+                return WitnessReport(0, 0, 0, 0)
+            sessions = session or (lambda: batch_session(None, options.master))
+            output = run_routing(spec, loaded, keys, sessions, options, None, cancel)
+        log.info("back-filled the join witnesses of %s %s: %s", feed, format_hour(hour), output.witnesses)
+        return output.witnesses
