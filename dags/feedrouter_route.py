@@ -18,12 +18,26 @@ Hourly, for the hour that just ended (the run's data interval, UTC), and for eac
      connection's deploy mode and conf, the feed's `spark_conf` from the catalog and the packed
      environment of the connection's `feedrouter-archive` extra (see docs/deploy.md). An hour
      without input is recorded as an explicit `empty` batch; a feed without a plan build fails at
-     once, saying to run `feedrouter_plans`;
+     once, saying to run `feedrouter_plans`. A feed whose messages a join reads also writes the
+     hour's **join witnesses** to the state store (`FEEDROUTER_STATE_URI`, handed to a submitted
+     driver in its environment);
+   - `wait_for_witnesses` (join subscriptions only; succeeds at once for a feed without any)
+     waits in reschedule mode until every hour of the joins' window — this feed's and each feed
+     its joins read, back to the longest window plus the allowed lateness, from
+     `FEEDROUTER_ROUTE_START` on — is routed and has its witnesses. It waits for *witnesses*, never
+     for the join results of earlier hours, so catch-up runs in parallel and out-of-order backfills
+     deliver the same pairs as hours routed in order;
+   - `join_batch` runs the hour's join stage in the task: each join subscription's pairs, both
+     messages' provenance in each result (part format 2), recorded in the hour's batch. Hours of the
+     window routed before a join subscription existed (their witnesses lack its blocks) are first
+     back-filled from the inputs still in the store, witnesses only; a no-op for a feed without
+     join subscriptions;
 3. `ledger_report` checks every batch reached the ledger and logs what each one delivered.
 
 **Backfills**: `catchup` is on; create a backfill from the DAG's page (*Trigger* → *Backfill*) for a
 date range, or re-run one hour by clearing its run or one feed's mapped task. Re-running an hour
-delivers identical objects and no duplicate (exactly-once delivery; see the Spark docs).
+delivers identical objects and no duplicate (exactly-once delivery; see the Spark docs), join
+deliveries included. Witnesses older than the joins' window are deleted by `feedrouter_retention`.
 
 **Manual runs**: *Trigger* with the form: `feed` (empty: all active feeds) and `hour`
 (`YYYY-MM-DDTHH` in UTC; empty: the run's data interval).
@@ -38,8 +52,13 @@ from datetime import datetime, time, timedelta, timezone
 
 from airflow.sdk import DAG, CronDataIntervalTimetable, Param, task_group
 
-from feedrouter.airflow.operators import HourBatchesOperator, LedgerReportOperator, RouteBatchOperator
-from feedrouter.airflow.sensors import HourInputSensor
+from feedrouter.airflow.operators import (
+    HourBatchesOperator,
+    JoinBatchOperator,
+    LedgerReportOperator,
+    RouteBatchOperator,
+)
+from feedrouter.airflow.sensors import HourInputSensor, JoinWitnessSensor
 from feedrouter.airflow.settings import airflow_settings
 from feedrouter.hours import HOUR_PATTERN
 
@@ -91,7 +110,7 @@ with DAG(
 
     @task_group(group_id="route_hour")
     def route_hour(batch: dict[str, str]) -> None:
-        """One feed's hour: wait for its input, then route it."""
+        """One feed's hour: wait for its input, route it, wait for its joins' witnesses, join it."""
         wait_for_input = HourInputSensor(
             task_id="wait_for_input",
             batch=batch,
@@ -114,7 +133,28 @@ with DAG(
             "rewrites identical objects. Terminal errors (no plan build, a refused artifact) fail "
             "at once; transient ones (S3 throttling, a lost connection) are retried with backoff.",
         )
-        wait_for_input >> route_batch
+        wait_for_witnesses = JoinWitnessSensor(
+            task_id="wait_for_witnesses",
+            batch=batch,
+            poke_interval=timedelta(minutes=5),
+            timeout=timedelta(hours=12),
+            retries=1,
+            doc_md="Waits (reschedule mode) until every hour of the join subscriptions' window, of "
+            "this feed and of the feeds they read, is routed and has its witnesses in the state "
+            "store; succeeds at once when the feed has no join subscription. Never waits for the "
+            "join results of earlier hours, so catch-up and out-of-order backfills stay correct.",
+        )
+        join_batch = JoinBatchOperator(
+            task_id="join_batch",
+            batch=batch,
+            execution_timeout=timedelta(hours=1),
+            doc_md="Runs the hour's join stage in the task: back-fills the witnesses of window hours "
+            "routed before a join subscription existed (from the retained inputs), delivers each join "
+            "subscription's pairs (part format 2) and records them in the hour's batch. XCom: the "
+            "join report (status `joined` or `no-joins`, subscriptions, pairs, deliveries). Missing "
+            "witnesses (FR609) are retried; terminal errors fail at once.",
+        )
+        wait_for_input >> route_batch >> wait_for_witnesses >> join_batch
 
     routed = route_hour.expand(batch=hour_batches.output)
 

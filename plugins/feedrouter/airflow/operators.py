@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import datetime, time, timedelta, timezone
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -71,6 +71,11 @@ class FeedrouterHookMixin:
         """A read connection on the catalog for one step (see :meth:`catalog_engine`)."""
         with self.catalog_engine(what) as engine, engine.connect() as conn:
             yield conn
+
+    def stream_start(self) -> datetime:
+        """The first hour ever routed (the ``route_start`` setting, as the route DAG's start): a
+        join's window reaching before it has no witnesses to wait for."""
+        return datetime.combine(self.hook.settings.route_start, time(0), tzinfo=timezone.utc)
 
 
 class FeedrouterOperator(BaseOperator, FeedrouterHookMixin):
@@ -324,6 +329,97 @@ def submit_failure(batch: HourBatch, exc: Exception) -> Exception:
             f"transient; the driver's log above names the error): {exc}"
         )
     return exc
+
+
+class JoinBatchOperator(FeedrouterOperator):
+    """Run the join stage of one feed's hour, after its routing: deliver its join subscriptions'
+    pairs (part format 2) and record them in the hour's batch.
+
+    Returns the join report's summary; ``status`` "no-joins" (nothing done) when the feed's latest
+    plan build has no join subscription. Hours of the window routed before the joins' blocks
+    existed are back-filled first, in the task, from the inputs still in the store. Runs in the
+    task whatever the spark connection says (:func:`feedrouter.airflow.routing.join`). Witnesses
+    of the window not written yet (FR609, transient) are retried; other terminal errors fail at once.
+
+    Args:
+        batch: ``{"feed": …, "hour": "YYYY-MM-DDTHH"}`` (templated; mapped over the run's batches).
+        catalog_conn_id, s3_conn_id, spark_conn_id: see :class:`FeedrouterOperator`.
+    """
+
+    template_fields: Sequence[str] = ("batch",)
+    ui_color = "#e8daef"
+
+    def __init__(self, *, batch: dict[str, str], **kwargs: Any) -> None:
+        kwargs["map_index_template"] = kwargs.get("map_index_template") or BATCH_LABEL
+        super().__init__(**kwargs)
+        self.batch = batch
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        from feedrouter.airflow import routing
+
+        batch = HourBatch.from_dict(self.batch)
+        with task_outcome(f"join stage of {batch.label}"):
+            summary = routing.join(self.hook, batch, self.stream_start())
+        self.log.info("Joined %s: %s", batch.label, summary)
+        return summary
+
+
+class WitnessRetentionOperator(FeedrouterOperator):
+    """Delete the join witnesses no join stage reads any more, for every active feed with an event
+    time; returns ``{feed: [hours deleted, YYYY-MM-DDTHH]}``.
+
+    A feed's hour is kept until the join stage of the last hour whose window reaches it has had
+    its chance to run: ``lookback`` (the feed's ``max_join_window`` plus the longest
+    ``allowed_lateness`` of the event-time feeds, since a join of another feed reads this feed's
+    witnesses with its own lateness) plus ``FEEDROUTER_INPUT_DEADLINE`` (a late catch-up run), see
+    :func:`feedrouter.spark.witnesses.retention_cutoff`. Whole hours are deleted, ``_SUCCESS``
+    first. An hour deleted too early is not lost: a join stage that needs it back-fills it from the
+    inputs, while they are stored.
+
+    Args:
+        catalog_conn_id, s3_conn_id, spark_conn_id: see :class:`FeedrouterOperator`.
+    """
+
+    ui_color = "#eaeded"
+
+    def execute(self, context: Context) -> dict[str, list[str]]:
+        from feedrouter.airflow.settings import state_uri
+        from feedrouter.catalog.repository import event_time_feeds
+
+        with self.catalog("listing the feeds with an event time") as conn:
+            feeds = event_time_feeds(conn)
+        with task_outcome("deleting expired join witnesses"):
+            store = self.hook.store(state_uri())
+            cutoffs = self._cutoffs(feeds)
+            return {name: self._expire(store, name, cutoff) for name, cutoff in cutoffs.items()}
+
+    def _cutoffs(self, feeds: dict[str, Any]) -> dict[str, datetime]:
+        from feedrouter.spark.witnesses import retention_cutoff
+
+        now, deadline = datetime.now(timezone.utc), self.hook.settings.input_deadline
+        lateness = max((config.allowed_lateness for config in feeds.values()), default=timedelta(0))
+        return {
+            name: retention_cutoff(now, config.max_join_window, lateness, deadline)
+            for name, config in feeds.items()
+        }
+
+    def _expire(self, store: Any, feed: str, cutoff: datetime) -> list[str]:
+        from feedrouter.hours import format_hour
+        from feedrouter.spark.witnesses import expire_hours
+
+        expired = [format_hour(hour) for hour in expire_hours(store, feed, cutoff)]
+        if expired:
+            self.log.info(
+                "%s: deleted %d hours of witnesses before %s (%s … %s)",
+                feed,
+                len(expired),
+                format_hour(cutoff),
+                expired[0],
+                expired[-1],
+            )
+        else:
+            self.log.info("%s: no witnesses before %s", feed, format_hour(cutoff))
+        return expired
 
 
 class LedgerReportOperator(FeedrouterOperator):

@@ -19,6 +19,12 @@ process environment (the hook's ``env_vars``). Where the hook would turn ``env_v
 (YARN, Kubernetes, standalone cluster mode) secrets are left out and the cluster must provide them
 (docs/deploy.md).
 
+Wherever the batch runs, its join witnesses go to the join state (``FEEDROUTER_STATE_URI`` as
+Airflow sees it, the ``[feedrouter]`` section included): in the task through the batch's options,
+to a submitted driver as that variable in its environment. The join stage of the hour
+(:func:`join`) always runs in the task: it reads witnesses, not messages, and back-fills an hour
+that lacks a block without Spark.
+
 This is the only module of the adapter that touches Spark; imported by the route task when it runs,
 so the scheduler, the triggerer and the API server never import pyspark.
 """
@@ -30,11 +36,13 @@ import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import quote
 
 from feedrouter.airflow.hooks import FeedrouterHook, master_url
 from feedrouter.airflow.hours import HourBatch
+from feedrouter.airflow.settings import state_uri
 
 if TYPE_CHECKING:
     from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
@@ -129,18 +137,24 @@ def feed_conf(hook: FeedrouterHook, feed: str) -> dict[str, str]:
 
 
 def route(
-    hook: FeedrouterHook, batch: HourBatch, master: str | None, conf: Mapping[str, str] | None = None
+    hook: FeedrouterHook,
+    batch: HourBatch,
+    master: str | None,
+    conf: Mapping[str, str] | None = None,
+    state: str | None = None,
 ) -> dict[str, Any]:
     """Route one feed's hour in this process with its latest plan build; a JSON summary.
 
     ``route_batch`` checks the plan build and lists the hour's input before any Spark starts, and
     opens the session (:func:`task_session`) only for an hour with input. ``master``: the
     session's master (``sc://…`` for Spark Connect; None: a local session). ``conf``: Spark conf
-    of a session this call makes.
+    of a session this call makes. ``state``: where the hour's join witnesses go (None: the
+    ``state_uri`` setting as Airflow sees it, its ``[feedrouter]`` section included).
     """
     from feedrouter.spark import BatchOptions, route_batch
 
     stores = store_opener(hook)
+    options = BatchOptions(master=master, state_uri=state or state_uri())
     engine = hook.catalog_engine()
     try:
         report = route_batch(
@@ -148,7 +162,7 @@ def route(
             batch.feed,
             batch.hour,
             plans_store=hook.plans_store(),
-            options=BatchOptions(master=master),
+            options=options,
             stores=stores,
             session=lambda: task_session(master, dict(conf or {})),
         )
@@ -186,6 +200,65 @@ def task_session(master: str | None, conf: dict[str, str]) -> Iterator[SparkSess
         session.stop()
 
 
+# -- the join stage (always in the task) ------------------------------------------------------------
+
+
+def join_readiness(hook: FeedrouterHook, batch: HourBatch, stream_start: datetime) -> str:
+    """Whether the join stage of one feed's hour can run: "no-joins" (the latest plan build has no
+    join subscription) or "ready" (every hour of the window, from ``stream_start`` on, has its
+    witnesses, or was routed and gets them back-filled). Never looks at join *results*.
+
+    Raises:
+        WitnessesNotReady: [FR609] an hour of the window of this feed or of a feed its joins read
+            is not routed yet.
+    """
+    from feedrouter.catalog import ledger
+    from feedrouter.spark.batch import load_plan_build
+    from feedrouter.spark.joins import check_witnesses
+
+    engine = hook.catalog_engine()
+    try:
+        loaded = load_plan_build(engine, batch.feed, hook.plans_store())
+        joins = loaded.plan.joins
+        if joins is None or not joins.plans:
+            return "no-joins"
+
+        def routed(feed: str, hour: datetime) -> bool:
+            with engine.connect() as conn:
+                return ledger.routed_hour(conn, feed, hour)
+
+        state = hook.store(state_uri())
+        check_witnesses(state, joins, loaded.plan.feed.allowed_lateness, batch.hour, stream_start, routed)
+    finally:
+        engine.dispose()
+    return "ready"
+
+
+def join(hook: FeedrouterHook, batch: HourBatch, stream_start: datetime) -> dict[str, Any]:
+    """Run the join stage of one feed's hour in this process; the report's JSON summary.
+
+    Hours of the window routed before the join's blocks existed are back-filled first, in this
+    process (``BatchOptions(inline=True)``: witnesses only, from the inputs still in the store).
+    """
+    from feedrouter.spark import BatchOptions
+    from feedrouter.spark.joins import JoinOptions, join_batch
+
+    state = state_uri()
+    options = JoinOptions(
+        state_uri=state, stream_start=stream_start, backfill=BatchOptions(inline=True, state_uri=state)
+    )
+    stores = store_opener(hook)
+    engine = hook.catalog_engine()
+    try:
+        report = join_batch(
+            engine, batch.feed, batch.hour, plans_store=hook.plans_store(), stores=stores, options=options
+        )
+    finally:
+        engine.dispose()
+    log.info("%s", report.describe())
+    return report.summary()
+
+
 # -- spark-submit -----------------------------------------------------------------------------------
 
 
@@ -206,6 +279,7 @@ def prepare_submission(
         hook.plans_store().uri,  # the hook's view: the Airflow config section over the environment
         s3_environment(access.settings) if access else None,
         access.credentials if access else None,
+        state_uri(),  # the join witnesses: where the join stage, in the task, reads them
     )
     assert target.master is not None
     if env_becomes_conf(target.master, target.deploy_mode):

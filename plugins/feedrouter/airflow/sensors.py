@@ -1,4 +1,5 @@
-"""Wait for an hour's input before routing it, with a deadline and a clear failure.
+"""Wait for an hour's input before routing it, with a deadline and a clear failure; wait for the
+join witnesses of an hour's window before its join stage (:class:`JoinWitnessSensor`).
 
 An hour is complete when:
 
@@ -45,6 +46,7 @@ from feedrouter.airflow.operators import BATCH_LABEL, FeedrouterHookMixin
 from feedrouter.airflow.settings import InputPolicy
 from feedrouter.catalog import status
 from feedrouter.delivery import is_input_key
+from feedrouter.errors import WitnessesNotReady
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -202,6 +204,46 @@ class HourInputSensor(BaseSensorOperator, FeedrouterHookMixin):
                 return look.xcom
             raise self._overdue(batch, policy, look)
         return super().resume_execution(next_method, next_kwargs, context)
+
+
+class JoinWitnessSensor(BaseSensorOperator, FeedrouterHookMixin):
+    """Succeed once the join stage of one feed's hour can run: at once when the feed's latest plan
+    build has no join subscription, else when every hour of the joins' window (this feed's and
+    each feed they read, from the ``route_start`` hour on) has its witnesses written by stage 1,
+    or was routed (the join stage back-fills what it lacks).
+
+    It waits for *witnesses* only, never for the join results of earlier hours: each hour's join
+    stage reads its window's witnesses, so hours caught up in parallel or backfilled out of order
+    deliver the same pairs. While an hour of the window is not routed yet (FR609) it reschedules.
+
+    Args:
+        batch: ``{"feed": …, "hour": "YYYY-MM-DDTHH"}`` (templated; mapped over the run's batches).
+    """
+
+    template_fields: Sequence[str] = ("batch",)
+    ui_color = "#f5eef8"
+
+    def __init__(self, *, batch: dict[str, str], **kwargs: Any) -> None:
+        kwargs.setdefault("mode", "reschedule")
+        kwargs["map_index_template"] = kwargs.get("map_index_template") or BATCH_LABEL
+        super().__init__(**kwargs)
+        self.batch = batch
+
+    def poke(self, context: Context) -> bool:
+        from feedrouter.airflow import routing
+
+        batch = HourBatch.from_dict(self.batch)
+        with task_outcome(f"checking the join witnesses of {batch.label}"):
+            try:
+                found = routing.join_readiness(self.hook, batch, self.stream_start())
+            except WitnessesNotReady as exc:
+                self.log.info("%s: %s", batch.label, exc)
+                return False
+        if found == "no-joins":
+            self.log.info("%s: the feed's plan has no join subscription: nothing to wait for", batch.label)
+        else:
+            self.log.info("%s: the witnesses of the joins' window are written", batch.label)
+        return True
 
 
 def _now() -> datetime:

@@ -28,6 +28,11 @@ that is no feedrouter setting (a typo). The settings the adapter uses most:
 ``FEEDROUTER_INPUT_GRACE``        minutes after an hour ends before it is routed (default 10)
 ``FEEDROUTER_INPUT_DEADLINE``     minutes after an hour ends by which its marker must exist (360)
 ``FEEDROUTER_CATALOG_POLL``       seconds between the catalog-change trigger's polls (default 30)
+``FEEDROUTER_STATE_URI``          root of the join state (the witnesses stage 1 writes and the join
+                                  stage reads; default ``file://$FEEDROUTER_HOME/state``): give
+                                  every task and Spark driver the same shared store (``s3://…``)
+``FEEDROUTER_ROUTE_START``        the first hour routed (an ISO date): catchup starts there, and a
+                                  join's window finds no witnesses to wait for before it
 ================================ =================================================================
 
 Operators and hooks take the connection ids as arguments too (``catalog_conn_id=…``); an argument
@@ -59,6 +64,7 @@ INPUT_MARKER_ENV = env_name("input_marker")
 INPUT_GRACE_ENV = env_name("input_grace")
 INPUT_DEADLINE_ENV = env_name("input_deadline")
 CATALOG_POLL_ENV = env_name("catalog_poll")
+STATE_URI_ENV = env_name("state_uri")
 
 
 def airflow_settings(
@@ -183,6 +189,19 @@ class InputPolicy:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> InputPolicy:
         return cls.from_settings(_settings(env))
+
+
+def state_uri(env: Mapping[str, str] | None = None, config: ConfigParser | None = None) -> str:
+    """The root URI of the join state as this component sees it (``FEEDROUTER_STATE_URI`` or
+    ``[feedrouter] state_uri``, else ``file://$FEEDROUTER_HOME/state``): what the route task's
+    in-task batches write witnesses to, what a submitted driver is told, what the join stage reads.
+
+    Raises:
+        SettingsError: [FR700] as :func:`airflow_settings`.
+    """
+    from feedrouter.catalog.settings import state_uri as library_state_uri
+
+    return library_state_uri(airflow_environment(env, config))
 
 
 def spark_master_env(env: Mapping[str, str] | None = None) -> str | None:

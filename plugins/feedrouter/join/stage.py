@@ -73,15 +73,27 @@ class JoinStage:
 
     def run(self, hour: datetime, store: WitnessStore) -> dict[str, JoinDelivery]:
         """Every subscription's delivery for ``hour`` (also those with no pair: an empty delivery)."""
+        return self.deliver(hour, store, self.pairs(hour, store))
+
+    def pairs(self, hour: datetime, store: WitnessStore) -> dict[str, list[Pair]]:
+        """Every subscription's qualifying pairs delivered in ``hour``, in XQuery's order."""
         window = _Window(hour, store)
-        deliveries = {}
+        found: dict[str, list[Pair]] = {}
         for group in _grouped(self.plans, lambda p: (p.blocks, p.joins)):
             candidates = self._candidates(group[0], max(p.window for p in group), window)
             for same in _grouped(group, lambda p: p.key):
                 pairs = _temporal(candidates, same[0], window)
                 for plan in same:
-                    deliveries[plan.sid] = self._deliver(plan, pairs, window)
-        return deliveries
+                    found[plan.sid] = pairs
+        return found
+
+    def deliver(
+        self, hour: datetime, store: WitnessStore, pairs: Mapping[str, list[Pair]]
+    ) -> dict[str, JoinDelivery]:
+        """Each subscription's delivery of its ``pairs`` (another engine's, e.g. Spark SQL's):
+        the results assembled from the fragments, or withheld past the cap."""
+        window = _Window(hour, store)
+        return {plan.sid: self._deliver(plan, sorted(pairs.get(plan.sid, ())), window) for plan in self.plans}
 
     def _candidates(self, plan: JoinPlan, widest: timedelta, window: _Window) -> list[Pair]:
         """The pairs of the blocks that satisfy every value join, with a node of this hour."""

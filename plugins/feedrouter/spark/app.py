@@ -10,7 +10,8 @@
 (``python -m feedrouter.spark.app --feed … --hour …`` runs the same code with a session of its own.)
 
 Everything but the batch comes from the environment of the submitted driver, as the library reads
-it everywhere: the catalog ``FEEDROUTER_DATABASE_URL``, the plans ``FEEDROUTER_PLANS_URI``, S3
+it everywhere: the catalog ``FEEDROUTER_DATABASE_URL``, the plans ``FEEDROUTER_PLANS_URI``, the join
+state ``FEEDROUTER_STATE_URI`` (where an hour of a feed with join blocks writes its witnesses), S3
 ``FEEDROUTER_S3_*`` and boto3's standard chain (``AWS_ACCESS_KEY_ID``, …). The Spark session is the
 one spark-submit configured (master, deploy mode, conf): this module sets no Spark conf of its own.
 

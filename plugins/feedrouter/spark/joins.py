@@ -22,9 +22,12 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 from feedrouter.catalog import ledger
 from feedrouter.catalog.joins import JoinsOfFeed
@@ -34,12 +37,14 @@ from feedrouter.delivery.parts import Provenance
 from feedrouter.errors import error
 from feedrouter.hours import format_hour, to_hour
 from feedrouter.join.relations import ONE_HOUR, HourWitnesses
-from feedrouter.join.stage import DEFAULT_MAX_PAIRS, JoinDelivery, JoinStage, NodeRef, lookback
+from feedrouter.join.stage import DEFAULT_MAX_PAIRS, JoinDelivery, JoinStage, NodeRef, Pair, lookback
 from feedrouter.spark.backfill import backfill_witnesses
 from feedrouter.spark.batch import BatchOptions, LoadedPlan, job_spec, load_plan_build
 from feedrouter.spark.batchlog import batch_fields, log
+from feedrouter.spark.joinsql import spark_pairs
 from feedrouter.spark.lease import hour_lock
 from feedrouter.spark.publish import publish, withdraw
+from feedrouter.spark.session import batch_session
 from feedrouter.spark.spec import JobSpec
 from feedrouter.spark.stores import StoreOpener
 from feedrouter.spark.witnesses import blocks_of_hour, read_hour
@@ -58,6 +63,10 @@ class JoinOptions:
 
     state_uri: str | None = None
     stream_start: datetime | None = None
+    #: "spark": the pairs from one Spark SQL query per template (:mod:`feedrouter.spark.joinsql`);
+    #: "python": in this process (:class:`~feedrouter.join.stage.JoinStage`), the same pairs
+    engine: str = "spark"
+    master: str | None = None  # the Spark master when no session is given (None: local[2])
     #: how an hour lacking a block is back-filled (stage 1 again, witnesses only); None: refuse
     #: with FR610 and leave it to the caller
     backfill: BatchOptions | None = None
@@ -101,6 +110,7 @@ def join_batch(
     plans_store: ObjectStore,
     stores: StoreOpener | None = None,
     options: JoinOptions | None = None,
+    spark: SparkSession | None = None,
 ) -> JoinReport:
     """Run the join stage of ``feed``'s ``hour`` with its latest plan build and record it.
 
@@ -145,7 +155,8 @@ def join_batch(
                 max_pairs=options.max_pairs,
             )
             witnesses = _Witnesses(state)
-            found = stage.run(hour, witnesses.read)
+            pairs = _pairs(stage, hour, witnesses, lateness, options, spark)
+            found = stage.deliver(hour, witnesses.read, pairs)
             rows = [_deliver(spec, loaded, found[sid], witnesses) for sid in sorted(found, key=_numeric)]
             ledger.record_deliveries(engine, batch_id, loaded.feed_id, hour, rows, lease)
     report = JoinReport(
@@ -161,6 +172,21 @@ def join_batch(
     )
     log.info("%s", report.describe())
     return report
+
+
+def _pairs(
+    stage: JoinStage,
+    hour: datetime,
+    witnesses: _Witnesses,
+    lateness: timedelta,
+    options: JoinOptions,
+    spark: SparkSession | None,
+) -> dict[str, list[Pair]]:
+    """The hour's pairs of every join subscription, from the engine the options name."""
+    if options.engine == "python":
+        return stage.pairs(hour, witnesses.read)
+    with batch_session(spark, options.master) as session:
+        return spark_pairs(session, stage.plans, hour, witnesses.read, lateness)
 
 
 def window_hours(

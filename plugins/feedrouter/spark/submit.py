@@ -105,10 +105,14 @@ def driver_environment(
     plans_uri: str,
     s3: Mapping[str, str] | None = None,
     credentials: Mapping[str, str] | None = None,
+    state_uri: str | None = None,
 ) -> dict[str, str]:
-    """The driver's environment: catalog, plans, S3 settings (``FEEDROUTER_S3_*``/``AWS_REGION``)
-    and S3 credentials (``AWS_*``). None ``catalog_url``: the driver's own configuration."""
+    """The driver's environment: catalog, plans, join state (``FEEDROUTER_STATE_URI``: where the
+    hour's witnesses go), S3 settings (``FEEDROUTER_S3_*``/``AWS_REGION``) and S3 credentials
+    (``AWS_*``). None ``catalog_url`` or ``state_uri``: the driver's own configuration."""
     env = {"FEEDROUTER_PLANS_URI": plans_uri, **(s3 or {}), **(credentials or {})}
+    if state_uri is not None:
+        env["FEEDROUTER_STATE_URI"] = state_uri
     if catalog_url is not None:
         env["FEEDROUTER_DATABASE_URL"] = catalog_url
     return env

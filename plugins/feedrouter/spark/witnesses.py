@@ -18,17 +18,24 @@ Stage 1 writes, under ``{state prefix}/witnesses/{feed}/dt=YYYY-MM-DD/hour=HH/``
 Rows are sorted and the writer's options fixed, so a re-run of the hour writes identical bytes. A
 message costs about 100 bytes in ``messages``, and each bound node 20 bytes per root, its leaf
 values and its fragments' bytes (compressed): see the README's "State" section for sizing.
+
+Retention (the ``feedrouter_retention`` DAG) lists a feed's hours (:func:`witness_hours`) and deletes
+whole hours (:func:`delete_hour`), ``_SUCCESS`` first so that no reader takes a half-deleted hour for
+a complete one.
 """
 
 from __future__ import annotations
 
 import io
 import json
-from datetime import datetime, timezone
+import re
+from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
 from feedrouter.delivery.layout import SUCCESS, witness_dir
-from feedrouter.join.relations import HourWitnesses, MessageRef
+from feedrouter.hours import HOUR_PATH, HourError, hour_path, parse_hour, to_hour
+from feedrouter.join.relations import ONE_HOUR, HourWitnesses, MessageRef
+from feedrouter.join.stage import lookback
 from feedrouter.storage import ObjectStore
 from feedrouter.storage.keys import join_key
 
@@ -39,6 +46,14 @@ TABLES = ("messages", "roots", "values", "fragments")
 BLOCKS = "blocks.json"
 #: Rows per row group of the value table: a bucket of values read together.
 VALUE_BUCKET_ROWS = 65_536
+#: An hour's folder (``dt=YYYY-MM-DD/hour=HH``) at the start of a key below a feed's witnesses,
+#: read from the layout's own template.
+_HOUR_FOLDER = re.compile(
+    re.escape(HOUR_PATH)
+    .replace(re.escape("{date}"), r"(?P<date>\d{4}-\d{2}-\d{2})")
+    .replace(re.escape("{hour}"), r"(?P<hour>\d{2})")
+    + "/"
+)
 
 
 def write_hour(store: ObjectStore, witnesses: HourWitnesses) -> int:
@@ -74,6 +89,62 @@ def read_hour(store: ObjectStore, feed: str, hour: datetime) -> HourWitnesses | 
     found = decode(feed, hour, tables)
     found.blocks = tuple(json.loads(store.get(join_key(folder, BLOCKS))))
     return found
+
+
+def witness_hours(store: ObjectStore, feed: str) -> list[datetime]:
+    """The hours that have a witness folder of ``feed`` in ``store`` (complete or not), sorted."""
+    folder = _feed_folder(feed)
+    hours = {_folder_hour(key[len(folder) :]) for key in store.list(folder)}
+    return sorted(hour for hour in hours if hour is not None)
+
+
+def delete_hour(store: ObjectStore, feed: str, hour: datetime) -> int:
+    """Delete one feed's hour of witnesses, ``_SUCCESS`` first; returns the objects deleted."""
+    folder = witness_dir(feed, hour)
+    marker = join_key(folder, SUCCESS)
+    keys = list(store.list(folder + "/"))
+    ordered = [key for key in keys if key == marker] + [key for key in keys if key != marker]
+    for key in ordered:
+        store.delete(key)
+    return len(ordered)
+
+
+def retention_cutoff(now: datetime, window: timedelta, lateness: timedelta, deadline: timedelta) -> datetime:
+    """The first hour of witnesses still kept at ``now``; every earlier hour can be deleted.
+
+    An hour ``H`` is last read by the join stage of ``H + lookback(window, lateness)`` hours, which
+    runs once that hour has ended, by its input ``deadline`` at the latest (a late catch-up run).
+
+    >>> now = datetime(2026, 11, 27, 6, 40, tzinfo=timezone.utc)
+    >>> retention_cutoff(now, timedelta(hours=3), timedelta(hours=1), timedelta(hours=6)).isoformat()
+    '2026-11-26T20:00:00+00:00'
+    """
+    return to_hour(now - deadline) - ONE_HOUR * lookback(window, lateness)
+
+
+def expire_hours(store: ObjectStore, feed: str, before: datetime) -> list[datetime]:
+    """Delete every hour of ``feed``'s witnesses that starts before ``before``; the hours deleted."""
+    expired = [hour for hour in witness_hours(store, feed) if hour < before]
+    for hour in expired:
+        delete_hour(store, feed, hour)
+    return expired
+
+
+def _feed_folder(feed: str) -> str:
+    """The prefix of a feed's witness hours: :func:`witness_dir` without its hour's folder."""
+    some = datetime(2000, 1, 1, tzinfo=timezone.utc)
+    return witness_dir(feed, some).removesuffix(hour_path(some))
+
+
+def _folder_hour(rest: str) -> datetime | None:
+    """The hour a key below a feed's folder is in, or None for anything else there."""
+    found = _HOUR_FOLDER.match(rest)
+    if found is None:
+        return None
+    try:
+        return parse_hour(f"{found['date']}T{found['hour']}")
+    except HourError:  # dt=2026-13-01: not a folder the layout writes
+        return None
 
 
 def encode(witnesses: HourWitnesses) -> dict[str, bytes]:

@@ -1,0 +1,252 @@
+"""Stage 2 on Spark SQL: one relational conjunctive query per template (paper 001, §4.3-4.4).
+
+The witness relations of the window's hours become two views, ``roots`` (paper 001's R_bin
+reduced to the bound node, with its message's event time: R_docTS) and ``vals`` (R_doc: leaf
+path and string value per bound node). Every join subscription is one row of its template's R_T
+table: its blocks and feeds, the path each leaf metavariable stands for, its window and temporal
+kind. One query per template joins R_T with the views: the value edges first (a value semi-join of
+the two sides' leaf values, Algorithm 4), then the anchors (the bound nodes of the subscription's
+blocks, one of them from this hour), the other leaves, the temporal term; ``DISTINCT`` pairs, as
+XQuery's ``for`` gives each pair of nodes once.
+
+The pairs come back to the driver, which assembles and delivers them like the in-process engine
+(:meth:`~feedrouter.join.stage.JoinStage.deliver`): both engines give the same pairs (a test runs
+them side by side).
+"""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from feedrouter.join.plan import JoinPlan
+from feedrouter.join.relations import ONE_HOUR, HourWitnesses
+from feedrouter.join.stage import NodeRef, Pair, WitnessStore, lookback
+from feedrouter.join.templates import Template
+from feedrouter.lang.ast import TemporalKind
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import SparkSession
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def spark_pairs(
+    spark: SparkSession,
+    plans: Sequence[JoinPlan],
+    hour: datetime,
+    store: WitnessStore,
+    lateness: Any,
+) -> dict[str, list[Pair]]:
+    """Every subscription's qualifying pairs delivered in ``hour``, computed on ``spark``."""
+    if not plans:
+        return {}
+    back = max(lookback(plan.window, lateness) for plan in plans)
+    hours = [hour - ONE_HOUR * k for k in range(back, -1, -1)]
+    feeds = sorted({feed for plan in plans for feed in plan.feeds})
+    loaded = [(feed, when, store(feed, when)) for feed in feeds for when in hours]
+    views = _Views(spark, uuid.uuid4().hex[:12])
+    views.register([(f, w, hw) for f, w, hw in loaded if hw is not None])
+    found: dict[str, list[Pair]] = {plan.sid: [] for plan in plans}
+    try:
+        for template, group in _by_template(plans).items():
+            rt = views.rt(template, group)
+            query = template_sql(template, views.names(rt), _seconds(hour))
+            for row in spark.sql(query).collect():
+                found[row["sid"]].append((_node(row, "l"), _node(row, "r")))
+    finally:
+        views.drop()
+    return {sid: sorted(pairs) for sid, pairs in found.items()}
+
+
+def template_sql(template: Template, views: Mapping[str, str], hour_s: int) -> str:
+    """The conjunctive query of one template over its R_T view and the witness views."""
+    joined = set(itertools.chain.from_iterable(template.value_edges))
+    leaves = [var for var in template.variables if var in joined]
+    first_left, first_right = template.value_edges[0]
+    rt, roots, vals = views["rt"], views["roots"], views["vals"]
+    left, right = f"v_{first_left}", f"v_{first_right}"
+    lines = [
+        "SELECT DISTINCT rt.sid, L.hour_s AS l_hour, L.message AS l_message, L.node AS l_node,",
+        "  R.hour_s AS r_hour, R.message AS r_message, R.node AS r_node",
+        f"FROM {rt} rt",
+        # the value semi-join first: the first value edge's leaf values of the two sides
+        f"JOIN {vals} {left} ON {left}.feed = rt.lfeed AND {left}.leaf = rt.p_{first_left}",
+        f"JOIN {vals} {right} ON {right}.feed = rt.rfeed AND {right}.leaf = rt.p_{first_right}"
+        f" AND {right}.value = {left}.value",
+        f"JOIN {roots} L ON L.feed = rt.lfeed AND L.block = rt.lblock AND {_same_node('L', left)}",
+        f"JOIN {roots} R ON R.feed = rt.rfeed AND R.block = rt.rblock AND {_same_node('R', right)}",
+    ]
+    for var in leaves:
+        if var in (first_left, first_right):
+            continue
+        anchor, feed = ("L", "lfeed") if var.startswith("l") else ("R", "rfeed")
+        lines.append(
+            f"JOIN {vals} v_{var} ON v_{var}.feed = rt.{feed} AND v_{var}.leaf = rt.p_{var}"
+            f" AND {_same_node(anchor, 'v_' + var)}"
+        )
+    conditions = [f"v_{left}.value = v_{right}.value" for left, right in template.value_edges[1:]]
+    conditions.append(f"(L.hour_s = {hour_s} OR R.hour_s = {hour_s})")
+    conditions.append(_temporal())
+    lines.append("WHERE " + "\n  AND ".join(conditions))
+    return "\n".join(lines)
+
+
+def _same_node(anchor: str, leaf: str) -> str:
+    return " AND ".join(f"{leaf}.{column} = {anchor}.{column}" for column in ("hour_s", "message", "node"))
+
+
+def _temporal() -> str:
+    """FOLLOWED BY: 0 < t(second) - t(first) <= window; JOIN (within): |t(R) - t(L)| <= window, two
+    different messages. Times in microseconds."""
+    gap = "(CASE WHEN rt.left_first THEN R.time_us - L.time_us ELSE L.time_us - R.time_us END)"
+    same = "(rt.lfeed = rt.rfeed AND L.hour_s = R.hour_s AND L.message = R.message)"
+    within = f"(abs(R.time_us - L.time_us) <= rt.window_us AND NOT {same})"
+    return f"(CASE WHEN rt.within THEN {within} ELSE {gap} BETWEEN 1 AND rt.window_us END)"
+
+
+class _Views:
+    """The temporary views of one run (unique names: concurrent runs on one session never meet)."""
+
+    def __init__(self, spark: SparkSession, tag: str) -> None:
+        self.spark = spark
+        self.tag = tag
+        self.created: list[str] = []
+
+    def register(self, hours: Iterable[tuple[str, datetime, HourWitnesses]]) -> None:
+        import pyarrow as pa
+
+        roots: list[dict[str, Any]] = []
+        vals: list[dict[str, Any]] = []
+        for feed, when, witnesses in hours:
+            _rows_of(feed, when, witnesses, roots, vals)
+        self._view("roots", pa.Table.from_pylist(roots, schema=_roots_schema(pa)))
+        self._view("vals", pa.Table.from_pylist(vals, schema=_vals_schema(pa)))
+
+    def rt(self, template: Template, plans: Sequence[JoinPlan]) -> str:
+        import pyarrow as pa
+
+        joined = set(itertools.chain.from_iterable(template.value_edges))
+        rows = []
+        for plan in plans:
+            paths = template.paths(plan.bindings)
+            row = {
+                "sid": plan.sid,
+                "lblock": plan.blocks[0],
+                "rblock": plan.blocks[1],
+                "lfeed": plan.feeds[0],
+                "rfeed": plan.feeds[1],
+                "window_us": _micros(plan.window),
+                "within": plan.kind is TemporalKind.WITHIN,
+                "left_first": plan.left_first,
+            }
+            row |= {f"p_{var}": paths[var] for var in template.variables if var in joined}
+            rows.append(row)
+        name = f"rt_{len(self.created)}"
+        self._view(name, pa.Table.from_pylist(rows))
+        return name
+
+    def names(self, rt: str) -> dict[str, str]:
+        return {"rt": self._name(rt), "roots": self._name("roots"), "vals": self._name("vals")}
+
+    def _view(self, name: str, table: pa.Table) -> None:
+        frame = self.spark.createDataFrame(table)
+        frame.createOrReplaceTempView(self._name(name))
+        self.created.append(self._name(name))
+
+    def _name(self, name: str) -> str:
+        return f"fr_{name}_{self.tag}"
+
+    def drop(self) -> None:
+        for name in self.created:
+            self.spark.catalog.dropTempView(name)
+
+
+def _rows_of(
+    feed: str,
+    when: datetime,
+    witnesses: HourWitnesses,
+    roots: list[dict[str, Any]],
+    vals: list[dict[str, Any]],
+) -> None:
+    hour_s = _seconds(when)
+    for block, nodes in witnesses.roots.items():
+        for message, node in nodes:
+            time = witnesses.messages[message].time
+            if time is not None:  # a message without a usable event time takes part in no join
+                roots.append(
+                    {
+                        "feed": feed,
+                        "hour_s": hour_s,
+                        "message": message,
+                        "node": node,
+                        "block": block,
+                        "time_us": _micros(time - _EPOCH),
+                    }
+                )
+    for (message, node), leaves in witnesses.values.items():
+        for leaf, values in leaves.items():
+            for value in dict.fromkeys(values):
+                vals.append(
+                    {
+                        "feed": feed,
+                        "hour_s": hour_s,
+                        "message": message,
+                        "node": node,
+                        "leaf": leaf,
+                        "value": value,
+                    }
+                )
+
+
+def _roots_schema(pa: Any) -> pa.Schema:
+    return pa.schema(
+        [
+            ("feed", pa.string()),
+            ("hour_s", pa.int64()),
+            ("message", pa.int32()),
+            ("node", pa.int32()),
+            ("block", pa.string()),
+            ("time_us", pa.int64()),
+        ]
+    )
+
+
+def _vals_schema(pa: Any) -> pa.Schema:
+    return pa.schema(
+        [
+            ("feed", pa.string()),
+            ("hour_s", pa.int64()),
+            ("message", pa.int32()),
+            ("node", pa.int32()),
+            ("leaf", pa.string()),
+            ("value", pa.string()),
+        ]
+    )
+
+
+def _by_template(plans: Iterable[JoinPlan]) -> dict[Template, list[JoinPlan]]:
+    groups: dict[Template, list[JoinPlan]] = {}
+    for plan in plans:
+        groups.setdefault(plan.template, []).append(plan)
+    return groups
+
+
+def _node(row: Any, side: str) -> NodeRef:
+    hour = datetime.fromtimestamp(row[f"{side}_hour"], timezone.utc)
+    return (hour, row[f"{side}_message"], row[f"{side}_node"])
+
+
+def _seconds(when: datetime) -> int:
+    return int((when - _EPOCH).total_seconds())
+
+
+def _micros(delta: Any) -> int:
+    return delta // _MICROSECOND
+
+
+_MICROSECOND = datetime(1970, 1, 1, 0, 0, 0, 1, tzinfo=timezone.utc) - _EPOCH
