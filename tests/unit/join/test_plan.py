@@ -1,0 +1,90 @@
+"""Join subscriptions compiled (feedrouter.join.plan): blocks shared by what they select, leaves,
+fragments, the return assembled from both sides, explain."""
+
+from __future__ import annotations
+
+from feedrouter import Router
+from feedrouter.join.plan import JoinSet, clock_block, compile_join, path_text
+from feedrouter.join.stage import assemble
+from feedrouter.lang import parse
+from feedrouter.lang.ast import RelPath, TemporalKind
+
+PROLOG = 'import module namespace fr = "urn:feedrouter:stream:1";\n'
+PROMO = PROLOG + (
+    'for $book in fr:stream()//book[@lang = "en"], $blog in fr:stream("blogs")//item\n'
+    "where $blog/author = $book/author and $blog/title = $book/title\n"
+    "  and fr:followed-by($book, $blog, 'PT6H')\n"
+    'return <promo id="{ $book/@id }">{ $book/title }{ $blog/link }</promo>'
+)
+
+
+def test_a_join_compiles_to_two_blocks_its_leaves_its_template_and_its_return() -> None:
+    plan, (left, right) = compile_join("s1", parse(PROMO), "books")
+    assert (plan.feeds, plan.kind, plan.window.total_seconds(), plan.left_first) == (
+        ("books", "blogs"),
+        TemporalKind.FOLLOWED_BY,
+        6 * 3600,
+        True,
+    )
+    assert plan.joins == (("author", "author"), ("title", "title"))
+    assert list(left.leaves) == ["author", "title"] and list(right.leaves) == ["author", "title"]
+    assert plan.template.key == "L>l1 L>l2 R>r1 R>r2 | l1=r1 l2=r2"
+    fragments = (
+        {"value  @id": b"7", "nodes  title": b"<title>T</title>"},
+        {"nodes  link": b"<link>L</link>"},
+    )
+    assert assemble(plan.code, fragments) == b'<promo id="7"><title>T</title><link>L</link></promo>'
+    assert assemble(plan.code, ({}, {})) == b'<promo id=""></promo>'
+
+
+def test_blocks_are_named_by_what_they_select_whatever_the_variable_is_called() -> None:
+    renamed = PROMO.replace("$book", "$b").replace("$blog", "$x")
+    joins = JoinSet()
+    first, second = joins.add("1", parse(PROMO), "books"), joins.add("2", parse(renamed), "books")
+    assert first.blocks == second.blocks and len(joins.specs) == 2
+    other_feed = joins.add("3", parse(PROMO), "news")  # fr:stream() is the subscription's own feed
+    assert other_feed.blocks[0] != first.blocks[0] and other_feed.blocks[1] == first.blocks[1]
+    assert [spec.feed for spec in joins.specs_for("blogs")] == ["blogs"]
+    assert {plan.sid for plan in joins.plans_of("books")} == {"1", "2"}
+
+
+def test_the_router_reports_a_block_and_the_clock_from_the_same_pass() -> None:
+    joins = JoinSet()
+    joins.add("1", parse(PROMO), "books")
+    router = Router()
+    (spec,) = joins.specs_for("books")
+    clock = clock_block("books", "/book/@published")
+    router.add_witness(spec)
+    router.add_witness(clock)
+    router.add("plain", "//book/title")
+    document = (
+        b'<book lang="en" id="7" published="2026"><title>T</title><author>a</author><author>b</author></book>'
+    )
+    outcome = router.route_outcome(document)
+    assert outcome.results == {"plain": b"<title>T</title>"}
+    (row,) = outcome.witnesses[spec.id]
+    assert (row.node, row.values) == (0, (("a", "b"), ("T",)))
+    assert outcome.witnesses[clock.id][0].values == (("2026",),)
+    assert router.subscription_ids == ["plain"] and len(router) == 1
+
+
+def test_explain_shows_the_blocks_the_reduced_graph_and_the_template() -> None:
+    joins = JoinSet()
+    plan = joins.add("1", parse(PROMO), "books")
+    text = plan.describe(joins.specs)
+    assert "left block block-" in text and "on feed blogs" in text
+    assert "template: left anchor with 2 leaves, right anchor with 2 leaves" in text
+    assert "R_T row: ('author', 'title', 'author', 'title')" in text
+
+
+def test_leaf_names_do_not_depend_on_prefixes() -> None:
+    one = parse(
+        PROLOG.replace(";", '; declare namespace a = "urn:x";')
+        + PROMO.split("\n", 1)[1].replace("author", "a:author")
+    )
+    two = parse(
+        PROLOG.replace(";", '; declare namespace b = "urn:x";')
+        + PROMO.split("\n", 1)[1].replace("author", "b:author")
+    )
+    assert compile_join("1", one, "f")[0].joins == compile_join("1", two, "f")[0].joins
+    assert path_text(RelPath()) == "."

@@ -1,0 +1,95 @@
+"""Stage 2 (feedrouter.join.stage) on hand-made witness relations: the temporal terms' bounds, the
+hour a pair is delivered in, the cap, the order of the results."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from feedrouter.join.plan import JoinSet
+from feedrouter.join.relations import HourWitnesses, MessageRef, admitted
+from feedrouter.join.stage import JoinStage, lookback
+from feedrouter.lang import parse
+
+H0 = datetime(2026, 5, 1, 8, tzinfo=timezone.utc)
+H1 = H0 + timedelta(hours=1)
+PROLOG = 'import module namespace fr = "urn:feedrouter:stream:1";\n'
+
+
+def join(kind: str, window: str = "PT1H") -> str:
+    return PROLOG + (
+        "for $a in fr:stream()//item, $b in fr:stream()//item where $a/k = $b/k "
+        f"and fr:{kind}($a, $b, '{window}') return <p>{{ $a/n }}{{ $b/n }}</p>"
+    )
+
+
+def stage_of(texts: dict[str, str], cap: int = 1000) -> tuple[JoinStage, str]:
+    joins = JoinSet()
+    for sid, text in texts.items():
+        joins.add(sid, parse(text), "f")
+    (block,) = {b for plan in joins.plans.values() for b in plan.blocks}
+    return JoinStage(joins.plans.values(), joins.specs, max_pairs=cap), block
+
+
+def hour(when: datetime, block: str, items: list[tuple[str, str, int | None]]) -> HourWitnesses:
+    """One message per item: (key value, name, minutes after the hour's start or None: no time)."""
+    found = HourWitnesses("f", when, (block,))
+    for number, (key, name, minutes) in enumerate(items):
+        time = when + timedelta(minutes=minutes) if minutes is not None else None
+        found.messages.append(MessageRef(f"m{number}.xml", 0, time))
+        found.roots.setdefault(block, []).append((number, 0))
+        found.values[(number, 0)] = {"k": (key,)}
+        found.fragments[(number, 0)] = {"nodes  n": f"<n>{name}</n>".encode()}
+    return found
+
+
+def test_followed_by_excludes_equal_times_and_pairs_past_the_window() -> None:
+    stage, block = stage_of({"s": join("followed-by")})
+    store = {("f", H0): hour(H0, block, [("x", "a", 0), ("x", "b", 0), ("x", "c", 60 - 1), ("x", "d", None)])}
+    found = stage.run(H0, lambda feed, h: store.get((feed, h)))["s"]
+    # a, b at :00 (equal: not followed), c at :59 follows both within the hour, d has no time
+    assert found.results == [b"<p><n>a</n><n>c</n></p>", b"<p><n>b</n><n>c</n></p>"]
+
+
+def test_within_takes_both_orders_but_never_a_message_with_itself() -> None:
+    stage, block = stage_of({"s": join("within", "PT10M")})
+    store = {("f", H0): hour(H0, block, [("x", "a", 0), ("x", "b", 10), ("x", "c", 21)])}
+    found = stage.run(H0, lambda feed, h: store.get((feed, h)))["s"]
+    assert found.results == [b"<p><n>a</n><n>b</n></p>", b"<p><n>b</n><n>a</n></p>"]
+
+
+def test_a_pair_is_delivered_in_the_hour_of_its_later_message_once() -> None:
+    stage, block = stage_of({"s": join("within")})
+    store = {
+        ("f", H0): hour(H0, block, [("x", "a", 50)]),
+        ("f", H1): hour(H1, block, [("x", "b", 5), ("y", "c", 6)]),
+    }
+    read = lambda feed, h: store.get((feed, h))  # noqa: E731
+    assert stage.run(H0, read)["s"].results == []  # a alone
+    assert stage.run(H1, read)["s"].results == [b"<p><n>a</n><n>b</n></p>", b"<p><n>b</n><n>a</n></p>"]
+    assert stage.run(H1 + timedelta(hours=1), read)["s"].results == []  # nothing new arrived
+
+
+def test_a_subscription_past_its_cap_is_withheld_and_says_why() -> None:
+    stage, block = stage_of({"s": join("within")}, cap=1)
+    store = {("f", H0): hour(H0, block, [("x", "a", 0), ("x", "b", 1)])}
+    found = stage.run(H0, lambda feed, h: store.get((feed, h)))["s"]
+    assert (found.results, found.count) == ([], 2)
+    assert found.withheld is not None and "FR313" in found.withheld
+
+
+@pytest.mark.parametrize(
+    ("minutes", "admitted_"),
+    [(-61, False), (-60, True), (0, True), (59, True), (60, False)],
+)
+def test_a_message_joins_when_its_time_is_within_the_lateness_before_its_hour(
+    minutes: int, admitted_: bool
+) -> None:
+    time = H0 + timedelta(minutes=minutes)
+    assert (admitted(time, H0, timedelta(hours=1)) is not None) is admitted_
+
+
+def test_the_lookback_covers_the_window_and_the_lateness() -> None:
+    assert lookback(timedelta(hours=6), timedelta(hours=1)) == 7
+    assert lookback(timedelta(minutes=90), timedelta(minutes=30)) == 2
