@@ -1,4 +1,5 @@
-"""``feedrouter route-batch``: route one hour of a feed on Spark and record it in the ledger.
+"""``feedrouter route-batch``: route one hour of a feed on Spark and record it in the ledger;
+``feedrouter join-batch``: run the hour's join stage after it (issue 16).
 
 ``feedrouter.cli`` registers it with :func:`register`; this module imports only click (and
 feedrouter's errors) until the command runs. The catalog is ``FEEDROUTER_DATABASE_URL`` (the
@@ -110,6 +111,53 @@ def _listed_prefix(engine: Engine, report: BatchReport, hour: datetime) -> str:
     return batch_prefix(feed.layout, feed.input_prefix, hour)
 
 
+@click.command("join-batch")
+@click.option("--feed", "feed_name", required=True, help="The feed whose hour's join subscriptions to run.")
+@click.option("--hour", required=True, help="The hour in UTC, as YYYY-MM-DDTHH (routed already).")
+@click.option("--master", help="Spark master URL for the join queries and back-fills (see route-batch).")
+@click.option("--plans-uri", help="Root of the plan artifacts (see route-batch).")
+@click.option(
+    "--engine",
+    type=click.Choice(["spark", "python"]),
+    default="spark",
+    show_default=True,
+    help="spark: one Spark SQL query per template; python: the same pairs in this process.",
+)
+@click.option(
+    "--backfill/--no-backfill",
+    default=True,
+    show_default=True,
+    help="Route again (witnesses only) the window's hours that were routed before a join's blocks existed.",
+)
+def join_batch_command(
+    feed_name: str, hour: str, master: str | None, plans_uri: str | None, engine: str, backfill: bool
+) -> None:
+    """Run the join stage of a routed hour: deliver the feed's join subscriptions' pairs."""
+    from feedrouter.catalog.database import open_catalog
+    from feedrouter.catalog.settings import plans_uri as default_plans_uri
+    from feedrouter.hours import parse_hour
+    from feedrouter.settings import load_settings
+    from feedrouter.spark import BatchOptions
+    from feedrouter.spark.joins import JoinOptions, join_batch
+    from feedrouter.storage import open_store
+
+    with reported():
+        when = parse_hour(hour)
+        settings = load_settings(spark_master=master, plans_uri=plans_uri)
+        options = JoinOptions(
+            engine=engine,
+            master=settings.spark_master,
+            backfill=BatchOptions(settings.spark_master) if backfill else None,
+        )
+        catalog = open_catalog()
+        try:
+            plans = open_store(settings.plans_uri or default_plans_uri())
+            report = join_batch(catalog, feed_name, when, plans_store=plans, options=options)
+        finally:
+            catalog.dispose()
+    echo(report.describe())
+
+
 @click.group("spark")
 def spark_group() -> None:
     """Spark deployment helpers (packing feedrouter for spark-submit)."""
@@ -121,4 +169,5 @@ def register(group: click.Group) -> None:
 
     spark_group.add_command(package_command())
     group.add_command(route_batch_command)
+    group.add_command(join_batch_command)
     group.add_command(spark_group)
