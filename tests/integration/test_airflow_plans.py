@@ -20,7 +20,7 @@ from tests.integration.rows import add_dtd, add_feed, add_subscriber, add_subscr
 
 pytestmark = pytest.mark.integration
 
-DAG_IDS = {"feedrouter_plans", "feedrouter_route"}
+DAG_IDS = {"feedrouter_plans", "feedrouter_route", "feedrouter_retention"}
 
 
 def test_the_dags_import_without_errors_and_document_every_task(dagbag: Any) -> None:

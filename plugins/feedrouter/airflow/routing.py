@@ -22,8 +22,9 @@ process environment (the hook's ``env_vars``). Where the hook would turn ``env_v
 Wherever the batch runs, its join witnesses go to the join state (``FEEDROUTER_STATE_URI`` as
 Airflow sees it, the ``[feedrouter]`` section included): in the task through the batch's options,
 to a submitted driver as that variable in its environment. The join stage of the hour
-(:func:`join`) always runs in the task: it reads witnesses, not messages, and back-fills an hour
-that lacks a block without Spark.
+(:func:`join`) is always driven from the task: it reads witnesses, not messages, on the routing's
+in-task master or a local session (:func:`join_master`), and back-fills an hour that lacks a
+block without Spark.
 
 This is the only module of the adapter that touches Spark; imported by the route task when it runs,
 so the scheduler, the triggerer and the API server never import pyspark.
@@ -235,17 +236,22 @@ def join_readiness(hook: FeedrouterHook, batch: HourBatch, stream_start: datetim
 
 
 def join(hook: FeedrouterHook, batch: HourBatch, stream_start: datetime) -> dict[str, Any]:
-    """Run the join stage of one feed's hour in this process; the report's JSON summary.
+    """Run the join stage of one feed's hour from this process; the report's JSON summary.
 
-    Hours of the window routed before the join's blocks existed are back-filled first, in this
-    process (``BatchOptions(inline=True)``: witnesses only, from the inputs still in the store).
+    The pairs come from Spark SQL (:mod:`feedrouter.spark.joinsql`) on a session the stage opens
+    only for a feed with join subscriptions (:func:`join_master`). Hours of the window routed
+    before the join's blocks existed are back-filled first, in this process
+    (``BatchOptions(inline=True)``: witnesses only, from the inputs still in the store).
     """
     from feedrouter.spark import BatchOptions
     from feedrouter.spark.joins import JoinOptions, join_batch
 
     state = state_uri()
     options = JoinOptions(
-        state_uri=state, stream_start=stream_start, backfill=BatchOptions(inline=True, state_uri=state)
+        state_uri=state,
+        stream_start=stream_start,
+        master=join_master(spark_target(hook)),
+        backfill=BatchOptions(inline=True, state_uri=state),
     )
     stores = store_opener(hook)
     engine = hook.catalog_engine()
@@ -257,6 +263,13 @@ def join(hook: FeedrouterHook, batch: HourBatch, stream_start: datetime) -> dict
         engine.dispose()
     log.info("%s", report.describe())
     return report.summary()
+
+
+def join_master(target: SparkTarget) -> str | None:
+    """The master of the join stage's session: the routing's where it runs in the task (a local
+    master, a Spark Connect endpoint); for a cluster reached by spark-submit a local session in
+    the task (None), since the stage reads an hour's window of witnesses, not its messages."""
+    return target.master if target.mode == "in-task" else None
 
 
 # -- spark-submit -----------------------------------------------------------------------------------

@@ -173,6 +173,25 @@ def test_conf_layers_connection_then_feed_then_operator(submit_hook: Any) -> Non
     assert not any("hunter2" in value for value in job.conf.values())
 
 
+def test_the_join_stage_runs_on_the_in_task_master_or_a_local_session() -> None:
+    assert routing.join_master(routing.SparkTarget("in-task", "local[4]")) == "local[4]"
+    assert routing.join_master(routing.SparkTarget("in-task", "sc://connect:15002")) == "sc://connect:15002"
+    assert routing.join_master(routing.SparkTarget("submit", "yarn", "yarn", "cluster")) is None
+
+
+def test_the_submitted_driver_is_told_where_the_join_witnesses_go(
+    submit_hook: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("FEEDROUTER_STATE_URI", raising=False)
+    monkeypatch.setenv("AIRFLOW__FEEDROUTER__STATE_URI", "s3://lake/feedrouter/state")
+    target = routing.SparkTarget("submit", "yarn", "yarn", "cluster")
+
+    job = routing.prepare_submission(submit_hook, HourBatch("news", HOUR), target)
+
+    # the Airflow config section's value, kept where env_vars become conf: it is no secret
+    assert job.env_vars["FEEDROUTER_STATE_URI"] == "s3://lake/feedrouter/state"
+
+
 def test_secrets_stay_out_where_the_hook_would_make_them_conf(submit_hook: Any) -> None:
     target = routing.SparkTarget("submit", "k8s://https://api:6443", "k8s", "cluster")
 

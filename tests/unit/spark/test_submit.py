@@ -114,6 +114,12 @@ def test_the_driver_environment_carries_catalog_plans_s3_and_credentials() -> No
     }
 
 
+def test_the_driver_environment_names_the_join_state_when_given() -> None:
+    assert "FEEDROUTER_STATE_URI" not in driver_environment(None, "s3://b/plans")
+    env = driver_environment(None, "s3://b/plans", state_uri="s3://b/state")
+    assert env == {"FEEDROUTER_PLANS_URI": "s3://b/plans", "FEEDROUTER_STATE_URI": "s3://b/state"}
+
+
 @pytest.mark.parametrize(
     ("master", "deploy_mode", "becomes_conf"),
     [
