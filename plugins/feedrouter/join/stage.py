@@ -76,15 +76,25 @@ class JoinStage:
         return self.deliver(hour, store, self.pairs(hour, store))
 
     def pairs(self, hour: datetime, store: WitnessStore) -> dict[str, list[Pair]]:
-        """Every subscription's qualifying pairs delivered in ``hour``, in XQuery's order."""
+        """Every subscription's qualifying pairs delivered in ``hour``, in XQuery's order; past the
+        cap, only ``max_pairs + 1`` of them (the subscription is withheld: low-cardinality joins can
+        give 10⁸ pairs, which are never held)."""
         window = _Window(hour, store)
         found: dict[str, list[Pair]] = {}
         for group in _grouped(self.plans, lambda p: (p.blocks, p.joins)):
-            candidates = self._candidates(group[0], max(p.window for p in group), window)
-            for same in _grouped(group, lambda p: p.key):
-                pairs = _temporal(candidates, same[0], window)
-                for plan in same:
-                    found[plan.sid] = pairs
+            sames = _grouped(group, lambda p: p.key)
+            kept: list[list[Pair]] = [[] for _ in sames]
+            live = set(range(len(sames)))
+            for pair in self._candidates(group[0], max(p.window for p in group), window):
+                for i in [i for i in live if _holds(pair, sames[i][0], window)]:
+                    kept[i].append(pair)
+                    if len(kept[i]) > self.max_pairs:
+                        live.discard(i)  # withheld: no more of its pairs are kept
+                if not live:
+                    break
+            for same, pairs in zip(sames, kept, strict=True):
+                pairs.sort()
+                found.update((plan.sid, pairs) for plan in same)
         return found
 
     def deliver(
@@ -95,32 +105,30 @@ class JoinStage:
         window = _Window(hour, store)
         return {plan.sid: self._deliver(plan, sorted(pairs.get(plan.sid, ())), window) for plan in self.plans}
 
-    def _candidates(self, plan: JoinPlan, widest: timedelta, window: _Window) -> list[Pair]:
-        """The pairs of the blocks that satisfy every value join, with a node of this hour."""
+    def _candidates(self, plan: JoinPlan, widest: timedelta, window: _Window) -> Iterator[Pair]:
+        """The pairs of the blocks that satisfy every value join, with a node of this hour (one at a
+        time: they are filtered as they come)."""
         hours = window.hours(lookback(widest, self.lateness))
         left = window.roots(plan.feeds[LEFT], plan.blocks[LEFT], hours)
         right = window.roots(plan.feeds[1], plan.blocks[1], hours)
         if not left or not right:
-            return []
+            return
         right_set = set(right)
         (first_left, first_right), rest = plan.joins[0], plan.joins[1:]
-        found: list[Pair] = []
         for node in left:
             values = window.values(plan.feeds[LEFT], node, first_left)
             for partner in window.partners(plan.feeds[1], first_right, values, hours):
                 if partner not in right_set or (node[0] != window.hour and partner[0] != window.hour):
                     continue
                 if all(window.compares(plan.feeds, node, partner, join) for join in rest):
-                    found.append((node, partner))
-        found.sort()
-        return found
+                    yield (node, partner)
 
     def _deliver(self, plan: JoinPlan, pairs: list[Pair], window: _Window) -> JoinDelivery:
         delivery = JoinDelivery(plan.sid, window.hour, count=len(pairs))
         if len(pairs) > self.max_pairs:
             delivery.withheld = (
-                f"[FR313] {len(pairs)} pairs in the hour, more than the cap of {self.max_pairs} per "
-                "subscription; make the join more selective"
+                f"[FR313] more than {self.max_pairs} pairs in the hour (the cap per subscription); "
+                "make the join more selective"
             )
             return delivery
         delivery.results = [assemble(plan.code, window.fragments(plan.feeds, pair)) for pair in pairs]
@@ -194,20 +202,14 @@ class _Window:
         return sides[0], sides[1]
 
 
-def _temporal(pairs: list[Pair], plan: JoinPlan, window: _Window) -> list[Pair]:
-    """The pairs whose messages' event times satisfy the plan's temporal term."""
-    kept = []
-    for pair in pairs:
-        left, right = window.time_of(plan.feeds[LEFT], pair[0]), window.time_of(plan.feeds[1], pair[1])
-        first, second = (left, right) if plan.left_first else (right, left)
-        gap = second - first
-        if plan.kind is TemporalKind.FOLLOWED_BY:
-            holds = timedelta(0) < gap <= plan.window
-        else:  # within: different messages, either order
-            holds = abs(gap) <= plan.window and not _same_message(pair, plan)
-        if holds:
-            kept.append(pair)
-    return kept
+def _holds(pair: Pair, plan: JoinPlan, window: _Window) -> bool:
+    """Whether the pair's messages' event times satisfy the plan's temporal term."""
+    left, right = window.time_of(plan.feeds[LEFT], pair[0]), window.time_of(plan.feeds[1], pair[1])
+    first, second = (left, right) if plan.left_first else (right, left)
+    gap = second - first
+    if plan.kind is TemporalKind.FOLLOWED_BY:
+        return timedelta(0) < gap <= plan.window
+    return abs(gap) <= plan.window and not _same_message(pair, plan)  # within: two messages
 
 
 def _same_message(pair: Pair, plan: JoinPlan) -> bool:
