@@ -215,3 +215,38 @@ def _after(items: list[bytes], earlier: list[bytes]) -> list[bytes]:
             rest.append(item)
     assert position == len(earlier)
     return rest
+
+
+def test_both_engines_stop_collecting_a_subscription_past_its_cap(spark: Any) -> None:
+    """A low-cardinality join (every message pairs with every other): past the cap, both engines
+    keep the first cap + 1 pairs in XQuery's order, and the subscription is withheld."""
+    from datetime import timezone
+
+    from feedrouter.join.plan import JoinSet
+    from feedrouter.join.relations import HourWitnesses, MessageRef
+    from feedrouter.join.stage import JoinStage
+    from feedrouter.lang import parse
+    from feedrouter.spark.joinsql import spark_pairs
+
+    query = (
+        'import module namespace fr = "urn:feedrouter:stream:1";\n'
+        "for $a in fr:stream()//item, $b in fr:stream()//item where $a/k = $b/k "
+        "and fr:within($a, $b, 'PT1H') return <p/>"
+    )
+    joins = JoinSet()
+    joins.add("s", parse(query), "f")
+    (block,) = joins.specs
+    hour = datetime(2026, 5, 1, 8, tzinfo=timezone.utc)
+    witnesses = HourWitnesses("f", hour, (block,))
+    for number in range(40):
+        witnesses.messages.append(MessageRef(f"m{number:02d}.xml", 0, hour + timedelta(minutes=number)))
+        witnesses.roots.setdefault(block, []).append((number, 0))
+        witnesses.values[(number, 0)] = {"k": ("same",)}
+    read = lambda feed, h: witnesses if (feed, h) == ("f", hour) else None  # noqa: E731
+    stage = JoinStage(joins.plans.values(), joins.specs, max_pairs=5)
+    in_process = stage.pairs(hour, read)["s"]
+    on_spark = spark_pairs(spark, list(joins.plans.values()), hour, read, timedelta(hours=1), max_pairs=5)[
+        "s"
+    ]
+    assert on_spark == in_process[:6] and len(in_process) == 6  # the engine filters as it goes
+    assert stage.deliver(hour, read, {"s": on_spark})["s"].withheld is not None

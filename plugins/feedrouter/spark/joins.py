@@ -186,7 +186,7 @@ def _pairs(
     if options.engine == "python":
         return stage.pairs(hour, witnesses.read)
     with batch_session(spark, options.master) as session:
-        return spark_pairs(session, stage.plans, hour, witnesses.read, lateness)
+        return spark_pairs(session, stage.plans, hour, witnesses.read, lateness, options.max_pairs)
 
 
 def window_hours(

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from feedrouter.join.plan import JoinPlan
 from feedrouter.join.relations import ONE_HOUR, HourWitnesses
-from feedrouter.join.stage import NodeRef, Pair, WitnessStore, lookback
+from feedrouter.join.stage import DEFAULT_MAX_PAIRS, NodeRef, Pair, WitnessStore, lookback
 from feedrouter.join.templates import Template
 from feedrouter.lang.ast import TemporalKind
 
@@ -41,8 +41,10 @@ def spark_pairs(
     hour: datetime,
     store: WitnessStore,
     lateness: Any,
+    max_pairs: int = DEFAULT_MAX_PAIRS,
 ) -> dict[str, list[Pair]]:
-    """Every subscription's qualifying pairs delivered in ``hour``, computed on ``spark``."""
+    """Every subscription's qualifying pairs delivered in ``hour``, computed on ``spark``; at most
+    ``max_pairs + 1`` of a subscription (past its cap it is withheld: never more are collected)."""
     if not plans:
         return {}
     back = max(lookback(plan.window, lateness) for plan in plans)
@@ -55,7 +57,7 @@ def spark_pairs(
     try:
         for template, group in _by_template(plans).items():
             rt = views.rt(template, group)
-            query = template_sql(template, views.names(rt), _seconds(hour))
+            query = capped(template_sql(template, views.names(rt), _seconds(hour)), max_pairs + 1)
             for row in spark.sql(query).collect():
                 found[row["sid"]].append((_node(row, "l"), _node(row, "r")))
     finally:
@@ -94,6 +96,14 @@ def template_sql(template: Template, views: Mapping[str, str], hour_s: int) -> s
     conditions.append(_temporal())
     lines.append("WHERE " + "\n  AND ".join(conditions))
     return "\n".join(lines)
+
+
+def capped(query: str, most: int) -> str:
+    """``query``'s first ``most`` pairs of each subscription, in XQuery's order (a low-cardinality
+    join may have 10⁸ pairs: the driver never collects them)."""
+    order = "l_hour, l_message, l_node, r_hour, r_message, r_node"
+    numbered = f"SELECT q.*, row_number() OVER (PARTITION BY sid ORDER BY {order}) AS n FROM ({query}) q"
+    return f"SELECT sid, {order} FROM ({numbered}) WHERE n <= {most}"
 
 
 def _same_node(anchor: str, leaf: str) -> str:
