@@ -50,7 +50,7 @@ def test_a_run_that_lost_its_lease_commits_nothing(
 ) -> None:
     first_engine = create_catalog_engine(catalog_url, connect_args={"application_name": FIRST})
     seen: dict[str, Any] = {}
-    run_job = batch_module._run
+    run_job = batch_module.run_routing
 
     def cut_off_then_overtaken(*args: Any, **kwargs: Any) -> Any:
         output = run_job(*args, **kwargs)  # the first run has written its folders
@@ -63,7 +63,7 @@ def test_a_run_that_lost_its_lease_commits_nothing(
             seen["second"] = route_inline(catalog, plans)  # takes the hour over, delivers, records
         return output
 
-    monkeypatch.setattr(batch_module, "_run", cut_off_then_overtaken)
+    monkeypatch.setattr(batch_module, "run_routing", cut_off_then_overtaken)
     with pytest.raises(LockLostError) as lost:
         route_inline(first_engine, plans)
     first_engine.dispose()
