@@ -1,4 +1,5 @@
--- Undo sql/0007_join_tracking.sql: track_subscriptions as sql/0002_change_tracking.sql made it and
+-- Undo sql/0007_join_tracking.sql: track_subscriptions and track_subscribers as
+-- sql/0002_change_tracking.sql made them, and
 -- track_feeds as sql/0006_feed_event_time_tracking.sql made it (run by migration 0007's downgrade).
 
 -- subscriptions: the feeds of the inserted, deleted or meaningfully updated rows (old and new feed
@@ -54,6 +55,33 @@ BEGIN
                   (n.name, n.input_prefix, n.layout, n.record_element, n.quarantine_prefix, n.dtd_id, n.active,
                    n.max_result_bytes, n.max_document_result_bytes, n.invalid_documents,
                    n.event_time_path, n.event_time_format, n.max_join_window, n.allowed_lateness)));
+    END IF;
+    RETURN NULL;
+END;
+$$;
+
+-- subscribers: every feed one of their subscriptions is on.
+CREATE OR REPLACE FUNCTION feedrouter.track_subscribers() RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = feedrouter, pg_catalog
+AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        RETURN NULL;  -- a new subscriber has no subscription yet
+    ELSIF TG_OP = 'DELETE' THEN
+        PERFORM feedrouter.bump_catalog_versions(ARRAY(
+            SELECT f.name FROM old_rows o
+            JOIN feedrouter.subscriptions s ON s.subscriber_id = o.id
+            JOIN feedrouter.feeds f ON f.id = s.feed_id));
+    ELSE
+        PERFORM feedrouter.bump_catalog_versions(ARRAY(
+            SELECT f.name
+            FROM old_rows o
+            FULL JOIN new_rows n ON n.id = o.id
+            JOIN feedrouter.subscriptions s ON s.subscriber_id = o.id OR s.subscriber_id = n.id
+            JOIN feedrouter.feeds f ON f.id = s.feed_id
+            WHERE o.id IS NULL OR n.id IS NULL
+               OR (o.name, o.output_prefix, o.active) IS DISTINCT FROM (n.name, n.output_prefix, n.active)));
     END IF;
     RETURN NULL;
 END;

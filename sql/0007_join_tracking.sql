@@ -119,3 +119,42 @@ BEGIN
     RETURN NULL;
 END;
 $$;
+
+-- subscribers: every feed one of their subscriptions is on, as in revision 0002; and every event-time
+-- feed when one of their subscriptions is a join (the feeds its blocks read have it in their plans,
+-- and only an active subscriber's joins are compiled).
+CREATE OR REPLACE FUNCTION feedrouter.track_subscribers() RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = feedrouter, pg_catalog
+AS $$
+DECLARE
+    stream_module CONSTANT text := 'urn:feedrouter:stream:1';
+    changed text[];
+    joins boolean;
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        RETURN NULL;  -- a new subscriber has no subscription yet
+    ELSIF TG_OP = 'DELETE' THEN
+        -- the subscriptions go by cascade after the subscriber: read them from the old rows' ids
+        SELECT coalesce(array_agg(f.name), '{}'), coalesce(bool_or(strpos(s.query, stream_module) > 0), false)
+        INTO changed, joins
+        FROM old_rows o
+        JOIN feedrouter.subscriptions s ON s.subscriber_id = o.id
+        JOIN feedrouter.feeds f ON f.id = s.feed_id;
+    ELSE
+        SELECT coalesce(array_agg(f.name), '{}'), coalesce(bool_or(strpos(s.query, stream_module) > 0), false)
+        INTO changed, joins
+        FROM old_rows o
+        FULL JOIN new_rows n ON n.id = o.id
+        JOIN feedrouter.subscriptions s ON s.subscriber_id = o.id OR s.subscriber_id = n.id
+        JOIN feedrouter.feeds f ON f.id = s.feed_id
+        WHERE o.id IS NULL OR n.id IS NULL
+           OR (o.name, o.output_prefix, o.active) IS DISTINCT FROM (n.name, n.output_prefix, n.active);
+    END IF;
+    IF joins THEN
+        changed := changed || ARRAY(SELECT f.name FROM feedrouter.feeds f WHERE f.event_time_path IS NOT NULL);
+    END IF;
+    PERFORM feedrouter.bump_catalog_versions(changed);
+    RETURN NULL;
+END;
+$$;

@@ -300,3 +300,16 @@ def test_feeds_coming_and_going_bump_the_feeds_that_joins_involve(joins: Engine)
     assert _bumped(joins, deactivate) == EVENT_TIME_FEEDS
     # deleting it deletes its subscriptions (by cascade, after the feed), the join among them
     assert _bumped(joins, "DELETE FROM feedrouter.feeds WHERE name = 'books'") == EVENT_TIME_FEEDS
+
+
+def test_a_subscriber_with_a_join_subscription_bumps_every_event_time_feed(joins: Engine) -> None:
+    """Only an active subscriber's joins are compiled into the feeds their blocks read."""
+    _sql(joins, ADD_ON_NEWS, n="promo", q=JOIN)
+    with joins.begin() as conn:
+        add_subscriber(conn, "bob")
+        add_subscription(conn, "bob", "sports", "scores", "//score")
+    pause = "UPDATE feedrouter.subscribers SET active = false WHERE name = 'alice'"
+    assert _bumped(joins, pause) == {"news", *EVENT_TIME_FEEDS}
+    rename_other = "UPDATE feedrouter.subscribers SET name = 'robert' WHERE name = 'bob'"
+    assert _bumped(joins, rename_other) == {"sports"}  # bob has no join
+    assert _bumped(joins, "DELETE FROM feedrouter.subscribers WHERE name = 'alice'") >= EVENT_TIME_FEEDS

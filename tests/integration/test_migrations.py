@@ -209,9 +209,10 @@ def test_the_event_time_migration_goes_down_to_0005_and_up_again(fresh_database:
     assert {f"ck_feeds_{column}" for column in EVENT_TIME_COLUMNS} <= set(checks)
 
 
-def _tracking(conn: Connection) -> tuple[str, str]:
-    return _track_feeds(conn), str(
-        conn.scalar(text("SELECT pg_get_functiondef('feedrouter.track_subscriptions'::regproc)"))
+def _tracking(conn: Connection) -> tuple[str, ...]:
+    return _track_feeds(conn), *(
+        str(conn.scalar(text(f"SELECT pg_get_functiondef('feedrouter.{name}'::regproc)")))
+        for name in ("track_subscriptions", "track_subscribers")
     )
 
 
