@@ -299,7 +299,8 @@ class JoinSet:
 
 def clock_block(feed: str, path: str) -> BlockSpec:
     """The block that reads a feed's event time in the same pass: the nodes the event-time path
-    selects, with their string value as the one leaf (``//pubDate``, ``/trade/@executed``).
+    selects, with their string value as the one leaf (``//pubDate``, ``/trade/@executed``,
+    ``//trade/time/text()``); the message's time is the first value, in document order.
 
     Raises:
         SubscriptionError: the path is not an absolute path to elements or one attribute of them.
@@ -307,13 +308,14 @@ def clock_block(feed: str, path: str) -> BlockSpec:
     from feedrouter.lang import parse  # the parser imports this package's users' modules lazily
 
     elements, _, attribute = path.rpartition("/@") if "/@" in path else (path, "", "")
-    tree = parse(elements)
-    body = tree.body
-    if not isinstance(body, ast.Filter) or not isinstance(body.path, ast.AbsPath) or body.path.tail:
-        raise TypeError(f"the event-time path {path!r} must select elements or one attribute of them")
-    leaf = ast.RelPath((), ast.AttributeTest(ast.QName("", attribute))) if attribute else ast.RelPath()
+    body = parse(elements).body
+    if not isinstance(body, ast.Filter) or not isinstance(body.path, ast.AbsPath):
+        raise TypeError(f"the event-time path {path!r} must select elements, their text or one attribute")
+    tail: ast.Tail | None = ast.AttributeTest(ast.QName("", attribute)) if attribute else body.path.tail
+    leaf = ast.RelPath((), tail)  # the element's string value, its text nodes, or the attribute
+    binding = ast.AbsPath(body.path.steps, body.path.span)
     text = f"event time of {feed}: {path}"
     digest = hashlib.sha256(text.encode()).hexdigest()[:20]
-    spec = BlockSpec(f"clock-{digest}", feed, body.path, (), text)
+    spec = BlockSpec(f"clock-{digest}", feed, binding, (), text)
     spec.leaves[path_text(leaf)] = leaf
     return spec

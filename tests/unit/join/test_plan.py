@@ -88,3 +88,14 @@ def test_leaf_names_do_not_depend_on_prefixes() -> None:
     )
     assert compile_join("1", one, "f")[0].joins == compile_join("1", two, "f")[0].joins
     assert path_text(RelPath()) == "."
+
+
+def test_the_clock_reads_an_element_its_text_or_an_attribute() -> None:
+    for path, document, value in [
+        ("//pubDate", b"<item><pubDate>Mon</pubDate></item>", "Mon"),
+        ("//trade/time/text()", b"<trade><time>T1</time><time>T2</time></trade>", "T1"),
+        ("/trade/@at", b"<trade at='5'/>", "5"),
+    ]:
+        router, clock = Router(), clock_block("f", path)
+        router.add_witness(clock)
+        assert router.route_outcome(document).witnesses[clock.id][0].values[0][0] == value, path
