@@ -138,6 +138,17 @@ class JoinPlan:
         """What the pairs depend on: subscriptions with one key share their join's work."""
         return (self.blocks, self.joins, self.kind, self.window, self.left_first)
 
+    def reduced_graph(self) -> str:
+        """The reduced join graph with its labels: each tree's edges, then the value edges."""
+        paths = self.template.paths(self.bindings)
+        labels = dict(zip(self.template.variables, self.bindings, strict=True))
+        tree = " ".join(
+            f"{parent}-{labels[var]}->{var}"
+            for var, parent in zip(self.template.variables, self.template.parents, strict=True)
+        )
+        values = " ".join(f"{paths[a]}={paths[b]}" for a, b in self.template.value_edges)
+        return f"{tree} | {values}"
+
     def describe(self, specs: dict[str, BlockSpec]) -> str:
         """A readable account for ``explain()``: blocks, reduced graph, template, temporal term."""
         left, right = (specs[b] for b in self.blocks)
@@ -147,7 +158,8 @@ class JoinPlan:
             f"  left block {left.id} on feed {left.feed}: {left.text}",
             f"  right block {right.id} on feed {right.feed}: {right.text}",
             f"  value joins: {joins}",
-            f"  {self.template.describe()}",
+            f"  reduced join graph: {self.reduced_graph()}",
+            f"  {self.template.describe()} ({self.template.key})",
             f"  R_T row: {self.bindings} window {self.window}",
             f"  temporal: {self.kind.value}, {'left' if self.left_first else 'right'} first, {self.window}",
         ]
