@@ -94,6 +94,8 @@ def compile_joins(
             outcomes[sid] = invalid(problem)
             continue
         plan = every.add(sid, tree, feed.name)
+        known = {**feeds, feed.name: feed}
+        plan.lateness = max(known[name].allowed_lateness for name in plan.feeds)
         outcomes[sid] = Outcome("valid", plan_text=_explain(plan, every) if explain else None)
     for name, record in foreign:
         tree = _join_tree(record.query)

@@ -184,16 +184,17 @@ def record(engine: Engine, entry: BatchEntry, lease: Lease | None = None) -> int
 
 
 def finished_batch(conn: Connection, feed_id: int, hour: datetime, plan_build_id: int) -> int | None:
-    """The id of the hour's batch routed by this plan build, once it finished (succeeded or empty)."""
-    found = conn.scalar(
-        select(Batch.id).where(
-            Batch.feed_id == feed_id,
-            Batch.hour == hour,
-            Batch.plan_build_id == plan_build_id,
-            Batch.status.in_(("succeeded", "empty")),
-        )
-    )
-    return int(found) if found is not None else None
+    """The id of the hour's finished batch (succeeded or empty) routed by this plan build, else by
+    the latest build that routed it (a plan rebuilt between the hour's routing and its join stage);
+    None when the hour was never routed."""
+    found = conn.execute(
+        select(Batch.id, Batch.plan_build_id)
+        .where(Batch.feed_id == feed_id, Batch.hour == hour, Batch.status.in_(("succeeded", "empty")))
+        .order_by(Batch.id.desc())
+    ).all()
+    same = [row.id for row in found if row.plan_build_id == plan_build_id]
+    chosen = same[0] if same else found[0].id if found else None
+    return int(chosen) if chosen is not None else None
 
 
 def routed_hour(conn: Connection, feed: str, hour: datetime) -> bool:

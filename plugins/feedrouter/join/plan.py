@@ -16,6 +16,7 @@ sides' fragments (:attr:`JoinPlan.code`).
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
@@ -118,6 +119,8 @@ class JoinPlan:
         template, bindings: the reduced join graph's template and this subscription's row of it.
         kind, window: the temporal term; ``left_first``: its first variable is the left binding.
         code: the return, flattened, its slots naming a side's fragment.
+        lateness: the longest allowed lateness of the feeds it reads (a partner may have arrived
+            that much later than its event time); None: the join stage's.
     """
 
     sid: str
@@ -132,6 +135,12 @@ class JoinPlan:
     left_first: bool
     code: tuple[Code, ...]
     notes: list[str] = field(default_factory=list)
+    lateness: timedelta | None = None
+
+    def reach(self, lateness: timedelta) -> int:
+        """How many hours back a partner of a message of this hour can have arrived: the window
+        plus the lateness (``lateness`` when the plan has none of its own)."""
+        return math.ceil((self.window + (self.lateness or lateness)) / timedelta(hours=1))
 
     @property
     def key(self) -> tuple[object, ...]:

@@ -85,7 +85,8 @@ class JoinStage:
             sames = _grouped(group, lambda p: p.key)
             kept: list[list[Pair]] = [[] for _ in sames]
             live = set(range(len(sames)))
-            for pair in self._candidates(group[0], max(p.window for p in group), window):
+            back = max(p.reach(self.lateness) for p in group)
+            for pair in self._candidates(group[0], back, window):
                 for i in [i for i in live if _holds(pair, sames[i][0], window)]:
                     kept[i].append(pair)
                     if len(kept[i]) > self.max_pairs:
@@ -105,10 +106,10 @@ class JoinStage:
         window = _Window(hour, store)
         return {plan.sid: self._deliver(plan, sorted(pairs.get(plan.sid, ())), window) for plan in self.plans}
 
-    def _candidates(self, plan: JoinPlan, widest: timedelta, window: _Window) -> Iterator[Pair]:
-        """The pairs of the blocks that satisfy every value join, with a node of this hour (one at a
-        time: they are filtered as they come)."""
-        hours = window.hours(lookback(widest, self.lateness))
+    def _candidates(self, plan: JoinPlan, back: int, window: _Window) -> Iterator[Pair]:
+        """The pairs of the blocks that satisfy every value join, with a node of this hour or of the
+        ``back`` hours before it (one at a time: they are filtered as they come)."""
+        hours = window.hours(back)
         left = window.roots(plan.feeds[LEFT], plan.blocks[LEFT], hours)
         right = window.roots(plan.feeds[1], plan.blocks[1], hours)
         if not left or not right:

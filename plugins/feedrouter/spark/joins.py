@@ -37,7 +37,7 @@ from feedrouter.delivery.parts import Provenance
 from feedrouter.errors import error
 from feedrouter.hours import format_hour, to_hour
 from feedrouter.join.relations import ONE_HOUR, HourWitnesses
-from feedrouter.join.stage import DEFAULT_MAX_PAIRS, JoinDelivery, JoinStage, NodeRef, Pair, lookback
+from feedrouter.join.stage import DEFAULT_MAX_PAIRS, JoinDelivery, JoinStage, NodeRef, Pair
 from feedrouter.spark.backfill import backfill_witnesses
 from feedrouter.spark.batch import BatchOptions, LoadedPlan, job_spec, load_plan_build
 from feedrouter.spark.batchlog import batch_fields, log
@@ -195,7 +195,7 @@ def window_hours(
     """Every (feed, hour) of witnesses the hour's join stage reads, with the blocks it needs there."""
     needed: dict[tuple[str, datetime], set[str]] = {}
     for plan in joins.plans.values():
-        back = lookback(plan.window, lateness)
+        back = plan.reach(lateness)
         for feed, block in zip(plan.feeds, plan.blocks, strict=True):
             for k in range(back + 1):
                 needed.setdefault((feed, hour - ONE_HOUR * k), set()).add(block)
@@ -255,14 +255,15 @@ def _spec(loaded: LoadedPlan, hour: datetime, stores: StoreOpener, options: Join
 
 
 def _routed_batch(engine: Engine, loaded: LoadedPlan, hour: datetime) -> int:
-    """The hour's batch routed by this plan build: its delivery rows get the join subscriptions'."""
+    """The hour's routed batch (by this plan build if it did): its delivery rows get the join
+    subscriptions'."""
     with engine.connect() as conn:
         batch_id = ledger.finished_batch(conn, loaded.feed_id, hour, loaded.build.id)
     if batch_id is None:
         raise error(
             "FR609",
-            f"hour {format_hour(hour)} of {loaded.plan.feed.name} is not routed with plan build "
-            f"{loaded.build.id} yet: its join stage runs after its routing",
+            f"hour {format_hour(hour)} of {loaded.plan.feed.name} is not routed yet: its join stage "
+            "runs after its routing",
         )
     return batch_id
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from feedrouter.join.plan import JoinPlan
 from feedrouter.join.relations import ONE_HOUR, HourWitnesses
-from feedrouter.join.stage import DEFAULT_MAX_PAIRS, NodeRef, Pair, WitnessStore, lookback
+from feedrouter.join.stage import DEFAULT_MAX_PAIRS, NodeRef, Pair, WitnessStore
 from feedrouter.join.templates import Template
 from feedrouter.lang.ast import TemporalKind
 
@@ -47,7 +47,7 @@ def spark_pairs(
     ``max_pairs + 1`` of a subscription (past its cap it is withheld: never more are collected)."""
     if not plans:
         return {}
-    back = max(lookback(plan.window, lateness) for plan in plans)
+    back = max(plan.reach(lateness) for plan in plans)
     hours = [hour - ONE_HOUR * k for k in range(back, -1, -1)]
     feeds = sorted({feed for plan in plans for feed in plan.feeds})
     loaded = [(feed, when, store(feed, when)) for feed in feeds for when in hours]

@@ -74,3 +74,20 @@ def test_a_text_that_does_not_parse_is_left_to_the_router_to_report() -> None:
     broken = CROSS.replace("return", "retrun")
     found = compile_joins(feed("news"), [record(1, broken)], [], {"blogs": feed("blogs")})
     assert found.join_ids == frozenset() and found.outcomes == {}
+
+
+def test_a_join_looks_back_by_the_longest_lateness_of_the_feeds_it_reads() -> None:
+    """A partner from a feed that allows more lateness may have arrived later than its time: the
+    join stage reads that much further back."""
+    news = feed("news")
+    blogs = FeedConfig(
+        "blogs",
+        "s3://in/blogs",
+        "{prefix}/{date}/{hour}/",
+        event_time_path="//t",
+        allowed_lateness=timedelta(hours=6),
+    )
+    found = compile_joins(news, [record(1, CROSS)], [], {"blogs": blogs})
+    (plan,) = found.joins.plans.values()
+    assert plan.lateness == timedelta(hours=6)
+    assert plan.reach(timedelta(hours=1)) == 8  # the 2 h window and blogs' 6 h
