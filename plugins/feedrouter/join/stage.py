@@ -78,25 +78,46 @@ class JoinStage:
     def pairs(self, hour: datetime, store: WitnessStore) -> dict[str, list[Pair]]:
         """Every subscription's qualifying pairs delivered in ``hour``, in XQuery's order; past the
         cap, only ``max_pairs + 1`` of them (the subscription is withheld: low-cardinality joins can
-        give 10⁸ pairs, which are never held)."""
+        give 10⁸ pairs, which are never held).
+
+        Set-oriented, as paper 001's one query per template: for each value slice (the feeds and the
+        leaf paths of a first value join) the matching node pairs are enumerated once, from the two
+        sides' value indexes, and each is handed to the subscriptions whose blocks bound both nodes;
+        the work follows the matches, not the number of subscriptions.
+        """
         window = _Window(hour, store)
+        hours = window.hours(max((plan.reach(self.lateness) for plan in self.plans), default=0))
+        groups = _grouped(self.plans, lambda p: (p.blocks, p.joins))
+        sames = [_grouped(group, lambda p: p.key) for group in groups]
+        kept: list[list[list[Pair]]] = [[[] for _ in same] for same in sames]
+        slices: dict[tuple[tuple[str, str], tuple[str, str]], dict[tuple[str, str], list[int]]] = {}
+        for number, group in enumerate(groups):
+            plan = group[0]
+            slices.setdefault((plan.feeds, plan.joins[0]), {}).setdefault(plan.blocks, []).append(number)
+        for (feeds, (left_leaf, right_leaf)), by_blocks in slices.items():
+            left_of, right_of = window.blocks_of(feeds[LEFT], hours), window.blocks_of(feeds[1], hours)
+            for pair in window.matches(feeds, left_leaf, right_leaf, hours):
+                for left_block in left_of.get(pair[0], ()):
+                    for right_block in right_of.get(pair[1], ()):
+                        for number in by_blocks.get((left_block, right_block), ()):
+                            self._offer(pair, groups[number][0], sames[number], kept[number], window)
         found: dict[str, list[Pair]] = {}
-        for group in _grouped(self.plans, lambda p: (p.blocks, p.joins)):
-            sames = _grouped(group, lambda p: p.key)
-            kept: list[list[Pair]] = [[] for _ in sames]
-            live = set(range(len(sames)))
-            back = max(p.reach(self.lateness) for p in group)
-            for pair in self._candidates(group[0], back, window):
-                for i in [i for i in live if _holds(pair, sames[i][0], window)]:
-                    kept[i].append(pair)
-                    if len(kept[i]) > self.max_pairs:
-                        live.discard(i)  # withheld: no more of its pairs are kept
-                if not live:
-                    break
-            for same, pairs in zip(sames, kept, strict=True):
+        for same, lists in zip(sames, kept, strict=True):
+            for plans, pairs in zip(same, lists, strict=True):
                 pairs.sort()
-                found.update((plan.sid, pairs) for plan in same)
+                found.update((plan.sid, pairs) for plan in plans)
         return found
+
+    def _offer(
+        self, pair: Pair, plan: JoinPlan, sames: list[list[JoinPlan]], kept: list[list[Pair]], window: _Window
+    ) -> None:
+        """A candidate of one (blocks, joins) group: kept for each temporal variant it satisfies,
+        once the group's other value joins hold, up to cap + 1."""
+        if not all(window.compares(plan.feeds, pair[0], pair[1], join) for join in plan.joins[1:]):
+            return
+        for same, pairs in zip(sames, kept, strict=True):
+            if len(pairs) <= self.max_pairs and _holds(pair, same[0], window):
+                pairs.append(pair)
 
     def deliver(
         self, hour: datetime, store: WitnessStore, pairs: Mapping[str, list[Pair]]
@@ -105,24 +126,6 @@ class JoinStage:
         the results assembled from the fragments, or withheld past the cap."""
         window = _Window(hour, store)
         return {plan.sid: self._deliver(plan, sorted(pairs.get(plan.sid, ())), window) for plan in self.plans}
-
-    def _candidates(self, plan: JoinPlan, back: int, window: _Window) -> Iterator[Pair]:
-        """The pairs of the blocks that satisfy every value join, with a node of this hour or of the
-        ``back`` hours before it (one at a time: they are filtered as they come)."""
-        hours = window.hours(back)
-        left = window.roots(plan.feeds[LEFT], plan.blocks[LEFT], hours)
-        right = window.roots(plan.feeds[1], plan.blocks[1], hours)
-        if not left or not right:
-            return
-        right_set = set(right)
-        (first_left, first_right), rest = plan.joins[0], plan.joins[1:]
-        for node in left:
-            values = window.values(plan.feeds[LEFT], node, first_left)
-            for partner in window.partners(plan.feeds[1], first_right, values, hours):
-                if partner not in right_set or (node[0] != window.hour and partner[0] != window.hour):
-                    continue
-                if all(window.compares(plan.feeds, node, partner, join) for join in rest):
-                    yield (node, partner)
 
     def _deliver(self, plan: JoinPlan, pairs: list[Pair], window: _Window) -> JoinDelivery:
         delivery = JoinDelivery(plan.sid, window.hour, count=len(pairs))
@@ -144,6 +147,7 @@ class _Window:
         self.hour = hour
         self._store = store
         self._loaded: dict[tuple[str, datetime], HourWitnesses | None] = {}
+        self._memberships: dict[tuple[str, tuple[datetime, ...]], dict[NodeRef, list[str]]] = {}
 
     def hours(self, back: int) -> list[datetime]:
         return [self.hour - ONE_HOUR * k for k in range(back, -1, -1)]
@@ -183,6 +187,53 @@ class _Window:
                     if node not in seen:
                         seen.add(node)
                         yield node
+
+    def blocks_of(self, feed: str, hours: Sequence[datetime]) -> dict[NodeRef, list[str]]:
+        """Each node of those hours with a usable event time -> the blocks that bound it."""
+        key = (feed, tuple(hours))
+        found = self._memberships.get(key)
+        if found is None:
+            found = {}
+            for hour in hours:
+                hw = self.witnesses(feed, hour)
+                if hw is None:
+                    continue
+                for block, nodes in hw.roots.items():
+                    for m, n in nodes:
+                        if hw.messages[m].time is not None:
+                            found.setdefault((hour, m, n), []).append(block)
+            self._memberships[key] = found
+        return found
+
+    def matches(
+        self, feeds: tuple[str, str], left_leaf: str, right_leaf: str, hours: Sequence[datetime]
+    ) -> Iterator[Pair]:
+        """The node pairs whose ``left_leaf`` and ``right_leaf`` share a value, one of them of this
+        hour (the value semi-join of the two sides, from the hours' value indexes); each pair once,
+        at the least value they share."""
+        for left_hour in hours:
+            left = self.witnesses(feeds[LEFT], left_hour)
+            if left is None:
+                continue
+            right_hours = hours if left_hour == self.hour else [self.hour]
+            left_index = left.value_index(left_leaf)
+            for right_hour in right_hours:
+                right = self.witnesses(feeds[1], right_hour)
+                if right is None:
+                    continue
+                right_index = right.value_index(right_leaf)
+                for value in left_index.keys() & right_index.keys():
+                    for m, n in left_index[value]:
+                        for rm, rn in right_index[value]:
+                            pair = ((left_hour, m, n), (right_hour, rm, rn))
+                            if self._least_shared(pair, feeds, left_leaf, right_leaf) == value:
+                                yield pair
+
+    def _least_shared(self, pair: Pair, feeds: tuple[str, str], left_leaf: str, right_leaf: str) -> str:
+        ours = self.values(feeds[LEFT], pair[0], left_leaf)
+        if len(ours) == 1:
+            return ours[0]
+        return min(set(ours) & set(self.values(feeds[1], pair[1], right_leaf)))
 
     def compares(self, feeds: tuple[str, str], left: NodeRef, right: NodeRef, join: tuple[str, str]) -> bool:
         ours = self.values(feeds[LEFT], left, join[0])
