@@ -50,15 +50,24 @@ def witness_rows(
     the block's witnesses for this document, as a subscription's result past its limit)."""
     rows = []
     size = 0
+    known_values, known_fragments = ctx.caches.witness_values, ctx.caches.witness_fragments
     for node in bound:
-        values = tuple(tuple(item.values(ctx, node)) for item in returns[:leaves])
+        values = []
+        for item in returns[:leaves]:  # items are interned: blocks binding one node share them
+            found = known_values.get((item, node))
+            if found is None:
+                found = known_values[(item, node)] = tuple(item.values(ctx, node))
+            values.append(found)
         fragments = []
         for item, ns in zip(returns[leaves:], default_ns, strict=True):
-            data = render_items_within(item.select(ctx, node), ctx, limit - size, ns)
+            data = known_fragments.get((item, ns, node))
             if data is None:
-                return None
+                data = render_items_within(item.select(ctx, node), ctx, limit - size, ns)
+                if data is None:
+                    return None
+                known_fragments[(item, ns, node)] = data
             fragments.append(data)
-        row = WitnessRow(node, values, tuple(fragments))
+        row = WitnessRow(node, tuple(values), tuple(fragments))
         size += row.size + 16  # a row's own bookkeeping counts too
         if size > limit:
             return None

@@ -69,6 +69,10 @@ class PlanCaches:
     branch_held: dict[tuple[PathPattern, int], bool] = field(default_factory=dict)
     branch_holders: dict[PathPattern, BranchHolders] = field(default_factory=dict)
     searched_by_sets: set[PathPattern] = field(default_factory=set)  # return paths
+    # feedrouter.join.witness: a join leaf's values and a fragment's bytes per node, shared by
+    # every block that binds the node
+    witness_values: dict[tuple[object, int], tuple[str, ...]] = field(default_factory=dict)
+    witness_fragments: dict[tuple[object, str, int], bytes] = field(default_factory=dict)
     # feedrouter.plan.shared_join: one join per signature
     shared_joins: dict[JoinSignature, SharedJoin] = field(default_factory=dict)
     # feedrouter.plan.evaluate: the children of a parent that pass a positional step, by (step, parent)
