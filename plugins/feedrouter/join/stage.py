@@ -35,6 +35,7 @@ Pair = tuple[NodeRef, NodeRef]
 WitnessStore = Callable[[str, datetime], "HourWitnesses | None"]
 
 DEFAULT_MAX_PAIRS = 100_000
+_NONE: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -96,11 +97,22 @@ class JoinStage:
             slices.setdefault((plan.feeds, plan.joins[0]), {}).setdefault(plan.blocks, []).append(number)
         for (feeds, (left_leaf, right_leaf)), by_blocks in slices.items():
             left_of, right_of = window.blocks_of(feeds[LEFT], hours), window.blocks_of(feeds[1], hours)
+            by_left: dict[str, dict[str, list[int]]] = {}
+            for (left_block, right_block), numbers in by_blocks.items():
+                by_left.setdefault(left_block, {})[right_block] = numbers
+            lefts = by_left.keys()
             for pair in window.matches(feeds, left_leaf, right_leaf, hours):
-                for left_block in left_of.get(pair[0], ()):
-                    for right_block in right_of.get(pair[1], ()):
-                        for number in by_blocks.get((left_block, right_block), ()):
-                            self._offer(pair, groups[number][0], sames[number], kept[number], window)
+                # the slice's subscriptions whose blocks bound both nodes (set intersections: a node
+                # may be bound by thousands of blocks, few of them this slice's); each other value
+                # join checked once for the pair, whatever number of groups share it
+                checked: dict[tuple[str, str], bool] = {}
+                for left_block in left_of.get(pair[0], _NONE) & lefts:
+                    rights = by_left[left_block]
+                    for right_block in right_of.get(pair[1], _NONE) & rights.keys():
+                        for number in rights[right_block]:
+                            plan = groups[number][0]
+                            if self._rest_hold(pair, plan, checked, window):
+                                self._offer(pair, sames[number], kept[number], window)
         found: dict[str, list[Pair]] = {}
         for same, lists in zip(sames, kept, strict=True):
             for plans, pairs in zip(same, lists, strict=True):
@@ -108,13 +120,22 @@ class JoinStage:
                 found.update((plan.sid, pairs) for plan in plans)
         return found
 
+    @staticmethod
+    def _rest_hold(pair: Pair, plan: JoinPlan, checked: dict[tuple[str, str], bool], window: _Window) -> bool:
+        """Whether the group's value joins after the first hold for the pair (memo per pair)."""
+        for join in plan.joins[1:]:
+            holds = checked.get(join)
+            if holds is None:
+                holds = checked[join] = window.compares(plan.feeds, pair[0], pair[1], join)
+            if not holds:
+                return False
+        return True
+
     def _offer(
-        self, pair: Pair, plan: JoinPlan, sames: list[list[JoinPlan]], kept: list[list[Pair]], window: _Window
+        self, pair: Pair, sames: list[list[JoinPlan]], kept: list[list[Pair]], window: _Window
     ) -> None:
-        """A candidate of one (blocks, joins) group: kept for each temporal variant it satisfies,
-        once the group's other value joins hold, up to cap + 1."""
-        if not all(window.compares(plan.feeds, pair[0], pair[1], join) for join in plan.joins[1:]):
-            return
+        """A candidate of one (blocks, joins) group whose value joins hold: kept for each temporal
+        variant it satisfies, up to cap + 1."""
         for same, pairs in zip(sames, kept, strict=True):
             if len(pairs) <= self.max_pairs and _holds(pair, same[0], window):
                 pairs.append(pair)
@@ -147,7 +168,7 @@ class _Window:
         self.hour = hour
         self._store = store
         self._loaded: dict[tuple[str, datetime], HourWitnesses | None] = {}
-        self._memberships: dict[tuple[str, tuple[datetime, ...]], dict[NodeRef, list[str]]] = {}
+        self._memberships: dict[tuple[str, tuple[datetime, ...]], dict[NodeRef, frozenset[str]]] = {}
 
     def hours(self, back: int) -> list[datetime]:
         return [self.hour - ONE_HOUR * k for k in range(back, -1, -1)]
@@ -188,12 +209,12 @@ class _Window:
                         seen.add(node)
                         yield node
 
-    def blocks_of(self, feed: str, hours: Sequence[datetime]) -> dict[NodeRef, list[str]]:
+    def blocks_of(self, feed: str, hours: Sequence[datetime]) -> dict[NodeRef, frozenset[str]]:
         """Each node of those hours with a usable event time -> the blocks that bound it."""
         key = (feed, tuple(hours))
         found = self._memberships.get(key)
         if found is None:
-            found = {}
+            sets: dict[NodeRef, set[str]] = {}
             for hour in hours:
                 hw = self.witnesses(feed, hour)
                 if hw is None:
@@ -201,8 +222,8 @@ class _Window:
                 for block, nodes in hw.roots.items():
                     for m, n in nodes:
                         if hw.messages[m].time is not None:
-                            found.setdefault((hour, m, n), []).append(block)
-            self._memberships[key] = found
+                            sets.setdefault((hour, m, n), set()).add(block)
+            found = self._memberships[key] = {node: frozenset(blocks) for node, blocks in sets.items()}
         return found
 
     def matches(
