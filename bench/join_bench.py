@@ -43,9 +43,10 @@ What is measured, per population:
 per-group engine this script was written against. Stage 2 has since become set-oriented (each value
 slice's matches enumerated once for every subscription), so its cost is no longer a sum over groups:
 it has to be measured over a whole hour with every block's witnesses collected. An interim
-measurement of that kind (8 hours x 300 items, 20,000 subscriptions, all blocks, 60 sampled
-subscriptions run separately with identical pairs) gave 1x on population A (dense: 11 million pairs
-in the hour, output-bound) and 22x on B; the rework of point 2 and a full run are still to do, and
+measurement of that kind (8 hours x 300 items, 20,000 subscriptions, all blocks, 60-100 sampled
+subscriptions run separately with identical pairs) gave 8x on population A (dense: 11 million pairs
+in the hour), 39x on B (10 million) and 62x on a sparse variant of B (100 times B's vocabulary,
+107,000 pairs); the rework of point 2 and a full run at 100,000 subscriptions are still to do, and
 no results/join.md is published until then.
 
 Results: ``bench/results/join.md``, ``join_stage2.png`` and ``join_*.csv``; ``--quick`` writes small
