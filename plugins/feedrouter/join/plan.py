@@ -40,6 +40,11 @@ from feedrouter.output.factory import (
 LEFT, RIGHT = 0, 1
 
 
+def lookback(window: timedelta, lateness: timedelta) -> int:
+    """How many hours before ``H`` a partner of a message of ``H`` can have arrived."""
+    return math.ceil((window + lateness) / timedelta(hours=1))
+
+
 @dataclass(frozen=True)
 class Fragment:
     """A return slot's path from one side's bound node, rendered as the message factory renders
@@ -140,7 +145,7 @@ class JoinPlan:
     def reach(self, lateness: timedelta) -> int:
         """How many hours back a partner of a message of this hour can have arrived: the window
         plus the lateness (``lateness`` when the plan has none of its own)."""
-        return math.ceil((self.window + (self.lateness or lateness)) / timedelta(hours=1))
+        return lookback(self.window, self.lateness or lateness)
 
     @property
     def key(self) -> tuple[object, ...]:

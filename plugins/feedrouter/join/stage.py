@@ -17,7 +17,6 @@ stream and document order, then the second's), assembled from the fragments stag
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -49,11 +48,6 @@ class JoinDelivery:
     pairs: list[Pair] = field(default_factory=list)  # each result's two nodes: its provenance
     count: int = 0  # the qualifying pairs, delivered or withheld
     withheld: str | None = None
-
-
-def lookback(window: timedelta, lateness: timedelta) -> int:
-    """How many hours before ``H`` a partner of a message of ``H`` can have arrived."""
-    return math.ceil((window + lateness) / ONE_HOUR)
 
 
 class JoinStage:
@@ -191,23 +185,6 @@ class _Window:
     def values(self, feed: str, node: NodeRef, leaf: str) -> tuple[str, ...]:
         hw = self.witnesses(feed, node[0])
         return hw.values.get(node[1:], {}).get(leaf, ()) if hw is not None else ()
-
-    def partners(
-        self, feed: str, leaf: str, values: Iterable[str], hours: Sequence[datetime]
-    ) -> Iterator[NodeRef]:
-        """The nodes of those hours whose ``leaf`` has one of ``values`` (each node once)."""
-        seen: set[NodeRef] = set()
-        for hour in hours:
-            hw = self.witnesses(feed, hour)
-            if hw is None:
-                continue
-            index = hw.value_index(leaf)
-            for value in values:
-                for m, n in index.get(value, ()):
-                    node = (hour, m, n)
-                    if node not in seen:
-                        seen.add(node)
-                        yield node
 
     def blocks_of(self, feed: str, hours: Sequence[datetime]) -> dict[NodeRef, frozenset[str]]:
         """Each node of those hours with a usable event time -> the blocks that bound it."""

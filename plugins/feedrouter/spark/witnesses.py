@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING, Any
 
 from feedrouter.delivery.layout import SUCCESS, witness_dir
 from feedrouter.hours import HOUR_PATH, HourError, hour_path, parse_hour, to_hour
+from feedrouter.join.plan import lookback
 from feedrouter.join.relations import ONE_HOUR, HourWitnesses, MessageRef
-from feedrouter.join.stage import lookback
 from feedrouter.storage import ObjectStore
 from feedrouter.storage.keys import join_key
 

@@ -7,9 +7,9 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from feedrouter.join.plan import JoinSet
+from feedrouter.join.plan import JoinSet, lookback
 from feedrouter.join.relations import HourWitnesses, MessageRef, admitted
-from feedrouter.join.stage import JoinStage, lookback
+from feedrouter.join.stage import JoinStage
 from feedrouter.lang import parse
 
 H0 = datetime(2026, 5, 1, 8, tzinfo=timezone.utc)
