@@ -35,6 +35,8 @@ WitnessStore = Callable[[str, datetime], "HourWitnesses | None"]
 
 DEFAULT_MAX_PAIRS = 100_000
 _NONE: frozenset[str] = frozenset()
+#: Matches enumerated between two checks whether a slice's subscriptions are all past their cap.
+_FULL_CHECK = 4096
 
 
 @dataclass
@@ -95,7 +97,10 @@ class JoinStage:
             for (left_block, right_block), numbers in by_blocks.items():
                 by_left.setdefault(left_block, {})[right_block] = numbers
             lefts = by_left.keys()
-            for pair in window.matches(feeds, left_leaf, right_leaf, hours):
+            numbers = [n for ns in by_blocks.values() for n in ns]
+            for seen, pair in enumerate(window.matches(feeds, left_leaf, right_leaf, hours)):
+                if seen % _FULL_CHECK == 0 and self._all_past_cap(numbers, kept):
+                    break  # a low-cardinality slice whose every subscription is withheld: stop
                 # the slice's subscriptions whose blocks bound both nodes (set intersections: a node
                 # may be bound by thousands of blocks, few of them this slice's); each other value
                 # join checked once for the pair, whatever number of groups share it
@@ -113,6 +118,9 @@ class JoinStage:
                 pairs.sort()
                 found.update((plan.sid, pairs) for plan in plans)
         return found
+
+    def _all_past_cap(self, numbers: list[int], kept: list[list[list[Pair]]]) -> bool:
+        return all(len(pairs) > self.max_pairs for n in numbers for pairs in kept[n])
 
     @staticmethod
     def _rest_hold(pair: Pair, plan: JoinPlan, checked: dict[tuple[str, str], bool], window: _Window) -> bool:

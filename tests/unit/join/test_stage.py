@@ -93,3 +93,25 @@ def test_a_message_joins_when_its_time_is_within_the_lateness_before_its_hour(
 def test_the_lookback_covers_the_window_and_the_lateness() -> None:
     assert lookback(timedelta(hours=6), timedelta(hours=1)) == 7
     assert lookback(timedelta(minutes=90), timedelta(minutes=30)) == 2
+
+
+def test_a_slice_whose_subscriptions_are_all_past_the_cap_stops_enumerating(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import feedrouter.join.stage as stage_module
+
+    monkeypatch.setattr(stage_module, "_FULL_CHECK", 1)
+    stage, block = stage_of({"s": join("within")}, cap=2)
+    store = {("f", H0): hour(H0, block, [("x", str(i), i) for i in range(30)])}  # 870 pairs
+    enumerated = 0
+    original = stage_module._Window.matches
+
+    def counted(self, *args):  # type: ignore[no-untyped-def]
+        nonlocal enumerated
+        for pair in original(self, *args):
+            enumerated += 1
+            yield pair
+
+    monkeypatch.setattr(stage_module._Window, "matches", counted)
+    found = stage.run(H0, lambda feed, h: store.get((feed, h)))["s"]
+    assert found.withheld is not None and enumerated < 10
