@@ -37,7 +37,7 @@ from feedrouter.limits import ResultLimits
 from feedrouter.output.defaults import complete_attribute_defaults
 from feedrouter.output.factory import assemble_within, render_items_within
 from feedrouter.plan.context import DocumentContext
-from feedrouter.plan.index import Probe, SelectionIndex, find_probe
+from feedrouter.plan.index import Probe, SelectionIndex, choose_probe, find_probes, probe_holds
 from feedrouter.plan.operators import PatternPlan
 from feedrouter.plan.optimize import Optimize
 from feedrouter.plan.patterns import PathPattern
@@ -179,6 +179,7 @@ class Router:
                     code="FR300",
                     source=str(sid),
                 )
+        router.reindex()
         if router.errors and on_error == "raise":
             raise _combined(list(router.errors.values()))
         return router
@@ -227,22 +228,51 @@ class Router:
             self._warnings[sid] = plan.warning
         group, created = self._shared.join(plan)
         if created:
-            entries = [(alt.pid, self._probe(alt.pattern)) for alt in plan.main.alternatives]
+            group.options = [self._probes(alt.pattern) for alt in plan.main.alternatives]
             if plan.document_if:  # the document node may be selected where no element is: no probe
-                entries = [(pid, None) for pid, _ in entries]
-            group.probe = entries[0][1]
-            group.entries = entries
-            if len(entries) > 1:
+                group.options = [[] for _ in group.options]
+            group.options = [self._index.offer(options) for options in group.options]
+            self._choose_entries(group, [alt.pid for alt in plan.main.alternatives])
+            if len(group.entries) > 1:
                 self._index.repeats = True  # a union is filed once per alternative
-            for pid, probe in entries:
+            for pid, probe in group.entries:
                 self._index.add(group, pid, probe)
         self.errors.pop(sid, None)
 
-    def _probe(self, pattern: PathPattern) -> Probe | None:
-        """Where the selection index files a main pattern (None: by its binding path alone)."""
+    def _probes(self, pattern: PathPattern) -> list[Probe]:
+        """The tests the selection index may file a main pattern under (none: by its binding path)."""
         if not self.shared_selection:
-            return None
-        return find_probe(pattern, self._nfa.path_id, self.strategy.branches_in_nfa)
+            return []
+        return find_probes(pattern, self._nfa.path_id, self.strategy.branches_in_nfa)
+
+    def reindex(self) -> None:
+        """File every group under its most selective test as the whole population now estimates
+        it (:func:`~feedrouter.plan.index.choose_probe`). Adding subscriptions one by one files the
+        early ones with little to go on; :meth:`compile` reindexes at its end, and whoever adds a
+        batch (join blocks, a plan build) should too. Results do not change, only the work."""
+        for group in self._shared.groups():
+            options = getattr(group, "options", None)
+            if not options:  # pickled before groups kept their options, or nothing to choose
+                continue
+            before = group.entries
+            self._choose_entries(group, [pid for pid, _ in before])
+            if group.entries == before:
+                continue
+            for pid, probe in before:
+                self._index.remove(group, pid, probe)
+            for pid, probe in group.entries:
+                self._index.add(group, pid, probe)
+
+    def _choose_entries(self, group: PlanGroup, pids: list[int]) -> None:
+        """Where the index files the group (one entry per alternative) and, for a single entry, the
+        group's other tests, checked before its plan runs, the most selective first."""
+        spread = self._index.spread
+        group.entries = [
+            (pid, choose_probe(options, spread)) for pid, options in zip(pids, group.options, strict=True)
+        ]
+        group.probe = group.entries[0][1]
+        others = [p for p in group.options[0] if p is not group.probe] if len(pids) == 1 else []
+        group.checks = tuple(sorted(others, key=lambda probe: -spread(probe.site)))
 
     def remove(self, subscription_id: str) -> None:
         """Take a subscription out; the NFA and shared plans release what only it used."""
@@ -256,6 +286,8 @@ class Router:
             entries = getattr(group, "entries", None) or [(plan.main.alternatives[0].pid, group.probe)]
             for pid, probe in entries:
                 self._index.remove(group, pid, probe)
+            for options in getattr(group, "options", ()):
+                self._index.withdraw(options)
         self._warnings.pop(sid, None)
         self._texts.pop(sid, None)
         self._positional.discard(sid)
@@ -320,6 +352,9 @@ class Router:
         per_subscription = budget.limits.per_subscription
         for group in candidates:
             plan = group.plan
+            checks = getattr(group, "checks", ())  # groups pickled before checks had none
+            if checks and not all(probe_holds(ctx, probe) for probe in checks):
+                continue
             try:
                 bound = plan.bindings(ctx)
                 if not bound:
@@ -374,13 +409,14 @@ class Router:
         if not blocks:
             return False
         leaves, namespaces = self._witnesses[blocks[0]]  # one plan: the same returns for every member
-        rows = witness_rows(group.plan.returns, leaves, namespaces, ctx, bound, limit)
-        if rows is None:
+        found = witness_rows(group.plan.returns, leaves, namespaces, ctx, bound, limit)
+        if found is None:
             refusal = budget.refuse(limit, ctx.source)
             for block in blocks:
                 outcome.failures[block] = refusal
         else:
-            budget.left -= sum(row.size for row in rows)
+            rows, size = found
+            budget.left -= size
             for block in blocks:
                 outcome.witnesses[block] = rows
         return len(blocks) == len(group.members)

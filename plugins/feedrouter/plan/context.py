@@ -71,8 +71,13 @@ class PlanCaches:
     searched_by_sets: set[PathPattern] = field(default_factory=set)  # return paths
     # feedrouter.join.witness: a join leaf's values and a fragment's bytes per node, shared by
     # every block that binds the node
-    witness_values: dict[tuple[object, int], tuple[str, ...]] = field(default_factory=dict)
+    witness_values: dict[tuple[object, int], tuple[tuple[str, ...], int]] = field(default_factory=dict)
     witness_fragments: dict[tuple[object, str, int], bytes] = field(default_factory=dict)
+    # ... and a whole row per node for blocks with the same leaves and fragments (the common case:
+    # blocks that differ only in their conditions)
+    witness_rows: dict[tuple[object, ...], tuple[object, int]] = field(default_factory=dict)
+    # feedrouter.plan.index: the keys found at each probe site (by the shared site's id)
+    probe_keys: dict[int, set[str | float]] = field(default_factory=dict)
     # feedrouter.plan.shared_join: one join per signature
     shared_joins: dict[JoinSignature, SharedJoin] = field(default_factory=dict)
     # feedrouter.plan.evaluate: the children of a parent that pass a positional step, by (step, parent)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right, insort
 from collections.abc import Callable, Collection, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
 from feedrouter.engine.document import attribute_values, iter_text_nodes
@@ -71,18 +71,29 @@ class Probe:
     op: CompOp = CompOp.EQ
 
 
-def find_probe(main: PathPattern, pid_of: PidOf, branches_in_nfa: bool) -> Probe | None:
-    """The pattern tree's first equality test whose path is in the NFA, else its first range test."""
-    probes = [
+def find_probes(main: PathPattern, pid_of: PidOf, branches_in_nfa: bool) -> list[Probe]:
+    """Every indexable test of the pattern tree (each a necessary condition of a match), in order."""
+    return [
         probe
         for pattern in _indexable_patterns(main, branches_in_nfa)
         for i, tests in enumerate(pattern.tests)
         for test in tests
         if (probe := probe_for(test, pid_of(pattern.nav), i, i == pattern.last)) is not None
     ]
-    for probe in probes:
-        if probe.op is CompOp.EQ:
-            return probe
+
+
+def choose_probe(probes: list[Probe], spread: Callable[[ProbeSite], int]) -> Probe | None:
+    """The probe to file a subscription under: of its equality tests, the one whose site has the
+    largest ``spread`` (the first on a tie), else its first range test.
+
+    Any one necessary test is a correct filing; the point is to pick a selective one. With no
+    statistics of the documents, the population's own constants are the estimate: a site where the
+    subscriptions name 2,000 distinct authors likely sees one of them in few documents, a site where
+    they name 3 languages likely sees each in a third of them (selectivity about 1 / distinct).
+    """
+    equalities = [probe for probe in probes if probe.op is CompOp.EQ]
+    if equalities:
+        return max(equalities, key=lambda probe: spread(probe.site))  # max keeps the first of ties
     return probes[0] if probes else None
 
 
@@ -255,6 +266,42 @@ class SelectionIndex(Generic[_T]):
     def __init__(self) -> None:
         self._sites: dict[int, dict[ProbeSite, _Site[_T]]] = {}
         self._unindexed: dict[int, list[_T]] = {}
+        # every indexable constant the filed subscriptions have at each site, chosen or not, with
+        # how many have it: the population's statistics that choose_probe's spread reads
+        self._offered: dict[ProbeSite, dict[Key, int]] = {}
+        self._canonical: dict[ProbeSite, ProbeSite] = {}
+
+    def offer(self, probes: Collection[Probe]) -> list[Probe]:
+        """Count a new subscription's indexable tests in the site statistics; the probes returned
+        share one site object per site (documents cache what they find at a site by its identity)."""
+        offered = self.__dict__.setdefault("_offered", {})  # indexes pickled before it had none
+        canonical = self.__dict__.setdefault("_canonical", {})
+        found = []
+        for probe in probes:
+            site = canonical.setdefault(probe.site, probe.site)
+            if site is not probe.site:
+                probe = replace(probe, site=site)
+            counts = offered.setdefault(site, {})
+            counts[probe.key] = counts.get(probe.key, 0) + 1
+            found.append(probe)
+        return found
+
+    def withdraw(self, probes: Collection[Probe]) -> None:
+        """Take a leaving subscription's tests out of the site statistics."""
+        offered = self.__dict__.setdefault("_offered", {})
+        for probe in probes:
+            counts = offered.get(probe.site)
+            if counts is None or probe.key not in counts:
+                continue
+            counts[probe.key] -= 1
+            if not counts[probe.key]:
+                del counts[probe.key]
+                if not counts:
+                    del offered[probe.site]
+
+    def spread(self, site: ProbeSite) -> int:
+        """How many distinct constants the filed subscriptions compare at ``site``."""
+        return len(self.__dict__.get("_offered", {}).get(site, ()))
 
     def add(self, item: _T, main_pid: int, probe: Probe | None) -> None:
         if probe is None:
@@ -296,7 +343,7 @@ class SelectionIndex(Generic[_T]):
         for pid in ctx.matches.matched():
             found.extend(self._unindexed.get(pid, ()))
             for site, filed in self._sites.get(pid, {}).items():
-                keys = _keys(ctx, _site_nodes(ctx, site), site)
+                keys = keys_at(ctx, site)
                 if not keys:
                     continue
                 if site.call is not None and site.call.name in MATCH_FUNCTIONS:
@@ -315,6 +362,42 @@ def _remove_from(mapping: dict[_K, list[_T]], key: _K, item: _T) -> None:
     items.remove(item)
     if not items:
         del mapping[key]
+
+
+def keys_at(ctx: DocumentContext, site: ProbeSite) -> set[Key]:
+    """The distinct values found at a site in this document, as index keys (once per document)."""
+    known = ctx.caches.probe_keys
+    keys = known.get(id(site))  # by identity: a site's hash is costly, and sites are shared
+    if keys is None:
+        keys = known[id(site)] = _keys(ctx, _site_nodes(ctx, site), site)
+    return keys
+
+
+def probe_holds(ctx: DocumentContext, probe: Probe) -> bool:
+    """Whether the document can pass ``probe``'s test: what the index checks for the test it files a
+    subscription under, for another of its tests (all are necessary: a candidate that fails one
+    cannot match, and is not evaluated)."""
+    keys = keys_at(ctx, probe.site)
+    if not keys:
+        return False
+    call = probe.site.call
+    if call is not None and call.name in MATCH_FUNCTIONS:
+        needle = str(probe.key)
+        if call.name == "contains":
+            return any(needle in value for value in keys)  # type: ignore[operator]
+        if call.name == "starts-with":
+            return any(str(value).startswith(needle) for value in keys)
+        return any(str(value).endswith(needle) for value in keys)
+    op, key = probe.op, probe.key
+    if op is CompOp.EQ:
+        return key in keys
+    if op is CompOp.GT:
+        return max(keys) > key  # type: ignore[operator]
+    if op is CompOp.GE:
+        return max(keys) >= key  # type: ignore[operator]
+    if op is CompOp.LT:
+        return min(keys) < key  # type: ignore[operator]
+    return min(keys) <= key  # type: ignore[operator]
 
 
 def _site_nodes(ctx: DocumentContext, site: ProbeSite) -> set[int]:

@@ -31,6 +31,10 @@ class PlanGroup:
     probe: Probe | None = None  # where the selection index files the group (None: by binding path)
     # every (path, probe) it is filed under: one per alternative of a union (DNF), else one
     entries: list[tuple[int, Probe | None]] = field(default_factory=list)
+    # each entry's indexable tests, the choices the index may file it under (Router.reindex)
+    options: list[list[Probe]] = field(default_factory=list)
+    # the tests besides the filed one that a candidate must pass before its plan runs (one entry)
+    checks: tuple[Probe, ...] = ()
 
 
 class SharedPlans:
@@ -66,3 +70,7 @@ class SharedPlans:
 
     def __len__(self) -> int:
         return len(self._groups)
+
+    def groups(self) -> list[PlanGroup]:
+        """The groups, in the order they were created."""
+        return list(self._groups.values())

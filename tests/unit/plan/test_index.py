@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from feedrouter import Router
 from feedrouter.lang.ast import CompOp
 from feedrouter.plan.index import _SortedConstants
+from feedrouter.plan.results import SubscriptionPlan
 
 
 def filed(*keys: float) -> _SortedConstants:
@@ -128,3 +129,121 @@ def test_selections_pulled_up_over_a_shared_join_serve_every_constant_of_the_sig
     assert "SharedJoin($1 with path" in shared.explain("seven")
     assert "SharedSelection[sorted]($1 @id <= 2.0) over SharedJoin($1 with itself)" in shared.explain("own")
     assert "SharedJoin" not in pushed.explain("seven")
+
+
+#: (a predicate on //item, the same test in a where clause on $i)
+CONJUNCTS = st.sampled_from(
+    [
+        ("@lang = 'en'", "$i/@lang = 'en'"),
+        ("@lang = 'de'", "$i/@lang = 'de'"),
+        ("author = 'Ada'", "$i/author = 'Ada'"),
+        ("author = 'Alan'", "$i/author = 'Alan'"),
+        ("author = 'Bob'", "$i/author = 'Bob'"),
+        ("contains(title, 'ar')", "contains($i/title, 'ar')"),
+        ("contains(title, 'Mark')", "contains($i/title, 'Mark')"),
+        ("starts-with(title, 'Ra')", "starts-with($i/title, 'Ra')"),
+        ("ends-with(title, 'ly')", "ends-with($i/title, 'ly')"),
+        ("@n > 2", "$i/@n > 2"),
+        ("@n <= 1", "$i/@n <= 1"),
+        ("not(@lang = 'fr')", "not($i/@lang = 'fr')"),
+        ("category", "exists($i/category)"),
+    ]
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    items=st.lists(
+        st.tuples(
+            st.sampled_from(["en", "de", "fr"]),
+            st.sampled_from(["Ada", "Alan", "Bob"]),
+            st.sampled_from(["Markets rally", "Rates", "Oil slump", ""]),
+            st.integers(0, 4),
+        ),
+        min_size=1,
+        max_size=4,
+    ),
+    conjunctions=st.lists(st.lists(CONJUNCTS, min_size=1, max_size=3), min_size=1, max_size=10),
+)
+def test_checking_a_candidates_other_tests_never_changes_what_routes(
+    items: list[tuple[str, str, str, int]], conjunctions: list[list[tuple[str, str]]]
+) -> None:
+    """Conjunctions of equality, keyword and range tests: the index files each under one of them and
+    checks the others before evaluating (all are necessary), which only skips what cannot match."""
+    document = (
+        "<list>"
+        + "".join(
+            f"<item lang='{lang}' n='{n}'><author>{author}</author><title>{title}</title></item>"
+            for lang, author, title, n in items
+        )
+        + "</list>"
+    ).encode()
+    subscriptions = {
+        f"s{i}": "//item" + "".join(f"[{p}]" for p, _ in cs) for i, cs in enumerate(conjunctions)
+    }
+    subscriptions |= {
+        f"f{i}": "for $i in //item where " + " and ".join(w for _, w in cs) + " return $i/author"
+        for i, cs in enumerate(conjunctions)
+    }
+    indexed = Router.compile(subscriptions, on_error="collect")
+    plain = Router.compile(subscriptions, shared_selection=False, on_error="collect")
+    assert indexed.errors.keys() == plain.errors.keys()
+    assert indexed.route(document) == plain.route(document)
+
+
+def test_a_subscription_is_filed_under_the_test_whose_site_has_the_most_constants() -> None:
+    """``@lang`` takes two values across the population, ``author`` forty: a document in English is
+    a candidate for the subscriptions naming its author, not for every English one."""
+    subscriptions = {f"s{i}": f"//item[@lang = '{('en', 'de')[i % 2]}'][author = 'A{i}']" for i in range(40)}
+    router = Router.compile(subscriptions)
+    document = b"<list><item lang='en'><author>A2</author></item></list>"
+    evaluated = 0
+    original = SubscriptionPlan.bindings
+
+    def counted(self: SubscriptionPlan, ctx: object) -> list[int]:
+        nonlocal evaluated
+        evaluated += 1
+        return original(self, ctx)  # type: ignore[arg-type]
+
+    SubscriptionPlan.bindings = counted  # type: ignore[method-assign]
+    try:
+        assert set(router.route(document)) == {"s2"}
+    finally:
+        SubscriptionPlan.bindings = original  # type: ignore[method-assign]
+    assert evaluated == 1  # filed by @lang, 20 would have run
+    assert "filed under path 2 field $2 (.) = 'A2'" in router.explain("s2")
+
+
+def test_compile_refiles_what_was_added_before_the_statistics_said_so() -> None:
+    """The first subscription is added when ``@lang`` and ``author`` have one constant each (a tie:
+    its first test); once the population is in, it is filed by its author like the others."""
+    subscriptions = {f"s{i}": f"//item[@lang = 'en'][author = 'A{i}']" for i in range(5)}
+    one_by_one = Router()
+    for sid, text in subscriptions.items():
+        one_by_one.add(sid, text)
+    assert "= 'en'" in one_by_one.explain("s0").split("shared selection")[1]
+    one_by_one.reindex()
+    compiled = Router.compile(subscriptions)
+    for router in (one_by_one, compiled):
+        assert "= 'A0'" in router.explain("s0").split("shared selection")[1]
+        assert set(router.route(b"<item lang='en'><author>A0</author></item>")) == {"s0"}
+
+
+def test_a_candidate_that_fails_its_other_test_is_not_evaluated() -> None:
+    subscriptions = {f"s{i}": f"//item[author = 'A{i}'][contains(title, 'w{i}')]" for i in range(10)}
+    router = Router.compile(subscriptions)
+    evaluated = 0
+    original = SubscriptionPlan.bindings
+
+    def counted(self: SubscriptionPlan, ctx: object) -> list[int]:
+        nonlocal evaluated
+        evaluated += 1
+        return original(self, ctx)  # type: ignore[arg-type]
+
+    SubscriptionPlan.bindings = counted  # type: ignore[method-assign]
+    try:
+        assert router.route(b"<item><author>A3</author><title>w4</title></item>") == {}
+        assert set(router.route(b"<item><author>A3</author><title>w3 w4</title></item>")) == {"s3"}
+    finally:
+        SubscriptionPlan.bindings = original  # type: ignore[method-assign]
+    assert evaluated == 1
