@@ -95,6 +95,7 @@ class HourWitnesses:
     values: dict[tuple[int, int], dict[str, tuple[str, ...]]] = field(default_factory=dict)
     fragments: dict[tuple[int, int], dict[str, bytes]] = field(default_factory=dict)
     _indexes: dict[str, dict[str, list[tuple[int, int]]]] = field(default_factory=dict, repr=False)
+    _memberships: dict[tuple[int, int], frozenset[str]] | None = field(default=None, repr=False)
 
     def add(
         self,
@@ -116,10 +117,28 @@ class HourWitnesses:
             self.values[(number, node)] = values
         for node, fragments in found.fragments.items():
             self.fragments[(number, node)] = fragments
+        self.forget()
+
+    def forget(self) -> None:
+        """Drop the derived views (value indexes, memberships): they are rebuilt on next use."""
         self._indexes.clear()
+        self._memberships = None
 
     def time_of(self, node: tuple[int, int]) -> datetime | None:
         return self.messages[node[0]].time
+
+    def memberships(self) -> dict[tuple[int, int], frozenset[str]]:
+        """Each node of a message with a usable event time -> the blocks that bound it (the other
+        half of the hour's view cache: which subscriptions a matched node can serve), built once."""
+        found = self._memberships
+        if found is None:
+            sets: dict[tuple[int, int], set[str]] = {}
+            for block, nodes in self.roots.items():
+                for node in nodes:
+                    if self.messages[node[0]].time is not None:
+                        sets.setdefault(node, set()).add(block)
+            found = self._memberships = {node: frozenset(blocks) for node, blocks in sets.items()}
+        return found
 
     def value_index(self, leaf: str) -> dict[str, list[tuple[int, int]]]:
         """value -> the nodes whose ``leaf`` has it (in stream order), built once per leaf."""

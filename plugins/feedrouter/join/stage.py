@@ -8,15 +8,17 @@ order the hours are routed in: stage 2 of hour ``H`` takes the pairs with one no
 the other from ``H`` or the hours before it within the window plus the allowed lateness.
 
 Shared work (paper 001): subscriptions with the same blocks and value joins share their candidate
-pairs, computed once per hour from the first join's value index (the hour's view cache, leaf and
-value to nodes: a value semi-join before anything else, Algorithm 4), the other joins checked on
-those candidates only; subscriptions that also agree on the temporal term share their pairs. A
-subscription's result for the hour is one item per pair, in XQuery's order (the first binding's
-stream and document order, then the second's), assembled from the fragments stage 1 rendered.
+pairs, computed once per hour from the value index of their most selective join (the hour's view
+cache, leaf and value to nodes: a value semi-join before anything else, Algorithm 4), the other
+joins checked on those candidates only; subscriptions that differ only in their temporal term share
+those candidates, and a pair finds the windows it satisfies by bisection. A subscription's result
+for the hour is one item per pair, in XQuery's order (the first binding's stream and document
+order, then the second's), assembled from the fragments stage 1 rendered.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -35,6 +37,7 @@ WitnessStore = Callable[[str, datetime], "HourWitnesses | None"]
 
 DEFAULT_MAX_PAIRS = 100_000
 _NONE: frozenset[str] = frozenset()
+_ZERO = timedelta(0)
 #: Matches enumerated between two checks whether a slice's subscriptions are all past their cap.
 _FULL_CHECK = 4096
 
@@ -78,21 +81,24 @@ class JoinStage:
         give 10⁸ pairs, which are never held).
 
         Set-oriented, as paper 001's one query per template: for each value slice (the feeds and the
-        leaf paths of a first value join) the matching node pairs are enumerated once, from the two
-        sides' value indexes, and each is handed to the subscriptions whose blocks bound both nodes;
-        the work follows the matches, not the number of subscriptions.
+        leaf paths of a driving value join, :meth:`_Window.driving`) the matching node pairs are
+        enumerated once, from the two sides' value indexes, and each is handed to the subscriptions
+        whose blocks bound both nodes; the work follows the matches, not the number of subscriptions.
         """
         window = _Window(hour, store)
         hours = window.hours(max((plan.reach(self.lateness) for plan in self.plans), default=0))
         groups = _grouped(self.plans, lambda p: (p.blocks, p.joins))
         sames = [_grouped(group, lambda p: p.key) for group in groups]
         kept: list[list[list[Pair]]] = [[[] for _ in same] for same in sames]
+        temporals = [_Temporal.of(same) for same in sames]
         slices: dict[tuple[tuple[str, str], tuple[str, str]], dict[tuple[str, str], list[int]]] = {}
+        rests: list[tuple[tuple[str, str], ...]] = []
         for number, group in enumerate(groups):
             plan = group[0]
-            slices.setdefault((plan.feeds, plan.joins[0]), {}).setdefault(plan.blocks, []).append(number)
+            drive = window.driving(plan.feeds, plan.joins)
+            rests.append(tuple(join for join in plan.joins if join != drive))
+            slices.setdefault((plan.feeds, drive), {}).setdefault(plan.blocks, []).append(number)
         for (feeds, (left_leaf, right_leaf)), by_blocks in slices.items():
-            left_of, right_of = window.blocks_of(feeds[LEFT], hours), window.blocks_of(feeds[1], hours)
             by_left: dict[str, dict[str, list[int]]] = {}
             for (left_block, right_block), numbers in by_blocks.items():
                 by_left.setdefault(left_block, {})[right_block] = numbers
@@ -105,13 +111,12 @@ class JoinStage:
                 # may be bound by thousands of blocks, few of them this slice's); each other value
                 # join checked once for the pair, whatever number of groups share it
                 checked: dict[tuple[str, str], bool] = {}
-                for left_block in left_of.get(pair[0], _NONE) & lefts:
+                for left_block in window.blocks_at(feeds[LEFT], pair[0]) & lefts:
                     rights = by_left[left_block]
-                    for right_block in right_of.get(pair[1], _NONE) & rights.keys():
+                    for right_block in window.blocks_at(feeds[1], pair[1]) & rights.keys():
                         for number in rights[right_block]:
-                            plan = groups[number][0]
-                            if self._rest_hold(pair, plan, checked, window):
-                                self._offer(pair, sames[number], kept[number], window)
+                            if self._rest_hold(pair, feeds, rests[number], checked, window):
+                                self._offer(pair, feeds, temporals[number], kept[number], window)
         found: dict[str, list[Pair]] = {}
         for same, lists in zip(sames, kept, strict=True):
             for plans, pairs in zip(same, lists, strict=True):
@@ -123,23 +128,32 @@ class JoinStage:
         return all(len(pairs) > self.max_pairs for n in numbers for pairs in kept[n])
 
     @staticmethod
-    def _rest_hold(pair: Pair, plan: JoinPlan, checked: dict[tuple[str, str], bool], window: _Window) -> bool:
-        """Whether the group's value joins after the first hold for the pair (memo per pair)."""
-        for join in plan.joins[1:]:
+    def _rest_hold(
+        pair: Pair,
+        feeds: tuple[str, str],
+        rest: tuple[tuple[str, str], ...],
+        checked: dict[tuple[str, str], bool],
+        window: _Window,
+    ) -> bool:
+        """Whether the group's other value joins hold for the pair (memo per pair)."""
+        for join in rest:
             holds = checked.get(join)
             if holds is None:
-                holds = checked[join] = window.compares(plan.feeds, pair[0], pair[1], join)
+                holds = checked[join] = window.compares(feeds, pair[0], pair[1], join)
             if not holds:
                 return False
         return True
 
     def _offer(
-        self, pair: Pair, sames: list[list[JoinPlan]], kept: list[list[Pair]], window: _Window
+        self, pair: Pair, feeds: tuple[str, str], temporal: _Temporal, kept: list[list[Pair]], window: _Window
     ) -> None:
         """A candidate of one (blocks, joins) group whose value joins hold: kept for each temporal
         variant it satisfies, up to cap + 1."""
-        for same, pairs in zip(sames, kept, strict=True):
-            if len(pairs) <= self.max_pairs and _holds(pair, same[0], window):
+        left, right = window.time_of(feeds[LEFT], pair[0]), window.time_of(feeds[1], pair[1])
+        same_message = feeds[0] == feeds[1] and pair[0][:2] == pair[1][:2]
+        for number in temporal.satisfied(right - left, same_message):
+            pairs = kept[number]
+            if len(pairs) <= self.max_pairs:
                 pairs.append(pair)
 
     def deliver(
@@ -170,7 +184,7 @@ class _Window:
         self.hour = hour
         self._store = store
         self._loaded: dict[tuple[str, datetime], HourWitnesses | None] = {}
-        self._memberships: dict[tuple[str, tuple[datetime, ...]], dict[NodeRef, frozenset[str]]] = {}
+        self._estimates: dict[tuple[tuple[str, str], tuple[str, str]], int] = {}
 
     def hours(self, back: int) -> list[datetime]:
         return [self.hour - ONE_HOUR * k for k in range(back, -1, -1)]
@@ -181,34 +195,36 @@ class _Window:
             self._loaded[key] = self._store(feed, hour)
         return self._loaded[key]
 
-    def roots(self, feed: str, block: str, hours: Sequence[datetime]) -> list[NodeRef]:
-        """The block's nodes in those hours whose messages have a usable event time."""
-        found: list[NodeRef] = []
-        for hour in hours:
-            hw = self.witnesses(feed, hour)
-            if hw is not None:
-                found.extend((hour, m, n) for m, n in hw.roots.get(block, ()) if hw.messages[m].time)
-        return found
-
     def values(self, feed: str, node: NodeRef, leaf: str) -> tuple[str, ...]:
         hw = self.witnesses(feed, node[0])
         return hw.values.get(node[1:], {}).get(leaf, ()) if hw is not None else ()
 
-    def blocks_of(self, feed: str, hours: Sequence[datetime]) -> dict[NodeRef, frozenset[str]]:
-        """Each node of those hours with a usable event time -> the blocks that bound it."""
-        key = (feed, tuple(hours))
-        found = self._memberships.get(key)
+    def blocks_at(self, feed: str, node: NodeRef) -> frozenset[str]:
+        """The blocks that bound ``node`` (none when its message has no usable event time)."""
+        hw = self.witnesses(feed, node[0])
+        return hw.memberships().get(node[1:], _NONE) if hw is not None else _NONE
+
+    def driving(self, feeds: tuple[str, str], joins: tuple[tuple[str, str], ...]) -> tuple[str, str]:
+        """The value join to enumerate a group's candidates from: the one with the fewest matches
+        among this hour's own nodes (paper 001 runs the most selective semi-join first). Joining
+        on ``@lang`` first would pair each message with a quarter of the window; on a link, with a
+        few. The others are checked on its matches. The first of equals, so the choice (and only the
+        work, never the pairs) is the same on every run over the same witnesses."""
+        if len(joins) == 1:
+            return joins[0]
+        return min(joins, key=lambda join: self.matches_in_hour(feeds, join))
+
+    def matches_in_hour(self, feeds: tuple[str, str], join: tuple[str, str]) -> int:
+        """How many node pairs of this hour share a value of the join's leaves (a cost estimate)."""
+        key = (feeds, join)
+        found = self._estimates.get(key)
         if found is None:
-            sets: dict[NodeRef, set[str]] = {}
-            for hour in hours:
-                hw = self.witnesses(feed, hour)
-                if hw is None:
-                    continue
-                for block, nodes in hw.roots.items():
-                    for m, n in nodes:
-                        if hw.messages[m].time is not None:
-                            sets.setdefault((hour, m, n), set()).add(block)
-            found = self._memberships[key] = {node: frozenset(blocks) for node, blocks in sets.items()}
+            left, right = self.witnesses(feeds[LEFT], self.hour), self.witnesses(feeds[1], self.hour)
+            found = 0
+            if left is not None and right is not None:
+                ours, theirs = left.value_index(join[0]), right.value_index(join[1])
+                found = sum(len(ours[value]) * len(theirs[value]) for value in ours.keys() & theirs.keys())
+            self._estimates[key] = found
         return found
 
     def matches(
@@ -229,9 +245,13 @@ class _Window:
                     continue
                 right_index = right.value_index(right_leaf)
                 for value in left_index.keys() & right_index.keys():
-                    for m, n in left_index[value]:
-                        for rm, rn in right_index[value]:
-                            pair = ((left_hour, m, n), (right_hour, rm, rn))
+                    # one NodeRef per node and value, shared by all its pairs (dense slices hold
+                    # millions of pairs: a tuple per node, not per pair)
+                    partners = [(right_hour, *node) for node in right_index[value]]
+                    for node in left_index[value]:
+                        ref = (left_hour, *node)
+                        for partner in partners:
+                            pair = (ref, partner)
                             if self._least_shared(pair, feeds, left_leaf, right_leaf) == value:
                                 yield pair
 
@@ -247,7 +267,7 @@ class _Window:
 
     def time_of(self, feed: str, node: NodeRef) -> datetime:
         hw = self.witnesses(feed, node[0])
-        assert hw is not None and hw.messages[node[1]].time is not None  # roots() keeps timed ones
+        assert hw is not None and hw.messages[node[1]].time is not None  # blocks_at() serves timed ones only
         return hw.messages[node[1]].time  # type: ignore[return-value]
 
     def fragments(
@@ -260,18 +280,43 @@ class _Window:
         return sides[0], sides[1]
 
 
-def _holds(pair: Pair, plan: JoinPlan, window: _Window) -> bool:
-    """Whether the pair's messages' event times satisfy the plan's temporal term."""
-    left, right = window.time_of(plan.feeds[LEFT], pair[0]), window.time_of(plan.feeds[1], pair[1])
-    first, second = (left, right) if plan.left_first else (right, left)
-    gap = second - first
-    if plan.kind is TemporalKind.FOLLOWED_BY:
-        return timedelta(0) < gap <= plan.window
-    return abs(gap) <= plan.window and not _same_message(pair, plan)  # within: two messages
+@dataclass(frozen=True)
+class _Temporal:
+    """The temporal variants of one (blocks, joins) group: for each kind and orientation, their
+    windows in ascending order, so that the variants a pair's gap satisfies are one bisection away
+    (subscriptions that differ only in their window share everything else; a hundred windows cost
+    one look-up per pair, not a hundred checks)."""
 
+    #: (kind, left binding first, windows ascending, the variants' numbers in that order)
+    buckets: tuple[tuple[TemporalKind, bool, tuple[timedelta, ...], tuple[int, ...]], ...]
 
-def _same_message(pair: Pair, plan: JoinPlan) -> bool:
-    return plan.feeds[0] == plan.feeds[1] and pair[0][:2] == pair[1][:2]
+    @classmethod
+    def of(cls, variants: Sequence[Sequence[JoinPlan]]) -> _Temporal:
+        by_kind: dict[tuple[TemporalKind, bool], list[tuple[timedelta, int]]] = {}
+        for number, plans in enumerate(variants):
+            plan = plans[0]
+            by_kind.setdefault((plan.kind, plan.left_first), []).append((plan.window, number))
+        buckets = []
+        for (kind, left_first), windows in by_kind.items():
+            windows.sort()
+            buckets.append((kind, left_first, tuple(w for w, _ in windows), tuple(n for _, n in windows)))
+        return cls(tuple(buckets))
+
+    def satisfied(self, right_minus_left: timedelta, same_message: bool) -> Iterator[int]:
+        """The variants whose temporal term holds for a pair whose right message's event time is
+        ``right_minus_left`` after its left one's. FOLLOWED BY: ``0 < t(second) - t(first) <= d``;
+        within: ``|t(b) - t(a)| <= d`` for two different messages."""
+        for kind, left_first, windows, numbers in self.buckets:
+            gap = right_minus_left if left_first else -right_minus_left
+            if kind is TemporalKind.FOLLOWED_BY:
+                if gap <= _ZERO:
+                    continue
+                start = bisect_left(windows, gap)
+            else:
+                if same_message:
+                    continue
+                start = bisect_left(windows, abs(gap))
+            yield from numbers[start:]
 
 
 def assemble(code: Sequence[Code], sides: tuple[Mapping[str, bytes], Mapping[str, bytes]]) -> bytes:

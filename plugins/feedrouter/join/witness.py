@@ -30,11 +30,6 @@ class WitnessRow:
     values: tuple[tuple[str, ...], ...]
     fragments: tuple[bytes, ...]
 
-    @property
-    def size(self) -> int:
-        """Bytes this row holds (charged to the document's result budget)."""
-        return sum(len(v) for vs in self.values for v in vs) + sum(len(f) for f in self.fragments)
-
 
 def witness_rows(
     returns: Sequence[ReturnItem],
@@ -43,33 +38,62 @@ def witness_rows(
     ctx: DocumentContext,
     bound: Sequence[int],
     limit: int,
-) -> list[WitnessRow] | None:
-    """The rows of one block in one document: ``returns`` are its plan's return items, the first
-    ``leaves`` of them leaf paths, the others fragments rendered in constructors with the default
-    namespaces ``default_ns``. None as soon as the rows pass ``limit`` bytes (the caller refuses
-    the block's witnesses for this document, as a subscription's result past its limit)."""
-    rows = []
+) -> tuple[list[WitnessRow], int] | None:
+    """The rows of one block in one document and their size in bytes: ``returns`` are its plan's
+    return items, the first ``leaves`` of them leaf paths, the others fragments rendered in
+    constructors with the default namespaces ``default_ns``. None as soon as the rows pass ``limit``
+    bytes (the caller refuses the block's witnesses for this document, as a subscription's result
+    past its limit)."""
+    rows: list[WitnessRow] = []
     size = 0
-    known_values, known_fragments = ctx.caches.witness_values, ctx.caches.witness_fragments
+    caches = ctx.caches
+    shape = (tuple(returns), leaves, tuple(default_ns))
     for node in bound:
-        values = []
-        for item in returns[:leaves]:  # items are interned: blocks binding one node share them
-            found = known_values.get((item, node))
-            if found is None:
-                found = known_values[(item, node)] = tuple(item.values(ctx, node))
-            values.append(found)
-        fragments = []
-        for item, ns in zip(returns[leaves:], default_ns, strict=True):
-            data = known_fragments.get((item, ns, node))
-            if data is None:
-                data = render_items_within(item.select(ctx, node), ctx, limit - size, ns)
-                if data is None:
-                    return None
-                known_fragments[(item, ns, node)] = data
-            fragments.append(data)
-        row = WitnessRow(node, tuple(values), tuple(fragments))
-        size += row.size + 16  # a row's own bookkeeping counts too
+        known = caches.witness_rows.get((shape, node))
+        if known is None:
+            built = _row(returns, leaves, default_ns, ctx, node, limit - size)
+            if built is None:
+                return None
+            known = caches.witness_rows[(shape, node)] = built
+        row, row_size = known
+        assert isinstance(row, WitnessRow)
+        size += row_size
         if size > limit:
             return None
         rows.append(row)
-    return rows
+    return rows, size
+
+
+def _row(
+    returns: Sequence[ReturnItem],
+    leaves: int,
+    default_ns: Sequence[str],
+    ctx: DocumentContext,
+    node: int,
+    limit: int,
+) -> tuple[WitnessRow, int] | None:
+    """One node's row and its size in bytes (with 16 for its bookkeeping); None past ``limit``.
+    Leaf values and fragments are cached per node apart too: blocks with other returns share them."""
+    known_values, known_fragments = ctx.caches.witness_values, ctx.caches.witness_fragments
+    size = 16
+    values = []
+    for item in returns[:leaves]:  # items are interned: blocks binding one node share them
+        found = known_values.get((item, node))
+        if found is None:
+            strings = tuple(item.values(ctx, node))
+            found = known_values[(item, node)] = (strings, sum(len(v) for v in strings))
+        values.append(found[0])
+        size += found[1]
+    fragments = []
+    for item, ns in zip(returns[leaves:], default_ns, strict=True):
+        data = known_fragments.get((item, ns, node))
+        if data is None:
+            data = render_items_within(item.select(ctx, node), ctx, limit - size, ns)
+            if data is None:
+                return None
+            known_fragments[(item, ns, node)] = data
+        fragments.append(data)
+        size += len(data)
+    if size > limit:
+        return None
+    return WitnessRow(node, tuple(values), tuple(fragments)), size

@@ -7,10 +7,11 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from feedrouter.join.plan import JoinSet, lookback
+from feedrouter.join.plan import JoinPlan, JoinSet, lookback
 from feedrouter.join.relations import HourWitnesses, MessageRef, admitted
 from feedrouter.join.stage import JoinStage
 from feedrouter.lang import parse
+from feedrouter.lang.ast import TemporalKind
 
 H0 = datetime(2026, 5, 1, 8, tzinfo=timezone.utc)
 H1 = H0 + timedelta(hours=1)
@@ -115,3 +116,91 @@ def test_a_slice_whose_subscriptions_are_all_past_the_cap_stops_enumerating(
     monkeypatch.setattr(stage_module._Window, "matches", counted)
     found = stage.run(H0, lambda feed, h: store.get((feed, h)))["s"]
     assert found.withheld is not None and enumerated < 10
+
+
+def brute_force(plan: JoinPlan, when: datetime, store: dict) -> list:
+    """A subscription's pairs delivered in ``when``, every node pair of the store checked alone."""
+    nodes = [
+        ((h, m, n), hw.values[(m, n)], hw.messages[m].time)
+        for (_, h), hw in sorted(store.items())
+        for m, n in hw.roots.get(plan.blocks[0], ())
+        if hw.messages[m].time is not None
+    ]
+    found = []
+    for left, left_values, left_time in nodes:
+        for right, right_values, right_time in nodes:
+            if when not in (left[0], right[0]) or max(left[0], right[0]) != when:
+                continue
+            if not all(set(left_values[a]) & set(right_values[b]) for a, b in plan.joins):
+                continue
+            first, second = (left_time, right_time) if plan.left_first else (right_time, left_time)
+            gap = second - first
+            if plan.kind is TemporalKind.FOLLOWED_BY:
+                holds = timedelta(0) < gap <= plan.window
+            else:
+                holds = abs(gap) <= plan.window and left[:2] != right[:2]
+            if holds:
+                found.append((left, right))
+    return sorted(found)
+
+
+def test_subscriptions_differing_only_in_their_window_find_their_pairs_by_bisection() -> None:
+    """Forty variants of one join (both kinds, both orientations, windows of 1 to 100 minutes) share
+    one group; each gets exactly the pairs its own temporal term admits."""
+    texts = {}
+    for i in range(40):
+        kind = ("followed-by", "within")[i % 2]
+        first, second = ("$a", "$b") if i % 4 < 2 else ("$b", "$a")
+        texts[f"s{i}"] = PROLOG + (
+            "for $a in fr:stream()//item, $b in fr:stream()//item where $a/k = $b/k "
+            f"and fr:{kind}({first}, {second}, 'PT{1 + (i * 37) % 100}M') return <p>{{ $a/n }}</p>"
+        )
+    stage, block = stage_of(texts)
+    minutes = [0, 3, 3, 10, 25, 47, 59]
+    store = {
+        ("f", H0): hour(H0, block, [("x", f"a{m}", m) for m in minutes]),
+        ("f", H1): hour(H1, block, [("x", f"b{m}", m) for m in minutes] + [("y", "c", 5)]),
+    }
+    found = stage.pairs(H1, lambda feed, h: store.get((feed, h)))
+    for plan in stage.plans:
+        assert found[plan.sid] == brute_force(plan, H1, store), plan.sid
+    assert len({len(pairs) for pairs in found.values()}) > 5  # the windows do tell them apart
+
+
+def two_leaf_hour(when: datetime, block: str, items: list[tuple[str, str, int]]) -> HourWitnesses:
+    """One message per item: (lang, id, minutes after the hour's start)."""
+    found = HourWitnesses("f", when, (block,))
+    for number, (lang, ident, minutes) in enumerate(items):
+        found.messages.append(MessageRef(f"m{number}.xml", 0, when + timedelta(minutes=minutes)))
+        found.roots.setdefault(block, []).append((number, 0))
+        found.values[(number, 0)] = {"@lang": (lang,), "id": (ident,)}
+        found.fragments[(number, 0)] = {}
+    return found
+
+
+def test_a_group_is_enumerated_from_its_most_selective_join(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``@lang`` (one value) and ``id`` (distinct values): enumerating ``@lang`` would pair every
+    message with every other; ``id`` pairs only the ones that match."""
+    import feedrouter.join.stage as stage_module
+
+    text = PROLOG + (
+        "for $a in fr:stream()//item, $b in fr:stream()//item where $b/@lang = $a/@lang "
+        "and $b/id = $a/id and fr:within($a, $b, 'PT1H') return <p/>"
+    )
+    stage, block = stage_of({"s": text})
+    items = [("en", f"i{i % 10}", i) for i in range(40)]
+    store = {("f", H0): two_leaf_hour(H0, block, items)}
+    enumerated = 0
+    original = stage_module._Window.matches
+
+    def counted(self, *args):  # type: ignore[no-untyped-def]
+        nonlocal enumerated
+        for pair in original(self, *args):
+            enumerated += 1
+            yield pair
+
+    monkeypatch.setattr(stage_module._Window, "matches", counted)
+    found = stage.pairs(H0, lambda feed, h: store.get((feed, h)))["s"]
+    (plan,) = stage.plans
+    assert found == brute_force(plan, H0, store) and len(found) == 10 * 4 * 3
+    assert enumerated == 10 * 4 * 4  # the id slice (each message with itself too), not 40 x 40
