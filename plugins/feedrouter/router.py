@@ -408,16 +408,23 @@ class Router:
         blocks = [m for m in group.members if m in self._witnesses]
         if not blocks:
             return False
-        leaves, namespaces = self._witnesses[blocks[0]]  # one plan: the same returns for every member
-        found = witness_rows(group.plan.returns, leaves, namespaces, ctx, bound, limit)
-        if found is None:
-            refusal = budget.refuse(limit, ctx.source)
-            for block in blocks:
-                outcome.failures[block] = refusal
-        else:
+        # one plan, the same returns for every member; but blocks whose plans are equal may split
+        # them differently between leaves and fragments (`//item[@lang = "en"]` wanting `author`'s
+        # value, `//item where $w/@lang = "en"` its copy): rows per way of splitting them
+        shapes: dict[tuple[int, tuple[str, ...]], list[str]] = {}
+        for block in blocks:
+            shapes.setdefault(self._witnesses[block], []).append(block)
+        for (leaves, namespaces), members in shapes.items():
+            allowed = min(limit, budget.left)  # an earlier shape of the group took its share
+            found = witness_rows(group.plan.returns, leaves, namespaces, ctx, bound, allowed)
+            if found is None:
+                refusal = budget.refuse(allowed, ctx.source)
+                for block in members:
+                    outcome.failures[block] = refusal
+                continue
             rows, size = found
             budget.left -= size
-            for block in blocks:
+            for block in members:
                 outcome.witnesses[block] = rows
         return len(blocks) == len(group.members)
 
