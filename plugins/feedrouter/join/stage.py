@@ -98,25 +98,39 @@ class JoinStage:
             drive = window.driving(plan.feeds, plan.joins)
             rests.append(tuple(join for join in plan.joins if join != drive))
             slices.setdefault((plan.feeds, drive), {}).setdefault(plan.blocks, []).append(number)
-        for (feeds, (left_leaf, right_leaf)), by_blocks in slices.items():
+        for (feeds, leaves), by_blocks in slices.items():
             by_left: dict[str, dict[str, list[int]]] = {}
             for (left_block, right_block), numbers in by_blocks.items():
                 by_left.setdefault(left_block, {})[right_block] = numbers
-            lefts = by_left.keys()
+            rights = frozenset(right for _, right in by_blocks)
             numbers = [n for ns in by_blocks.values() for n in ns]
-            for seen, pair in enumerate(window.matches(feeds, left_leaf, right_leaf, hours)):
+            same_feed = feeds[0] == feeds[1]
+            matches = window.matches(feeds, leaves, hours, (frozenset(by_left), rights))
+            for seen, (ours, theirs) in enumerate(matches):
                 if seen % _FULL_CHECK == 0 and self._all_past_cap(numbers, kept):
                     break  # a low-cardinality slice whose every subscription is withheld: stop
-                # the slice's subscriptions whose blocks bound both nodes (set intersections: a node
-                # may be bound by thousands of blocks, few of them this slice's); each other value
-                # join checked once for the pair, whatever number of groups share it
+                pair = (ours.ref, theirs.ref)
+                gap = theirs.time - ours.time
+                same_message = same_feed and ours.ref[:2] == theirs.ref[:2]
+                # the slice's subscriptions whose blocks bound both nodes (each side already
+                # narrowed to the slice's blocks); each other value join checked once for the
+                # pair, whatever number of groups share it
                 checked: dict[tuple[str, str], bool] = {}
-                for left_block in window.blocks_at(feeds[LEFT], pair[0]) & lefts:
-                    rights = by_left[left_block]
-                    for right_block in window.blocks_at(feeds[1], pair[1]) & rights.keys():
-                        for number in rights[right_block]:
-                            if self._rest_hold(pair, feeds, rests[number], checked, window):
-                                self._offer(pair, feeds, temporals[number], kept[number], window)
+                for left_block in ours.blocks:
+                    partners = by_left[left_block]
+                    if len(partners) < len(theirs.blocks):
+                        found_numbers = [partners[b] for b in partners if b in theirs.blocks]
+                    else:
+                        found_numbers = [partners[b] for b in theirs.blocks if b in partners]
+                    for group_numbers in found_numbers:
+                        for number in group_numbers:
+                            rest = rests[number]
+                            if rest and not self._rest_hold(pair, feeds, rest, checked, window):
+                                continue
+                            for variant in temporals[number].satisfied(gap, same_message):
+                                pairs = kept[number][variant]
+                                if len(pairs) <= self.max_pairs:
+                                    pairs.append(pair)
         found: dict[str, list[Pair]] = {}
         for same, lists in zip(sames, kept, strict=True):
             for plans, pairs in zip(same, lists, strict=True):
@@ -143,18 +157,6 @@ class JoinStage:
             if not holds:
                 return False
         return True
-
-    def _offer(
-        self, pair: Pair, feeds: tuple[str, str], temporal: _Temporal, kept: list[list[Pair]], window: _Window
-    ) -> None:
-        """A candidate of one (blocks, joins) group whose value joins hold: kept for each temporal
-        variant it satisfies, up to cap + 1."""
-        left, right = window.time_of(feeds[LEFT], pair[0]), window.time_of(feeds[1], pair[1])
-        same_message = feeds[0] == feeds[1] and pair[0][:2] == pair[1][:2]
-        for number in temporal.satisfied(right - left, same_message):
-            pairs = kept[number]
-            if len(pairs) <= self.max_pairs:
-                pairs.append(pair)
 
     def deliver(
         self, hour: datetime, store: WitnessStore, pairs: Mapping[str, list[Pair]]
@@ -199,11 +201,6 @@ class _Window:
         hw = self.witnesses(feed, node[0])
         return hw.values.get(node[1:], {}).get(leaf, ()) if hw is not None else ()
 
-    def blocks_at(self, feed: str, node: NodeRef) -> frozenset[str]:
-        """The blocks that bound ``node`` (none when its message has no usable event time)."""
-        hw = self.witnesses(feed, node[0])
-        return hw.memberships().get(node[1:], _NONE) if hw is not None else _NONE
-
     def driving(self, feeds: tuple[str, str], joins: tuple[tuple[str, str], ...]) -> tuple[str, str]:
         """The value join to enumerate a group's candidates from: the one with the fewest matches
         among this hour's own nodes (paper 001 runs the most selective semi-join first). Joining
@@ -228,47 +225,44 @@ class _Window:
         return found
 
     def matches(
-        self, feeds: tuple[str, str], left_leaf: str, right_leaf: str, hours: Sequence[datetime]
-    ) -> Iterator[Pair]:
-        """The node pairs whose ``left_leaf`` and ``right_leaf`` share a value, one of them of this
-        hour (the value semi-join of the two sides, from the hours' value indexes); each pair once,
-        at the least value they share."""
+        self,
+        feeds: tuple[str, str],
+        leaves: tuple[str, str],
+        hours: Sequence[datetime],
+        blocks: tuple[frozenset[str], frozenset[str]],
+    ) -> Iterator[tuple[_Node, _Node]]:
+        """The node pairs whose leaves share a value, one of them of this hour, each side bound by
+        one of ``blocks`` (the slice's; other nodes serve none of its subscriptions): the value
+        semi-join of the two sides from the hours' value indexes. Each pair once, at the least value
+        they share. A node's entry (its blocks of the slice, time, values) is made once per value."""
+        sides = (
+            _Side(self, feeds[LEFT], leaves[LEFT], blocks[LEFT]),
+            _Side(self, feeds[1], leaves[1], blocks[1]),
+        )
         for left_hour in hours:
-            left = self.witnesses(feeds[LEFT], left_hour)
-            if left is None:
+            left_index = sides[LEFT].index(left_hour)
+            if not left_index:
                 continue
-            right_hours = hours if left_hour == self.hour else [self.hour]
-            left_index = left.value_index(left_leaf)
-            for right_hour in right_hours:
-                right = self.witnesses(feeds[1], right_hour)
-                if right is None:
-                    continue
-                right_index = right.value_index(right_leaf)
+            for right_hour in hours if left_hour == self.hour else [self.hour]:
+                right_index = sides[1].index(right_hour)
                 for value in left_index.keys() & right_index.keys():
-                    # one NodeRef per node and value, shared by all its pairs (dense slices hold
-                    # millions of pairs: a tuple per node, not per pair)
-                    partners = [(right_hour, *node) for node in right_index[value]]
-                    for node in left_index[value]:
-                        ref = (left_hour, *node)
-                        for partner in partners:
-                            pair = (ref, partner)
-                            if self._least_shared(pair, feeds, left_leaf, right_leaf) == value:
-                                yield pair
-
-    def _least_shared(self, pair: Pair, feeds: tuple[str, str], left_leaf: str, right_leaf: str) -> str:
-        ours = self.values(feeds[LEFT], pair[0], left_leaf)
-        if len(ours) == 1:
-            return ours[0]
-        return min(set(ours) & set(self.values(feeds[1], pair[1], right_leaf)))
+                    ours = sides[LEFT].nodes(left_hour, value, left_index[value])
+                    if not ours:
+                        continue
+                    theirs = sides[1].nodes(right_hour, value, right_index[value])
+                    for node in ours:
+                        if len(node.values) == 1:
+                            for partner in theirs:
+                                yield node, partner
+                            continue
+                        mine = set(node.values)
+                        for partner in theirs:
+                            if min(mine.intersection(partner.values)) == value:
+                                yield node, partner
 
     def compares(self, feeds: tuple[str, str], left: NodeRef, right: NodeRef, join: tuple[str, str]) -> bool:
         ours = self.values(feeds[LEFT], left, join[0])
         return bool(ours) and not set(ours).isdisjoint(self.values(feeds[1], right, join[1]))
-
-    def time_of(self, feed: str, node: NodeRef) -> datetime:
-        hw = self.witnesses(feed, node[0])
-        assert hw is not None and hw.messages[node[1]].time is not None  # blocks_at() serves timed ones only
-        return hw.messages[node[1]].time  # type: ignore[return-value]
 
     def fragments(
         self, feeds: tuple[str, str], pair: Pair
@@ -278,6 +272,46 @@ class _Window:
             hw = self.witnesses(feed, node[0])
             sides.append(hw.fragments.get(node[1:], {}) if hw is not None else {})
         return sides[0], sides[1]
+
+
+@dataclass(frozen=True)
+class _Node:
+    """A node on one side of a value slice: its reference, the blocks of the slice that bound it,
+    its message's event time, and its values of the slice's leaf."""
+
+    ref: NodeRef
+    blocks: frozenset[str]
+    time: datetime
+    values: tuple[str, ...]
+
+
+class _Side:
+    """One side of a value slice (a feed, a leaf, the slice's blocks on that side) over the window:
+    per hour and value, the nodes that can serve the slice, each made once."""
+
+    def __init__(self, window: _Window, feed: str, leaf: str, blocks: frozenset[str]) -> None:
+        self.window, self.feed, self.leaf, self.blocks = window, feed, leaf, blocks
+        self._nodes: dict[tuple[datetime, str], list[_Node]] = {}
+
+    def index(self, hour: datetime) -> dict[str, list[tuple[int, int]]]:
+        hw = self.window.witnesses(self.feed, hour)
+        return hw.value_index(self.leaf) if hw is not None else {}
+
+    def nodes(self, hour: datetime, value: str, ids: list[tuple[int, int]]) -> list[_Node]:
+        key = (hour, value)
+        found = self._nodes.get(key)
+        if found is None:
+            hw = self.window.witnesses(self.feed, hour)
+            assert hw is not None  # index() found the value there
+            members, found = hw.memberships(), []
+            for node in ids:
+                mine = members.get(node, _NONE) & self.blocks  # untimed nodes have no memberships
+                if mine:
+                    time = hw.messages[node[0]].time
+                    assert time is not None
+                    found.append(_Node((hour, *node), mine, time, hw.values[node][self.leaf]))
+            self._nodes[key] = found
+        return found
 
 
 @dataclass(frozen=True)
