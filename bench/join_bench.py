@@ -49,6 +49,7 @@ Usage: ``.venv/bin/python bench/join_bench.py [--quick] [--populations A,B,C,D]`
 from __future__ import annotations
 
 import argparse
+import csv
 import os
 import random
 import statistics
@@ -671,7 +672,8 @@ def report(out: Path, sizes: Sizes, tables: dict[str, list[dict]], wall: float, 
         f"`bench/join_bench.py{' --quick' if sizes == QUICK else ''}`: {len(FEEDS)} feeds x {sizes.hours} "
         f"hours x {sizes.items:,} items, {sizes.subscriptions:,} join subscriptions per population, "
         f"stage 2 on the last hour, each subscription evaluated separately on a sample of {sizes.sample}. "
-        f"Wall time {wall / 60:.1f} min.",
+        f"Wall time {wall / 60:.1f} min (of this run: a run of some populations keeps the others' rows "
+        "from the run before, the stage-2 table's `code` column saying which code measured each).",
         "",
         markdown_table([info], list(info)),
         "## Populations",
@@ -729,7 +731,36 @@ def main() -> None:
         print(tables["populations"][-1], tables["stage2"][-1], flush=True)
     info["load average at end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     out = args.out or (RESULTS / "quick" if args.quick else RESULTS)
+    for row in tables["stage2"]:
+        row["code"] = info["code"]  # rows of an earlier run kept below say which code they measured
+    measured = {row["population"] for row in tables["populations"]}
+    tables = {
+        name: sorted(kept_rows(out / f"join_{name}.csv", measured) + rows, key=lambda row: row["population"])
+        for name, rows in tables.items()
+    }
     report(out, sizes, tables, time.perf_counter() - started, info)
+
+
+def kept_rows(path: Path, measured: set[str]) -> list[dict]:
+    """The rows of populations this run did not measure, from the results already in ``out`` (a
+    run of some populations replaces theirs and keeps the others', each row naming its code)."""
+    if not path.exists():
+        return []
+    with path.open(newline="") as fh:
+        return [
+            {key: _number(value) for key, value in row.items()}
+            for row in csv.DictReader(fh)
+            if row["population"] not in measured
+        ]
+
+
+def _number(text: str) -> object:
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
 
 
 if __name__ == "__main__":

@@ -125,7 +125,7 @@ class JoinStage:
                     for group_numbers in found_numbers:
                         for number in group_numbers:
                             rest = rests[number]
-                            if rest and not self._rest_hold(pair, feeds, rest, checked, window):
+                            if rest and not _rest_hold(ours, theirs, rest, checked):
                                 continue
                             for variant in temporals[number].satisfied(gap, same_message):
                                 pairs = kept[number][variant]
@@ -140,23 +140,6 @@ class JoinStage:
 
     def _all_past_cap(self, numbers: list[int], kept: list[list[list[Pair]]]) -> bool:
         return all(len(pairs) > self.max_pairs for n in numbers for pairs in kept[n])
-
-    @staticmethod
-    def _rest_hold(
-        pair: Pair,
-        feeds: tuple[str, str],
-        rest: tuple[tuple[str, str], ...],
-        checked: dict[tuple[str, str], bool],
-        window: _Window,
-    ) -> bool:
-        """Whether the group's other value joins hold for the pair (memo per pair)."""
-        for join in rest:
-            holds = checked.get(join)
-            if holds is None:
-                holds = checked[join] = window.compares(feeds, pair[0], pair[1], join)
-            if not holds:
-                return False
-        return True
 
     def deliver(
         self, hour: datetime, store: WitnessStore, pairs: Mapping[str, list[Pair]]
@@ -196,10 +179,6 @@ class _Window:
         if key not in self._loaded:
             self._loaded[key] = self._store(feed, hour)
         return self._loaded[key]
-
-    def values(self, feed: str, node: NodeRef, leaf: str) -> tuple[str, ...]:
-        hw = self.witnesses(feed, node[0])
-        return hw.values.get(node[1:], {}).get(leaf, ()) if hw is not None else ()
 
     def driving(self, feeds: tuple[str, str], joins: tuple[tuple[str, str], ...]) -> tuple[str, str]:
         """The value join to enumerate a group's candidates from: the one with the fewest matches
@@ -260,10 +239,6 @@ class _Window:
                             if min(mine.intersection(partner.values)) == value:
                                 yield node, partner
 
-    def compares(self, feeds: tuple[str, str], left: NodeRef, right: NodeRef, join: tuple[str, str]) -> bool:
-        ours = self.values(feeds[LEFT], left, join[0])
-        return bool(ours) and not set(ours).isdisjoint(self.values(feeds[1], right, join[1]))
-
     def fragments(
         self, feeds: tuple[str, str], pair: Pair
     ) -> tuple[Mapping[str, bytes], Mapping[str, bytes]]:
@@ -274,15 +249,31 @@ class _Window:
         return sides[0], sides[1]
 
 
+def _rest_hold(
+    ours: _Node, theirs: _Node, rest: tuple[tuple[str, str], ...], checked: dict[tuple[str, str], bool]
+) -> bool:
+    """Whether a group's value joins besides the driving one hold for the pair (XQuery's general
+    comparison: some value equal), each join checked once per pair whatever groups share it."""
+    for join in rest:
+        holds = checked.get(join)
+        if holds is None:
+            mine = ours.leaves.get(join[0], ())
+            holds = checked[join] = bool(mine) and not set(mine).isdisjoint(theirs.leaves.get(join[1], ()))
+        if not holds:
+            return False
+    return True
+
+
 @dataclass(frozen=True)
 class _Node:
     """A node on one side of a value slice: its reference, the blocks of the slice that bound it,
-    its message's event time, and its values of the slice's leaf."""
+    its message's event time, its values of the slice's leaf and of every leaf."""
 
     ref: NodeRef
     blocks: frozenset[str]
     time: datetime
     values: tuple[str, ...]
+    leaves: Mapping[str, tuple[str, ...]]
 
 
 class _Side:
@@ -309,7 +300,8 @@ class _Side:
                 if mine:
                     time = hw.messages[node[0]].time
                     assert time is not None
-                    found.append(_Node((hour, *node), mine, time, hw.values[node][self.leaf]))
+                    leaves = hw.values[node]
+                    found.append(_Node((hour, *node), mine, time, leaves[self.leaf], leaves))
             self._nodes[key] = found
         return found
 
@@ -336,10 +328,11 @@ class _Temporal:
             buckets.append((kind, left_first, tuple(w for w, _ in windows), tuple(n for _, n in windows)))
         return cls(tuple(buckets))
 
-    def satisfied(self, right_minus_left: timedelta, same_message: bool) -> Iterator[int]:
+    def satisfied(self, right_minus_left: timedelta, same_message: bool) -> tuple[int, ...]:
         """The variants whose temporal term holds for a pair whose right message's event time is
         ``right_minus_left`` after its left one's. FOLLOWED BY: ``0 < t(second) - t(first) <= d``;
         within: ``|t(b) - t(a)| <= d`` for two different messages."""
+        found: tuple[int, ...] = ()
         for kind, left_first, windows, numbers in self.buckets:
             gap = right_minus_left if left_first else -right_minus_left
             if kind is TemporalKind.FOLLOWED_BY:
@@ -350,7 +343,8 @@ class _Temporal:
                 if same_message:
                     continue
                 start = bisect_left(windows, abs(gap))
-            yield from numbers[start:]
+            found = numbers[start:] if not found else found + numbers[start:]
+        return found
 
 
 def assemble(code: Sequence[Code], sides: tuple[Mapping[str, bytes], Mapping[str, bytes]]) -> bytes:
