@@ -191,26 +191,30 @@ def test_checking_a_candidates_other_tests_never_changes_what_routes(
     assert indexed.route(document) == plain.route(document)
 
 
-def test_a_subscription_is_filed_under_the_test_whose_site_has_the_most_constants() -> None:
+def count_evaluations(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Count the plans routing evaluates (a one-item list, updated)."""
+    evaluated = [0]
+    original = SubscriptionPlan.bindings
+
+    def counted(self: SubscriptionPlan, ctx: object) -> list[int]:
+        evaluated[0] += 1
+        return original(self, ctx)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(SubscriptionPlan, "bindings", counted)
+    return evaluated
+
+
+def test_a_subscription_is_filed_under_the_test_whose_site_has_the_most_constants(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """``@lang`` takes two values across the population, ``author`` forty: a document in English is
     a candidate for the subscriptions naming its author, not for every English one."""
     subscriptions = {f"s{i}": f"//item[@lang = '{('en', 'de')[i % 2]}'][author = 'A{i}']" for i in range(40)}
     router = Router.compile(subscriptions)
     document = b"<list><item lang='en'><author>A2</author></item></list>"
-    evaluated = 0
-    original = SubscriptionPlan.bindings
-
-    def counted(self: SubscriptionPlan, ctx: object) -> list[int]:
-        nonlocal evaluated
-        evaluated += 1
-        return original(self, ctx)  # type: ignore[arg-type]
-
-    SubscriptionPlan.bindings = counted  # type: ignore[method-assign]
-    try:
-        assert set(router.route(document)) == {"s2"}
-    finally:
-        SubscriptionPlan.bindings = original  # type: ignore[method-assign]
-    assert evaluated == 1  # filed by @lang, 20 would have run
+    evaluated = count_evaluations(monkeypatch)
+    assert set(router.route(document)) == {"s2"}
+    assert evaluated[0] == 1  # filed by @lang, 20 would have run
     assert "filed under path 2 field $2 (.) = 'A2'" in router.explain("s2")
 
 
@@ -229,21 +233,10 @@ def test_compile_refiles_what_was_added_before_the_statistics_said_so() -> None:
         assert set(router.route(b"<item lang='en'><author>A0</author></item>")) == {"s0"}
 
 
-def test_a_candidate_that_fails_its_other_test_is_not_evaluated() -> None:
+def test_a_candidate_that_fails_its_other_test_is_not_evaluated(monkeypatch: pytest.MonkeyPatch) -> None:
     subscriptions = {f"s{i}": f"//item[author = 'A{i}'][contains(title, 'w{i}')]" for i in range(10)}
     router = Router.compile(subscriptions)
-    evaluated = 0
-    original = SubscriptionPlan.bindings
-
-    def counted(self: SubscriptionPlan, ctx: object) -> list[int]:
-        nonlocal evaluated
-        evaluated += 1
-        return original(self, ctx)  # type: ignore[arg-type]
-
-    SubscriptionPlan.bindings = counted  # type: ignore[method-assign]
-    try:
-        assert router.route(b"<item><author>A3</author><title>w4</title></item>") == {}
-        assert set(router.route(b"<item><author>A3</author><title>w3 w4</title></item>")) == {"s3"}
-    finally:
-        SubscriptionPlan.bindings = original  # type: ignore[method-assign]
-    assert evaluated == 1
+    evaluated = count_evaluations(monkeypatch)
+    assert router.route(b"<item><author>A3</author><title>w4</title></item>") == {}
+    assert set(router.route(b"<item><author>A3</author><title>w3 w4</title></item>")) == {"s3"}
+    assert evaluated[0] == 1
