@@ -45,3 +45,21 @@ def settled() -> Iterator[None]:
         _depth -= 1
         if _depth == 0:
             release()
+
+
+@contextmanager
+def paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while millions of objects are made at once.
+
+    A plan of 100,000 subscriptions is millions of small objects; with the collector running,
+    unpickling it spends most of its time in repeated full collections (27 s instead of about 3 s),
+    and a join stage's hour of pairs the same (grouping 18,000 join plans: 0.5 s, 0.02 s paused).
+    Nothing made there is garbage yet, so pausing loses nothing.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()

@@ -52,3 +52,20 @@ def test_a_settled_cycle_is_collected_once_released() -> None:
         assert alive() is not None  # frozen: out of the collector's reach
     gc.collect()
     assert alive() is None
+
+
+def test_paused_stops_the_collector_and_restores_it_as_it_was() -> None:
+    assert gc.isenabled()
+    with heap.paused():
+        assert not gc.isenabled()
+        with heap.paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()  # the inner block leaves it as it found it
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with heap.paused():
+            pass
+        assert not gc.isenabled()  # paused by someone else before: left paused
+    finally:
+        gc.enable()

@@ -23,16 +23,14 @@ Every other refusal is a :class:`~feedrouter.errors.CompileError` with code FR30
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import json
 import pickle
 import zlib
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import feedrouter
+from feedrouter import heap
 from feedrouter.catalog.compiled import CompiledPlan, PlanSummary
 from feedrouter.errors import CompileError, error
 from feedrouter.storage import ObjectStore
@@ -85,7 +83,7 @@ def encode(plan: CompiledPlan, *, level: int = 6) -> Artifact:
     The payload is the plan's summary (small: what the batch driver reads) followed by the whole
     plan (what routing tasks read); one digest covers both.
     """
-    with gc_paused():
+    with heap.paused():
         summary = zlib.compress(pickle.dumps(plan.summary, protocol=pickle.HIGHEST_PROTOCOL), level)
         payload = summary + zlib.compress(pickle.dumps(plan, protocol=pickle.HIGHEST_PROTOCOL), level)
     header = ArtifactHeader(
@@ -136,7 +134,7 @@ def decode(
             feed is refused with FR306. Loaders that know the feed must pass them.
     """
     header, payload = _verified(data, expected_digest, source, feed, feed_id)
-    with gc_paused():
+    with heap.paused():
         plan = pickle.loads(zlib.decompress(payload[header.summary_bytes :]))
     if not isinstance(plan, CompiledPlan) or (plan.feed.name, plan.feed.id) != (header.feed, header.feed_id):
         raise _refuse(source, "its payload is not the compiled plan its header describes")
@@ -208,22 +206,6 @@ def load_plan(
     """
     return decode(store.get(store.key_of(uri)), expected_digest, source=uri, feed=feed, feed_id=feed_id)
 
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while millions of objects are made at once.
-
-    A plan of 100,000 subscriptions is millions of small objects; with the collector running,
-    unpickling it spends most of its time in repeated full collections (27 s instead of about 3 s).
-    Nothing made here is garbage yet, so pausing loses nothing.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _check_versions(header: ArtifactHeader, source: str) -> None:

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from feedrouter import heap
 from feedrouter.join.plan import LEFT, BlockSpec, Code, JoinPlan, Use
 from feedrouter.join.relations import ONE_HOUR, HourWitnesses
 from feedrouter.lang.ast import TemporalKind
@@ -85,6 +86,10 @@ class JoinStage:
         enumerated once, from the two sides' value indexes, and each is handed to the subscriptions
         whose blocks bound both nodes; the work follows the matches, not the number of subscriptions.
         """
+        with heap.paused():  # millions of small objects, none of them garbage: no full collections
+            return self._pairs(hour, store)
+
+    def _pairs(self, hour: datetime, store: WitnessStore) -> dict[str, list[Pair]]:
         window = _Window(hour, store)
         hours = window.hours(max((plan.reach(self.lateness) for plan in self.plans), default=0))
         groups = _grouped(self.plans, lambda p: (p.blocks, p.joins))
