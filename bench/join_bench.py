@@ -661,6 +661,11 @@ attribute leaf; element children may repeat, e.g. 0-2 `category`), so nearly eve
 perfect matching of distinct leaves: one template per k."""
 
 
+def columns(rows: Sequence[dict]) -> list[str]:
+    """Every column of the rows, in first-seen order (rows kept from an earlier run may lack some)."""
+    return list(dict.fromkeys(key for row in rows for key in row))
+
+
 def report(out: Path, sizes: Sizes, tables: dict[str, list[dict]], wall: float, info: dict) -> None:
     out.mkdir(parents=True, exist_ok=True)
     for name, rows in tables.items():
@@ -680,23 +685,23 @@ def report(out: Path, sizes: Sizes, tables: dict[str, list[dict]], wall: float, 
         "",
         POPULATIONS_TEXT,
         "",
-        markdown_table(tables["populations"], list(tables["populations"][0])),
+        markdown_table(tables["populations"], columns(tables["populations"])),
         "## Stage 2: shared vs each subscription separately, and the view cache",
         "",
         STAGE2_TEXT,
         "",
-        markdown_table(tables["stage2"], list(tables["stage2"][0])),
+        markdown_table(tables["stage2"], columns(tables["stage2"])),
         *(["![stage 2](join_stage2.png)", ""] if plotted else []),
         "## Stage 1: routing with the witness blocks",
         "",
         STAGE1_TEXT,
         "",
-        markdown_table(tables["stage1"], list(tables["stage1"][0])),
+        markdown_table(tables["stage1"], columns(tables["stage1"])),
         "## Templates against paper 001",
         "",
         TEMPLATES_TEXT,
         "",
-        markdown_table(tables["templates"], list(tables["templates"][0])),
+        markdown_table(tables["templates"], columns(tables["templates"])),
     ]
     (out / "join.md").write_text("\n".join(lines))
     print("\n".join(lines))
