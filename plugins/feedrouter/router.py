@@ -352,7 +352,7 @@ class Router:
         per_subscription = budget.limits.per_subscription
         for group in candidates:
             plan = group.plan
-            checks = getattr(group, "checks", ())  # groups pickled before checks had none
+            checks = group.checks  # the class default for groups pickled before checks
             if checks and not all(probe_holds(ctx, probe) for probe in checks):
                 continue
             try:

@@ -46,20 +46,12 @@ def witness_rows(
     past its limit)."""
     rows: list[WitnessRow] = []
     size = 0
-    caches = ctx.caches
-    shape = (tuple(returns), leaves, tuple(default_ns))
     for node in bound:
-        known = caches.witness_rows.get((shape, node))
-        if known is None:
-            built = _row(returns, leaves, default_ns, ctx, node, limit - size)
-            if built is None:
-                return None
-            known = caches.witness_rows[(shape, node)] = built
-        row, row_size = known
-        assert isinstance(row, WitnessRow)
-        size += row_size
-        if size > limit:
+        built = _row(returns, leaves, default_ns, ctx, node, limit - size)
+        if built is None:
             return None
+        row, row_size = built
+        size += row_size
         rows.append(row)
     return rows, size
 
@@ -73,7 +65,8 @@ def _row(
     limit: int,
 ) -> tuple[WitnessRow, int] | None:
     """One node's row and its size in bytes (with 16 for its bookkeeping); None past ``limit``.
-    Leaf values and fragments are cached per node apart too: blocks with other returns share them."""
+    Leaf values and fragments are cached per node and item: every block binding the node shares
+    them (blocks' leaf and fragment sets differ too often for whole rows to be shared)."""
     known_values, known_fragments = ctx.caches.witness_values, ctx.caches.witness_fragments
     size = 16
     values = []

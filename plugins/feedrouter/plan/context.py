@@ -73,9 +73,6 @@ class PlanCaches:
     # every block that binds the node
     witness_values: dict[tuple[object, int], tuple[tuple[str, ...], int]] = field(default_factory=dict)
     witness_fragments: dict[tuple[object, str, int], bytes] = field(default_factory=dict)
-    # ... and a whole row per node for blocks with the same leaves and fragments (the common case:
-    # blocks that differ only in their conditions)
-    witness_rows: dict[tuple[object, ...], tuple[object, int]] = field(default_factory=dict)
     # feedrouter.plan.index: the keys found at each probe site (by the shared site's id)
     probe_keys: dict[int, set[str | float]] = field(default_factory=dict)
     # feedrouter.plan.shared_join: one join per signature
