@@ -296,8 +296,9 @@ class SelectionIndex(Generic[_T]):
             counts[probe.key] -= 1
             if not counts[probe.key]:
                 del counts[probe.key]
-                if not counts:
+                if not counts:  # no group compares anything there: the site is forgotten
                     del offered[probe.site]
+                    self.__dict__.get("_canonical", {}).pop(probe.site, None)
 
     def spread(self, site: ProbeSite) -> int:
         """How many distinct constants the filed subscriptions compare at ``site``."""

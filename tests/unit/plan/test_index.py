@@ -240,3 +240,14 @@ def test_a_candidate_that_fails_its_other_test_is_not_evaluated(monkeypatch: pyt
     assert router.route(b"<item><author>A3</author><title>w4</title></item>") == {}
     assert set(router.route(b"<item><author>A3</author><title>w3 w4</title></item>")) == {"s3"}
     assert evaluated[0] == 1
+
+
+def test_the_site_statistics_forget_what_left() -> None:
+    """A long-lived router whose subscriptions come and go keeps no statistics of the gone ones."""
+    router = Router()
+    for i in range(20):
+        router.add(f"s{i}", f"//a{i}[@x = '{i}'][b = 'v']")
+    assert router._index.spread(router._index._canonical[next(iter(router._index._canonical))]) == 1
+    for i in range(20):
+        router.remove(f"s{i}")
+    assert router._index._offered == {} and router._index._canonical == {}
