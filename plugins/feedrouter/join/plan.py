@@ -145,7 +145,7 @@ class JoinPlan:
     def reach(self, lateness: timedelta) -> int:
         """How many hours back a partner of a message of this hour can have arrived: the window
         plus the lateness (``lateness`` when the plan has none of its own)."""
-        return lookback(self.window, self.lateness or lateness)
+        return lookback(self.window, lateness if self.lateness is None else self.lateness)
 
     @property
     def key(self) -> tuple[object, ...]:

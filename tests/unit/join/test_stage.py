@@ -112,6 +112,14 @@ def test_the_lookback_covers_the_window_and_the_lateness() -> None:
     assert lookback(timedelta(minutes=90), timedelta(minutes=30)) == 2
 
 
+def test_a_plan_reads_its_own_lateness_even_when_it_is_none_at_all() -> None:
+    stage, _ = stage_of({"s": join("within", "PT2H")})
+    (plan,) = stage.plans
+    assert plan.reach(timedelta(hours=1)) == 3  # the stage's lateness: the plan has none of its own
+    plan.lateness = timedelta(0)  # its feeds admit no late message: nothing further back to read
+    assert plan.reach(timedelta(hours=1)) == 2
+
+
 def test_a_slice_whose_subscriptions_are_all_past_the_cap_stops_enumerating(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
