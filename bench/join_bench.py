@@ -323,15 +323,13 @@ def separate_pairs(plan: JoinPlan, hour: datetime, store: Store) -> list[Pair]:
     rest = [join for join in plan.joins if join != key]
     index = _hashed(right, key[1])
     found = set()
-    for node, values, when in left:
-        for value in set(values.get(key[0], ())):
-            for partner, partner_values, partner_when in index.get(value, ()):
-                if node[0] != hour and partner[0] != hour:
-                    continue
-                if all(_compares(values, partner_values, join) for join in rest) and _in_time(
-                    plan, (node, partner), when, partner_when
-                ):
-                    found.add((node, partner))
+    for root in left:
+        for value in set(root[1].get(key[0], ())):
+            found.update(
+                (root[0], partner[0])
+                for partner in index.get(value, ())
+                if hour in (root[0][0], partner[0][0]) and _qualifies(plan, rest, root, partner)
+            )
     return sorted(found)
 
 
@@ -388,22 +386,29 @@ class Operator:
         new_right = _roots(store, plan.feeds[1], plan.blocks[1], [hour])
         _hashed(new_right, key_right, self.right)
         found = set()
-        for node, values, when in new_left:
-            for value in set(values.get(key_left, ())):
-                for partner, partner_values, partner_when in self.right.get(value, ()):
-                    if all(_compares(values, partner_values, j) for j in rest) and _in_time(
-                        plan, (node, partner), when, partner_when
-                    ):
-                        found.add((node, partner))
-        for partner, partner_values, partner_when in new_right:
-            for value in set(partner_values.get(key_right, ())):
-                for node, values, when in self.left.get(value, ()):
-                    if all(_compares(values, partner_values, j) for j in rest) and _in_time(
-                        plan, (node, partner), when, partner_when
-                    ):
-                        found.add((node, partner))
+        for root in new_left:
+            for value in set(root[1].get(key_left, ())):
+                found.update(
+                    (root[0], partner[0])
+                    for partner in self.right.get(value, ())
+                    if _qualifies(plan, rest, root, partner)
+                )
+        for partner in new_right:
+            for value in set(partner[1].get(key_right, ())):
+                found.update(
+                    (root[0], partner[0])
+                    for root in self.left.get(value, ())
+                    if _qualifies(plan, rest, root, partner)
+                )
         _hashed(new_left, key_left, self.left)
         return sorted(found)
+
+
+def _qualifies(plan: JoinPlan, rest: Sequence[tuple[str, str]], left: Root, right: Root) -> bool:
+    """Whether a left and a right root sharing the key join's value make one of the plan's pairs."""
+    return all(_compares(left[1], right[1], join) for join in rest) and _in_time(
+        plan, (left[0], right[0]), left[2], right[2]
+    )
 
 
 def _roots(store: Store, feed: str, block: str, hours: Sequence[datetime]) -> list[Root]:
