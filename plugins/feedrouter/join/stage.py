@@ -21,7 +21,8 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
+from functools import partial
 
 from feedrouter import heap
 from feedrouter.join.plan import LEFT, BlockSpec, Code, JoinPlan, Use
@@ -38,7 +39,8 @@ WitnessStore = Callable[[str, datetime], "HourWitnesses | None"]
 
 DEFAULT_MAX_PAIRS = 100_000
 _NONE: frozenset[str] = frozenset()
-_ZERO = timedelta(0)
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_MICROSECOND = timedelta(microseconds=1)
 #: Matches enumerated between two checks whether a slice's subscriptions are all past their cap.
 _FULL_CHECK = 4096
 
@@ -95,47 +97,33 @@ class JoinStage:
         groups = _grouped(self.plans, lambda p: (p.blocks, p.joins))
         sames = [_grouped(group, lambda p: p.key) for group in groups]
         kept: list[list[list[Pair]]] = [[[] for _ in same] for same in sames]
-        temporals = [_Temporal.of(same) for same in sames]
+        targets = [_Temporal.of(same).target(lists) for same, lists in zip(sames, kept, strict=True)]
         slices: dict[tuple[tuple[str, str], tuple[str, str]], dict[tuple[str, str], list[int]]] = {}
-        rests: list[tuple[tuple[str, str], ...]] = []
+        # each group's value joins besides the driving one, numbered (0: none) so that a pair
+        # checks each such conjunction once, whatever number of groups share it
+        rest_ids: dict[tuple[tuple[str, str], ...], int] = {(): 0}
+        rests: list[int] = []
         for number, group in enumerate(groups):
             plan = group[0]
             drive = window.driving(plan.feeds, plan.joins)
-            rests.append(tuple(join for join in plan.joins if join != drive))
+            others = tuple(join for join in plan.joins if join != drive)
+            rests.append(rest_ids.setdefault(others, len(rest_ids)))
             slices.setdefault((plan.feeds, drive), {}).setdefault(plan.blocks, []).append(number)
+        rest_joins = list(rest_ids)
         for (feeds, leaves), by_blocks in slices.items():
-            by_left: dict[str, dict[str, list[int]]] = {}
+            by_left: dict[str, dict[str, _Route]] = {}
             for (left_block, right_block), numbers in by_blocks.items():
-                by_left.setdefault(left_block, {})[right_block] = numbers
+                by_left.setdefault(left_block, {})[right_block] = _by_rest(numbers, rests, targets)
             rights = frozenset(right for _, right in by_blocks)
             numbers = [n for ns in by_blocks.values() for n in ns]
-            same_feed = feeds[0] == feeds[1]
-            matches = window.matches(feeds, leaves, hours, (frozenset(by_left), rights))
-            for seen, (ours, theirs) in enumerate(matches):
-                if seen % _FULL_CHECK == 0 and self._all_past_cap(numbers, kept):
-                    break  # a low-cardinality slice whose every subscription is withheld: stop
-                pair = (ours.ref, theirs.ref)
-                gap = theirs.time - ours.time
-                same_message = same_feed and ours.ref[:2] == theirs.ref[:2]
-                # the slice's subscriptions whose blocks bound both nodes (each side already
-                # narrowed to the slice's blocks); each other value join checked once for the
-                # pair, whatever number of groups share it
-                checked: dict[tuple[str, str], bool] = {}
-                for left_block in ours.blocks:
-                    partners = by_left[left_block]
-                    if len(partners) < len(theirs.blocks):
-                        found_numbers = [partners[b] for b in partners if b in theirs.blocks]
-                    else:
-                        found_numbers = [partners[b] for b in theirs.blocks if b in partners]
-                    for group_numbers in found_numbers:
-                        for number in group_numbers:
-                            rest = rests[number]
-                            if rest and not _rest_hold(ours, theirs, rest, checked):
-                                continue
-                            for variant in temporals[number].satisfied(gap, same_message):
-                                pairs = kept[number][variant]
-                                if len(pairs) <= self.max_pairs:
-                                    pairs.append(pair)
+            _join_slice(
+                window.matches(feeds, leaves, hours, (frozenset(by_left), rights)),
+                feeds[0] == feeds[1],
+                by_left,
+                rest_joins,
+                self.max_pairs,
+                partial(self._all_past_cap, numbers, kept),
+            )
         found: dict[str, list[Pair]] = {}
         for same, lists in zip(sames, kept, strict=True):
             for plans, pairs in zip(same, lists, strict=True):
@@ -254,6 +242,86 @@ class _Window:
         return sides[0], sides[1]
 
 
+#: One group a pair can serve, as the pair loop reads it: per kind and orientation of its temporal
+#: variants, (FOLLOWED BY?, left binding first?, their windows ascending in microseconds, their pair
+#: lists in that order): the variants a pair satisfies are those from a bisection on.
+_Target = tuple[tuple[bool, bool, tuple[int, ...], tuple[list[Pair], ...]], ...]
+#: The groups a pair of two nodes' block sets serves, by the other value joins they must check.
+_Route = list[tuple[int, list[_Target]]]
+
+
+def _join_slice(
+    matches: Iterable[tuple[_Node, _Node]],
+    same_feed: bool,
+    by_left: Mapping[str, Mapping[str, _Route]],
+    rest_joins: Sequence[tuple[tuple[str, str], ...]],
+    max_pairs: int,
+    all_capped: Callable[[], bool],
+) -> None:
+    """Hand each matched pair of a value slice to the groups whose blocks bound both nodes, whose
+    other value joins hold for it and whose temporal variants it satisfies (appended to their
+    pair lists, up to ``max_pairs + 1`` each)."""
+    # the groups a pair serves depend on its two nodes' block sets only: found once per
+    # combination (nodes' sets are interned per side, so the look-up compares identities)
+    routes: dict[tuple[frozenset[str], frozenset[str]], _Route] = {}
+    for seen, (ours, theirs) in enumerate(matches):
+        if seen % _FULL_CHECK == 0 and all_capped():
+            return  # a low-cardinality slice whose every subscription is withheld: stop
+        route = routes.get((ours.blocks, theirs.blocks))
+        if route is None:
+            route = routes[(ours.blocks, theirs.blocks)] = _route(by_left, ours.blocks, theirs.blocks)
+        if not route:
+            continue
+        pair = (ours.ref, theirs.ref)
+        gap = theirs.time - ours.time
+        same_message = same_feed and ours.ref[:2] == theirs.ref[:2]
+        checked: dict[int, bool] = {}
+        joined: dict[tuple[str, str], bool] = {}  # each value join once per pair
+        for rest, served in route:
+            if rest:
+                holds = checked.get(rest)
+                if holds is None:
+                    holds = checked[rest] = _rest_hold(ours, theirs, rest_joins[rest], joined)
+                if not holds:
+                    continue
+            for target in served:
+                for followed_by, left_first, spans, lists in target:
+                    ahead = gap if left_first else -gap
+                    if followed_by:
+                        if ahead <= 0:
+                            continue
+                    elif same_message:
+                        continue
+                    elif ahead < 0:
+                        ahead = -ahead
+                    if ahead > spans[-1]:  # outside the widest window
+                        continue
+                    for pairs in lists if len(lists) == 1 else lists[bisect_left(spans, ahead) :]:
+                        if len(pairs) <= max_pairs:
+                            pairs.append(pair)
+
+
+def _by_rest(numbers: Iterable[int], rests: Sequence[int], targets: Sequence[_Target]) -> _Route:
+    """Groups of one pair of blocks by their other value joins."""
+    by_rest: dict[int, list[_Target]] = {}
+    for number in numbers:
+        by_rest.setdefault(rests[number], []).append(targets[number])
+    return list(by_rest.items())
+
+
+def _route(
+    by_left: Mapping[str, Mapping[str, _Route]], lefts: frozenset[str], rights: frozenset[str]
+) -> _Route:
+    """The groups of a slice whose left block is one of ``lefts`` and right block one of ``rights``
+    (a pair's two nodes' block sets), by their other value joins."""
+    route: _Route = []
+    for left_block in sorted(lefts & by_left.keys()):
+        partners = by_left[left_block]
+        for right_block in sorted(rights & partners.keys()):
+            route.extend(partners[right_block])
+    return route
+
+
 def _rest_hold(
     ours: _Node, theirs: _Node, rest: tuple[tuple[str, str], ...], checked: dict[tuple[str, str], bool]
 ) -> bool:
@@ -276,7 +344,7 @@ class _Node:
 
     ref: NodeRef
     blocks: frozenset[str]
-    time: datetime
+    time: int  # microseconds since the epoch: a pair's gap is one integer subtraction
     values: tuple[str, ...]
     leaves: Mapping[str, tuple[str, ...]]
 
@@ -288,6 +356,7 @@ class _Side:
     def __init__(self, window: _Window, feed: str, leaf: str, blocks: frozenset[str]) -> None:
         self.window, self.feed, self.leaf, self.blocks = window, feed, leaf, blocks
         self._nodes: dict[tuple[datetime, str], list[_Node]] = {}
+        self._sets: dict[frozenset[str], frozenset[str]] = {}  # equal block sets: one object
 
     def index(self, hour: datetime) -> dict[str, list[tuple[int, int]]]:
         hw = self.window.witnesses(self.feed, hour)
@@ -306,7 +375,9 @@ class _Side:
                     time = hw.messages[node[0]].time
                     assert time is not None
                     leaves = hw.values[node]
-                    found.append(_Node((hour, *node), mine, time, leaves[self.leaf], leaves))
+                    mine = self._sets.setdefault(mine, mine)
+                    micros = (time - _EPOCH) // _MICROSECOND
+                    found.append(_Node((hour, *node), mine, micros, leaves[self.leaf], leaves))
             self._nodes[key] = found
         return found
 
@@ -318,38 +389,30 @@ class _Temporal:
     (subscriptions that differ only in their window share everything else; a hundred windows cost
     one look-up per pair, not a hundred checks)."""
 
-    #: (kind, left binding first, windows ascending, the variants' numbers in that order)
-    buckets: tuple[tuple[TemporalKind, bool, tuple[timedelta, ...], tuple[int, ...]], ...]
+    #: (kind, left binding first, windows ascending in microseconds, the variants' numbers in that order)
+    buckets: tuple[tuple[TemporalKind, bool, tuple[int, ...], tuple[int, ...]], ...]
 
     @classmethod
     def of(cls, variants: Sequence[Sequence[JoinPlan]]) -> _Temporal:
-        by_kind: dict[tuple[TemporalKind, bool], list[tuple[timedelta, int]]] = {}
+        by_kind: dict[tuple[TemporalKind, bool], list[tuple[int, int]]] = {}
         for number, plans in enumerate(variants):
             plan = plans[0]
-            by_kind.setdefault((plan.kind, plan.left_first), []).append((plan.window, number))
+            window = plan.window // _MICROSECOND
+            by_kind.setdefault((plan.kind, plan.left_first), []).append((window, number))
         buckets = []
         for (kind, left_first), windows in by_kind.items():
             windows.sort()
             buckets.append((kind, left_first, tuple(w for w, _ in windows), tuple(n for _, n in windows)))
         return cls(tuple(buckets))
 
-    def satisfied(self, right_minus_left: timedelta, same_message: bool) -> tuple[int, ...]:
-        """The variants whose temporal term holds for a pair whose right message's event time is
-        ``right_minus_left`` after its left one's. FOLLOWED BY: ``0 < t(second) - t(first) <= d``;
-        within: ``|t(b) - t(a)| <= d`` for two different messages."""
-        found: tuple[int, ...] = ()
-        for kind, left_first, windows, numbers in self.buckets:
-            gap = right_minus_left if left_first else -right_minus_left
-            if kind is TemporalKind.FOLLOWED_BY:
-                if gap <= _ZERO:
-                    continue
-                start = bisect_left(windows, gap)
-            else:
-                if same_message:
-                    continue
-                start = bisect_left(windows, abs(gap))
-            found = numbers[start:] if not found else found + numbers[start:]
-        return found
+    def target(self, kept: Sequence[list[Pair]]) -> _Target:
+        """The group as the pair loop reads it, each variant by its list of pairs (``kept``).
+        FOLLOWED BY holds for ``0 < t(second) - t(first) <= d``; within for
+        ``|t(b) - t(a)| <= d``, two different messages."""
+        return tuple(
+            (kind is TemporalKind.FOLLOWED_BY, left_first, windows, tuple(kept[n] for n in numbers))
+            for kind, left_first, windows, numbers in self.buckets
+        )
 
 
 def assemble(code: Sequence[Code], sides: tuple[Mapping[str, bytes], Mapping[str, bytes]]) -> bytes:
