@@ -66,36 +66,57 @@ def spark_pairs(
 
 
 def template_sql(template: Template, views: Mapping[str, str], hour_s: int) -> str:
-    """The conjunctive query of one template over its R_T view and the witness views."""
-    joined = set(itertools.chain.from_iterable(template.value_edges))
-    leaves = [var for var in template.variables if var in joined]
-    first_left, first_right = template.value_edges[0]
+    """The conjunctive query of one template over its R_T view and the witness views, in paper
+    001's order: the value semi-join of the two sides' leaf values first, once per pair of leaf
+    paths some subscription compares (never once per subscription: 100,000 rules over one pair of
+    paths match their values once), then the blocks that bound each matched node (each side
+    narrowed to the template's blocks first), the subscriptions of those blocks and paths (R_T),
+    the other value joins, the temporal term."""
+    (first_left, first_right), others = template.value_edges[0], template.value_edges[1:]
     rt, roots, vals = views["rt"], views["roots"], views["vals"]
-    left, right = f"v_{first_left}", f"v_{first_right}"
     lines = [
-        "SELECT DISTINCT rt.sid, L.hour_s AS l_hour, L.message AS l_message, L.node AS l_node,",
-        "  R.hour_s AS r_hour, R.message AS r_message, R.node AS r_node",
-        f"FROM {rt} rt",
-        # the value semi-join first: the first value edge's leaf values of the two sides
-        f"JOIN {vals} {left} ON {left}.feed = rt.lfeed AND {left}.leaf = rt.p_{first_left}",
-        f"JOIN {vals} {right} ON {right}.feed = rt.rfeed AND {right}.leaf = rt.p_{first_right}"
-        f" AND {right}.value = {left}.value",
-        f"JOIN {roots} L ON L.feed = rt.lfeed AND L.block = rt.lblock AND {_same_node('L', left)}",
-        f"JOIN {roots} R ON R.feed = rt.rfeed AND R.block = rt.rblock AND {_same_node('R', right)}",
+        "WITH edges AS (",
+        f"  SELECT DISTINCT lfeed, rfeed, p_{first_left} AS lpath, p_{first_right} AS rpath FROM {rt}",
+        "), matched AS (",
+        "  SELECT DISTINCT e.lfeed, e.rfeed, e.lpath, e.rpath,",
+        "    a.hour_s AS l_hour, a.message AS l_message, a.node AS l_node,",
+        "    b.hour_s AS r_hour, b.message AS r_message, b.node AS r_node",
+        f"  FROM edges e JOIN {vals} a ON a.feed = e.lfeed AND a.leaf = e.lpath",
+        f"  JOIN {vals} b ON b.feed = e.rfeed AND b.leaf = e.rpath AND b.value = a.value",
+        f"  WHERE a.hour_s = {hour_s} OR b.hour_s = {hour_s}",
+        f"), lroots AS ({_narrowed(roots, rt, 'lfeed', 'lblock')}",
+        f"), rroots AS ({_narrowed(roots, rt, 'rfeed', 'rblock')}",
+        ")",
+        "SELECT DISTINCT rt.sid, m.l_hour, m.l_message, m.l_node, m.r_hour, m.r_message, m.r_node",
+        "FROM matched m",
+        f"JOIN lroots L ON L.feed = m.lfeed AND {_same_node('L', 'm.l_hour', 'm.l_message', 'm.l_node')}",
+        f"JOIN rroots R ON R.feed = m.rfeed AND {_same_node('R', 'm.r_hour', 'm.r_message', 'm.r_node')}",
+        f"JOIN {rt} rt ON rt.lfeed = m.lfeed AND rt.rfeed = m.rfeed AND rt.p_{first_left} = m.lpath"
+        f" AND rt.p_{first_right} = m.rpath AND rt.lblock = L.block AND rt.rblock = R.block",
     ]
-    for var in leaves:
-        if var in (first_left, first_right):
-            continue
-        anchor, feed = ("L", "lfeed") if var.startswith("l") else ("R", "rfeed")
+    # each other value join on its own aliases: XQuery's general comparisons are each existential
+    # (a leaf compared twice may match each time with a different one of its values)
+    for number, (left, right) in enumerate(others, start=1):
+        ours, theirs = f"x{number}", f"y{number}"
         lines.append(
-            f"JOIN {vals} v_{var} ON v_{var}.feed = rt.{feed} AND v_{var}.leaf = rt.p_{var}"
-            f" AND {_same_node(anchor, 'v_' + var)}"
+            f"JOIN {vals} {ours} ON {ours}.feed = rt.lfeed AND {ours}.leaf = rt.p_{left}"
+            f" AND {_same_node(ours, *_of('L'))}"
         )
-    conditions = [f"v_{left}.value = v_{right}.value" for left, right in template.value_edges[1:]]
-    conditions.append(f"(L.hour_s = {hour_s} OR R.hour_s = {hour_s})")
-    conditions.append(_temporal())
-    lines.append("WHERE " + "\n  AND ".join(conditions))
+        lines.append(
+            f"JOIN {vals} {theirs} ON {theirs}.feed = rt.rfeed AND {theirs}.leaf = rt.p_{right}"
+            f" AND {_same_node(theirs, *_of('R'))} AND {theirs}.value = {ours}.value"
+        )
+    lines.append(f"WHERE {_temporal()}")
     return "\n".join(lines)
+
+
+def _narrowed(roots: str, rt: str, feed: str, block: str) -> str:
+    """The roots of the blocks one side of the template's subscriptions binds (a node's other
+    blocks serve none of them)."""
+    return (
+        f"SELECT r.* FROM {roots} r LEFT SEMI JOIN (SELECT DISTINCT {feed}, {block} FROM {rt}) k"
+        f" ON r.feed = k.{feed} AND r.block = k.{block}"
+    )
 
 
 def capped(query: str, most: int) -> str:
@@ -106,8 +127,13 @@ def capped(query: str, most: int) -> str:
     return f"SELECT sid, {order} FROM ({numbered}) WHERE n <= {most}"
 
 
-def _same_node(anchor: str, leaf: str) -> str:
-    return " AND ".join(f"{leaf}.{column} = {anchor}.{column}" for column in ("hour_s", "message", "node"))
+def _same_node(alias: str, hour: str, message: str, node: str) -> str:
+    """``alias``'s row is of the node the three columns name."""
+    return f"{alias}.hour_s = {hour} AND {alias}.message = {message} AND {alias}.node = {node}"
+
+
+def _of(alias: str) -> tuple[str, str, str]:
+    return f"{alias}.hour_s", f"{alias}.message", f"{alias}.node"
 
 
 def _temporal() -> str:
