@@ -1,0 +1,142 @@
+"""Stage 2 of join subscriptions on Spark SQL at the join benchmark's scale (issue 16): the engine
+``feedrouter join-batch`` runs by default (one conjunctive query per template, paper 001 §4.3) against
+the in-process shared stage and against each subscription evaluated separately, on the same
+witnesses of the same hour, with the same pairs asserted for every subscription.
+
+The populations, hours and witnesses are ``join_bench.py``'s (its ``--populations`` and sizes):
+the last hour of ``--hours`` with its full lookback. Timed on Spark: the whole of
+:func:`~feedrouter.spark.joinsql.spark_pairs` (the window's witness relations made Spark views,
+one query per template, the pairs collected to the driver), once after a warm-up run on the hour
+before (the JVM's code generation and the session's start are not the hour's cost); in process:
+:meth:`~feedrouter.join.stage.JoinStage.pairs`, cold (every value index and membership built, as
+Spark builds its views every run). The separate estimate is ``join_bench.py``'s per-rule streaming
+operator on a uniform sample.
+
+Results: ``bench/results/join_spark.md`` and ``join_spark.csv``.
+
+Usage: ``.venv/bin/python bench/join_spark_bench.py [--quick] [--populations D] [--master local[2]]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from dataclasses import replace
+
+from common import RESULTS, markdown_table, write_csv
+from feedrouter import heap
+from feedrouter.join.stage import JoinStage
+from join_bench import (
+    FULL,
+    LATENESS,
+    OWN,
+    POPULATIONS,
+    QUICK,
+    Sizes,
+    build_workload,
+    collect,
+    draw_sample,
+    forget,
+    kept_rows,
+    separate_sample,
+    timed_pairs,
+)
+from paper_bench import machine
+
+
+def measure(population_name: str, sizes: Sizes, master: str, driver_memory: str) -> dict:
+    from feedrouter.spark import spark_session
+    from feedrouter.spark.joinsql import spark_pairs
+
+    population = next(p for p in POPULATIONS if p.name == population_name)
+    workload = build_workload(population, sizes)
+    store = collect(workload, workload.joins.specs)
+    hours = [batch.hour for batch in workload.feeds[OWN]]
+    hour = hours[-1]
+    plans = list(workload.joins.plans.values())
+    read = lambda feed, h: store.get((feed, h))  # noqa: E731
+    stage = JoinStage(plans, workload.joins.specs, lateness=LATENESS)
+    forget(store)
+    in_process_s, shared = timed_pairs(stage, hour, store)
+    # the window's witnesses become views from the driver: in local mode its heap holds them all
+    spark = spark_session(
+        master, app_name="feedrouter-join-spark-bench", conf={"spark.driver.memory": driver_memory}
+    )
+    spark_pairs(spark, plans, hours[-2], read, LATENESS)  # warm-up: the JVM's code, the session
+    with heap.settled():
+        started = time.perf_counter()
+        on_spark = spark_pairs(spark, plans, hour, read, LATENESS)
+        spark_s = time.perf_counter() - started
+    different = [sid for sid in shared if on_spark.get(sid, []) != shared[sid]]
+    assert not different, f"Spark SQL and the in-process stage disagree on {len(different)}: {different[:5]}"
+    separate = separate_sample(
+        workload, draw_sample(workload.joins, sizes.sample), hour, store, shared, sizes.budget
+    )
+    separate_s = len(plans) * statistics.fmean(s for s, _ in separate.values())
+    window = [hw for (_, h), hw in store.items() if hour - h <= LATENESS + max(p.window for p in plans)]
+    return {
+        "population": population.name,
+        "subscriptions": len(plans),
+        "templates": len({plan.template for plan in plans}),
+        "roots rows in the window": sum(len(nodes) for hw in window for nodes in hw.roots.values()),
+        "pairs in the hour": sum(len(pairs) for pairs in shared.values()),
+        "identical pairs (all subscriptions)": "yes",
+        "Spark SQL s": round(spark_s, 1),
+        "in-process s (cold)": round(in_process_s, 2),
+        "Spark / in-process": round(spark_s / in_process_s, 1),
+        "separate s (est., streaming operator)": round(separate_s, 1),
+        "separate / Spark SQL": round(separate_s / spark_s, 1),
+        "master": master,
+        "driver memory": driver_memory,
+    }
+
+
+TEXT = """\
+The last hour with its full lookback, the witnesses of `join_bench.py`'s populations. Spark SQL:
+`spark_pairs` for every subscription (the window's witness relations registered as views from
+the driver, one query per template: the value semi-join of each pair of compared leaf paths first,
+then the blocks that bound each matched node, R_T, the other value joins and the temporal term;
+pairs collected), timed after a warm-up run on the hour before. In process: `JoinStage.pairs`, cold.
+Every subscription's pairs are asserted equal between the two. Separate: `join_bench.py`'s per-rule
+streaming operator on a uniform sample, times N."""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, results in results/quick/")
+    parser.add_argument("--populations", default="D", help="which of join_bench.py's populations")
+    parser.add_argument("--master", default="local[2]", help="the Spark master")
+    parser.add_argument("--subscriptions", type=int, help="override the population size")
+    parser.add_argument("--driver-memory", default="8g", help="the Spark driver's heap")
+    args = parser.parse_args()
+    sizes = QUICK if args.quick else FULL
+    if args.subscriptions:
+        sizes = replace(sizes, subscriptions=args.subscriptions)
+    info = machine()
+    out = RESULTS / "quick" if args.quick else RESULTS
+    measured = args.populations.split(",")
+    rows = [measure(name, sizes, args.master, args.driver_memory) for name in measured]
+    for row in rows:
+        row["code"] = info["code"]
+        print(row, flush=True)
+    rows = sorted(kept_rows(out / "join_spark.csv", set(measured)) + rows, key=lambda row: row["population"])
+    out.mkdir(parents=True, exist_ok=True)
+    write_csv(rows, out / "join_spark.csv")
+    lines = [
+        "# Join subscriptions: stage 2 on Spark SQL",
+        "",
+        f"`bench/join_spark_bench.py{' --quick' if args.quick else ''}`: {sizes.hours} hours x "
+        f"{sizes.items:,} items of 2 feeds, {sizes.subscriptions:,} join subscriptions per population.",
+        "",
+        markdown_table([info], list(info)),
+        TEXT,
+        "",
+        markdown_table(rows, list(dict.fromkeys(key for row in rows for key in row))),
+    ]
+    (out / "join_spark.md").write_text("\n".join(lines))
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
