@@ -130,6 +130,21 @@ def test_the_joins_of_every_feed_and_the_feeds_they_may_read(engine: Engine) -> 
     assert feeds["wire"].event_time is not None and feeds["wire"].max_join_window == timedelta(hours=2)
 
 
+def _function_places() -> dict[str, list[str]]:
+    """Every function name defined in the package -> the files defining it."""
+    places: dict[str, list[str]] = {}
+    for path in sorted((ROOT / "plugins" / "feedrouter").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef):
+                places.setdefault(node.name, []).append(str(path.relative_to(ROOT)))
+    return places
+
+
+# parsed once, when the module is collected: CPython 3.11's ast.parse can raise "AST constructor
+# recursion depth mismatch" in a worker after another test's caught RecursionError (a CPython bug)
+_PLACES = _function_places()
+
+
 @pytest.mark.parametrize(
     "name",
     [
@@ -142,12 +157,7 @@ def test_the_joins_of_every_feed_and_the_feeds_they_may_read(engine: Engine) -> 
     ],
 )
 def test_each_catalog_question_is_defined_once(name: str) -> None:
-    places = [
-        str(path.relative_to(ROOT))
-        for path in sorted((ROOT / "plugins" / "feedrouter").rglob("*.py"))
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
-        if isinstance(node, ast.FunctionDef) and node.name == name
-    ]
+    places = _PLACES.get(name, [])
     assert len(places) == 1, f"{name} is defined in {places}"
 
 
