@@ -53,6 +53,7 @@ import csv
 import os
 import random
 import statistics
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -64,7 +65,8 @@ from common import RESULTS, markdown_table, write_csv
 from feedrouter import Router, heap
 from feedrouter.join.collect import collect_hour
 from feedrouter.join.plan import BlockSpec, JoinPlan, JoinSet, clock_block, lookback
-from feedrouter.join.relations import ONE_HOUR, HourWitnesses
+from feedrouter.join.relations import ONE_HOUR, HourWitnesses, MessageRef, message_witnesses
+from feedrouter.join.selections import MIN_SHARED, WitnessPlans, witness_plans
 from feedrouter.join.stage import DEFAULT_MAX_PAIRS, JoinStage, Pair
 from feedrouter.lang import parse
 from feedrouter.lang.ast import TemporalKind
@@ -236,55 +238,70 @@ def witness_router(specs: Iterable[BlockSpec], ordinary: Sequence[tuple[str, str
     return router
 
 
-def per_message(router: Router, messages: Sequence[bytes]) -> float:
+def per_message(router: Router, messages: Sequence[bytes], plans: WitnessPlans | None = None) -> float:
+    """Seconds per message to route it, and with ``plans`` to file its witnesses by block too (what
+    a routing task does before it sends them to the hour's writer)."""
+    unfiled = MessageRef("m", 0, None)
     for data in messages[:3]:
         router.route_outcome(data)
     with heap.settled():
         started = time.perf_counter()
         for data in messages:
-            router.route_outcome(data)
+            outcome = router.route_outcome(data)
+            if plans is not None:
+                message_witnesses(unfiled, outcome.witnesses, plans)
         return (time.perf_counter() - started) / len(messages)
+
+
+#: stage 1's variants: every block its own witness plan, and equality selections factored out
+VARIANTS = {"blocks one by one": sys.maxsize, "selections factored": MIN_SHARED}
 
 
 def stage1(workload: Workload, sizes: Sizes) -> list[dict]:
     """Per feed and ordinary population (``--ordinary``, and as many as there are join
-    subscriptions): ordinary routing vs ordinary plus every witness block and the clock, alternating."""
+    subscriptions): ordinary routing vs ordinary plus the witness plans of every block and the
+    clock, both ways of compiling them (:data:`VARIANTS`), alternating."""
     rows = []
     used = Counter(block for plan in workload.joins.plans.values() for block in plan.blocks)
     for count in sorted({sizes.ordinary, len(workload.joins.plans)}):
         ordinary = ordinary_population(count, workload.vocabulary, SEED)
         for feed in FEEDS:
-            specs = [*workload.joins.specs_for(feed), clock_block(feed, CLOCK_PATH)]
+            blocks = workload.joins.specs_for(feed)
+            clock = clock_block(feed, CLOCK_PATH)
             started = time.perf_counter()
-            routers = {
-                "ordinary": witness_router((), ordinary),
-                "with witnesses": witness_router(specs, ordinary),
+            routers: dict[str, tuple[Router, WitnessPlans | None]] = {
+                "ordinary": (witness_router((), ordinary), None)
             }
+            for name, min_shared in VARIANTS.items():
+                plans = witness_plans(blocks, min_shared)
+                routers[name] = (witness_router([*plans.bases.values(), clock], ordinary), plans)
             compiled = time.perf_counter() - started
             hour = workload.feeds[feed][len(workload.feeds[feed]) // 2]
             messages = [m.data for m in hour.messages[: sizes.stage1_messages]]
             times: dict[str, list[float]] = {name: [] for name in routers}
             for _ in range(sizes.rounds):
-                for name, router in routers.items():
-                    times[name].append(per_message(router, messages))
-            plain, joined = (statistics.median(times[name]) * 1e3 for name in routers)
+                for name, (router, plans) in routers.items():
+                    times[name].append(per_message(router, messages, plans))
+            ms = {name: statistics.median(found) * 1e3 for name, found in times.items()}
+            plain = ms["ordinary"]
             uses = sum(count for block, count in used.items() if workload.joins.specs[block].feed == feed)
-            rows.append(
-                {
-                    "population": workload.population.name,
-                    "feed": feed,
-                    "ordinary subscriptions": len(ordinary),
-                    "block uses (2 per join)": uses,
-                    "distinct blocks": len(specs) - 1,
-                    "messages": len(messages),
-                    "ordinary ms/msg": round(plain, 3),
-                    "+ witnesses ms/msg": round(joined, 3),
-                    "added ms/msg": round(joined - plain, 3),
-                    "added cost": f"{(joined - plain) / plain:.0%}",
-                    "target <= 20%": "yes" if joined <= 1.2 * plain else "NO",
-                    "compile both s": round(compiled, 1),
-                }
-            )
+            row = {
+                "population": workload.population.name,
+                "feed": feed,
+                "ordinary subscriptions": len(ordinary),
+                "block uses (2 per join)": uses,
+                "distinct blocks": len(blocks),
+                "witness plans (factored)": len(routers["selections factored"][1].bases),  # type: ignore[union-attr]
+                "messages": len(messages),
+                "ordinary ms/msg": round(plain, 3),
+            }
+            for name in VARIANTS:
+                row[f"added ms/msg, {name}"] = round(ms[name] - plain, 3)
+                row[f"added cost, {name}"] = f"{(ms[name] - plain) / plain:.0%}"
+            factored = ms["selections factored"]
+            row["target <= 20% (factored)"] = "yes" if factored <= 1.2 * plain else "NO"
+            row["compile all three s"] = round(compiled, 1)
+            rows.append(row)
             del routers
             heap.release()
     return rows
@@ -294,13 +311,13 @@ def collect(workload: Workload, specs: Mapping[str, BlockSpec]) -> Store:
     """Every hour's witnesses of ``specs`` (and the clock) for both feeds."""
     store: Store = {}
     for feed in FEEDS:
-        mine = {sid: spec for sid, spec in specs.items() if spec.feed == feed}
+        plans = witness_plans(spec for spec in specs.values() if spec.feed == feed)
         clock = clock_block(feed, CLOCK_PATH)
-        router = witness_router([*mine.values(), clock])
+        router = witness_router([*plans.bases.values(), clock])
         for batch in workload.feeds[feed]:
             messages = [(m.key, m.data) for m in batch.messages]
             store[(feed, batch.hour)] = collect_hour(
-                router, feed, batch.hour, messages, mine, clock, CLOCK_FORMAT, LATENESS
+                router, feed, batch.hour, messages, plans, clock, CLOCK_FORMAT, LATENESS
             )
     return store
 
@@ -596,6 +613,8 @@ def sharing(workload: Workload) -> dict:
 
 
 def plot(rows: Sequence[dict], path: Path) -> bool:
+    if not rows:
+        return False
     try:
         import matplotlib
 
@@ -650,12 +669,17 @@ hour (A, B), the shared stage's cost follows those pairs, and the ratio with the
 
 STAGE1_TEXT = """\
 One hour's first messages of each feed (hour 12), `route_outcome` by a router with the ordinary
-population only, then by a router with the same population and every witness block of the feed and
-its clock (`add_witness`), alternating rounds, median ms per message; with 10,000 ordinary
-subscriptions and with as many as there are join subscriptions. The ordinary population: `//item`
-filters on one author, category, ticker or title word (some with `@lang`), values uniform over the
-vocabulary: what subscribers of an item feed ask for; the selection index serves them, so their
-routing costs little more than parsing, and every block a message satisfies is a witness row."""
+population only, then by routers with the same population plus the feed's blocks and its clock,
+each message's witnesses also filed by block (`message_witnesses`: what a routing task does before
+it sends them to the hour's writer), alternating rounds, median ms per message; with 10,000
+ordinary subscriptions and with as many as there are join subscriptions. Two ways of compiling the
+blocks: `blocks one by one` (every distinct block its own witness plan, the earlier design) and
+`selections factored` (the default, `feedrouter.join.selections`: the conditions a node's leaf
+values decide are factored out, blocks that differ only in them share one base witness plan, and
+filing finds a block by hash look-up of a leaf value or by a needle); `witness plans` counts the
+latter's compiled plans. The ordinary population: `//item` filters on one author, category, ticker
+or title word (some with `@lang`), values uniform over the vocabulary: what subscribers of an item
+feed ask for; the selection index serves them, so their routing costs little more than parsing."""
 
 TEMPLATES_TEXT = """\
 Distinct `plan.template.key` per number of value joins, against paper 001's Table 3 (all possible
@@ -683,7 +707,7 @@ def report(out: Path, sizes: Sizes, tables: dict[str, list[dict]], wall: float, 
         f"hours x {sizes.items:,} items, {sizes.subscriptions:,} join subscriptions per population, "
         f"stage 2 on the last hour, each subscription evaluated separately on a sample of {sizes.sample}. "
         f"Wall time {wall / 60:.1f} min (of this run: a run of some populations keeps the others' rows "
-        "from the run before, the stage-2 table's `code` column saying which code measured each).",
+        "from the run before, the stage tables' `code` columns saying which code measured each).",
         "",
         markdown_table([info], list(info)),
         "## Populations",
@@ -723,7 +747,11 @@ def main() -> None:
     for name in Sizes.__dataclass_fields__:
         parser.add_argument(f"--{name.replace('_', '-')}", type=int, help="override the size")
     parser.add_argument("--out", type=Path, help="results folder (default results/ or results/quick/)")
+    parser.add_argument(
+        "--stages", default="1,2", help="which stages to measure (1,2); the other's rows are kept from before"
+    )
     args = parser.parse_args()
+    stages = set(args.stages.split(","))
     sizes = QUICK if args.quick else FULL
     changed = {k: v for k, v in vars(args).items() if k in Sizes.__dataclass_fields__ and v is not None}
     sizes = replace(sizes, **changed)
@@ -734,18 +762,22 @@ def main() -> None:
         workload = build_workload(population, sizes)
         log(started, f"{population.name}: compiled {len(workload.joins.plans):,} join subscriptions")
         tables["templates"] += templates(workload)
-        tables["stage1"] += stage1(workload, sizes)
-        log(started, f"{population.name}: stage 1 {tables['stage1'][-2:]}")
-        tables["stage2"] += stage2(workload, sizes)
+        if "1" in stages:
+            tables["stage1"] += stage1(workload, sizes)
+            log(started, f"{population.name}: stage 1 {tables['stage1'][-2:]}")
+        if "2" in stages:
+            tables["stage2"] += stage2(workload, sizes)
         tables["populations"].append(sharing(workload))
-        print(tables["populations"][-1], tables["stage2"][-1], flush=True)
+        print(tables["populations"][-1], tables["stage2"][-1:], flush=True)
     info["load average at end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     out = args.out or (RESULTS / "quick" if args.quick else RESULTS)
-    for row in tables["stage2"]:
+    for row in tables["stage1"] + tables["stage2"]:
         row["code"] = info["code"]  # rows of an earlier run kept below say which code they measured
-    measured = {row["population"] for row in tables["populations"]}
     tables = {
-        name: sorted(kept_rows(out / f"join_{name}.csv", measured) + rows, key=lambda row: row["population"])
+        name: sorted(
+            kept_rows(out / f"join_{name}.csv", {row["population"] for row in rows}) + rows,
+            key=lambda row: row["population"],
+        )
         for name, rows in tables.items()
     }
     report(out, sizes, tables, time.perf_counter() - started, info)

@@ -227,6 +227,8 @@ class Router:
         if plan.warning is not None:  # the planner's never-match check (FR304)
             self._warnings[sid] = plan.warning
         group, created = self._shared.join(plan)
+        if sid in self._witnesses:
+            group.witnesses = (*group.witnesses, sid)
         if created:
             group.options = [self._probes(alt.pattern) for alt in plan.main.alternatives]
             if plan.document_if:  # the document node may be selected where no element is: no probe
@@ -281,6 +283,7 @@ class Router:
         if plan is None:
             raise CompileError(f"no subscription {sid!r} is compiled in this router", code="FR301")
         group, emptied = self._shared.leave(plan)
+        group.witnesses = tuple(member for member in group.witnesses if member != sid)
         if emptied:
             # routers pickled before unions knew one entry, the group's probe
             entries = getattr(group, "entries", None) or [(plan.main.alternatives[0].pid, group.probe)]
@@ -405,7 +408,7 @@ class Router:
     ) -> bool:
         """File the witnesses of the group's join blocks (if it has any); whether that was all of
         the group (no ordinary subscription shares its plan)."""
-        blocks = [m for m in group.members if m in self._witnesses]
+        blocks = group.witnesses
         if not blocks:
             return False
         # one plan, the same returns for every member; but blocks whose plans are equal may split

@@ -12,8 +12,9 @@ from lxml import etree
 from feedrouter import Router
 from feedrouter.join.clock import parse_event_time
 from feedrouter.join.collect import collect_hour
-from feedrouter.join.plan import BlockSpec, JoinSet, clock_block
+from feedrouter.join.plan import JoinSet, clock_block
 from feedrouter.join.relations import HourWitnesses, admitted
+from feedrouter.join.selections import MIN_SHARED, witness_plans
 from feedrouter.join.stage import JoinDelivery, JoinStage, Pair
 from feedrouter.lang import parse
 from tests.differential.join_oracle import SaxonJoinOracle
@@ -34,6 +35,7 @@ class JoinPipeline:
     feeds: Sequence[str]
     lateness: timedelta = timedelta(hours=1)
     max_pairs: int = 100_000
+    min_shared: int = MIN_SHARED  # 1: every block's selections factored out (the most shared bases)
     joins: JoinSet = field(default_factory=JoinSet)
     store: dict[tuple[str, datetime], HourWitnesses] = field(default_factory=dict)
 
@@ -41,6 +43,7 @@ class JoinPipeline:
         for sid, (feed, text) in self.subscriptions.items():
             self.joins.add(sid, parse(text), feed)
         self.clocks = {feed: clock_block(feed, CLOCK_PATH) for feed in self.feeds}
+        self.plans = {feed: witness_plans(self.joins.specs_for(feed), self.min_shared) for feed in self.feeds}
         self.routers = {feed: self._router(feed) for feed in self.feeds}
         self.stage = JoinStage(
             self.joins.plans.values(), self.joins.specs, lateness=self.lateness, max_pairs=self.max_pairs
@@ -48,14 +51,20 @@ class JoinPipeline:
 
     def _router(self, feed: str) -> Router:
         router = Router()
-        for spec in [*self.joins.specs_for(feed), self.clocks[feed]]:
+        for spec in [*self.plans[feed].bases.values(), self.clocks[feed]]:
             router.add_witness(spec)
         return router
 
     def collect(self, feed: str, hour: datetime, messages: Iterable[tuple[str, bytes]]) -> None:
-        specs: dict[str, BlockSpec] = {s.id: s for s in self.joins.specs_for(feed)}
         self.store[(feed, hour)] = collect_hour(
-            self.routers[feed], feed, hour, messages, specs, self.clocks[feed], CLOCK_FORMAT, self.lateness
+            self.routers[feed],
+            feed,
+            hour,
+            messages,
+            self.plans[feed],
+            self.clocks[feed],
+            CLOCK_FORMAT,
+            self.lateness,
         )
 
     def join(self, hour: datetime) -> dict[str, JoinDelivery]:

@@ -7,6 +7,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from feedrouter.join.selections import MIN_SHARED
 from tests.differential.join_oracle import SaxonJoinOracle
 from tests.differential.join_pipeline import JoinPipeline, compare_with_saxon
 
@@ -81,9 +82,15 @@ def oracle() -> SaxonJoinOracle:
     return SaxonJoinOracle()
 
 
-@pytest.mark.parametrize("order", [[0, 1, 2], [2, 0, 1]], ids=["in-order", "out-of-order"])
-def test_hand_written_joins_agree_with_saxon(oracle: SaxonJoinOracle, order: list[int]) -> None:
-    pipeline = JoinPipeline(SUBSCRIPTIONS, list(FEEDS))
+@pytest.mark.parametrize(
+    ("order", "min_shared"),
+    [([0, 1, 2], MIN_SHARED), ([2, 0, 1], 1)],
+    ids=["in-order", "out-of-order, selections factored"],
+)
+def test_hand_written_joins_agree_with_saxon(
+    oracle: SaxonJoinOracle, order: list[int], min_shared: int
+) -> None:
+    pipeline = JoinPipeline(SUBSCRIPTIONS, list(FEEDS), min_shared=min_shared)
     for k in order:  # stage 1 in any order: stage 2 waits for the window's witnesses
         for feed, hours in FEEDS.items():
             pipeline.collect(feed, HOURS[k], hours[HOURS[k]])
@@ -92,10 +99,11 @@ def test_hand_written_joins_agree_with_saxon(oracle: SaxonJoinOracle, order: lis
     assert counts["pairs"] >= 5, counts
 
 
-@pytest.mark.parametrize("seed", [41, 42])
-def test_generated_joins_agree_with_saxon(oracle: SaxonJoinOracle, seed: int) -> None:
+@pytest.mark.parametrize(("seed", "min_shared"), [(41, MIN_SHARED), (42, 1), (43, 1)])
+def test_generated_joins_agree_with_saxon(oracle: SaxonJoinOracle, seed: int, min_shared: int) -> None:
     """Generated join subscriptions (1-4 value joins, both temporal kinds, cross-feed) over three
-    generated hours of two feeds, the hours collected out of order."""
+    generated hours of two feeds, the hours collected out of order; with ``min_shared`` 1 every
+    block's equality selections are factored out into shared witness plans."""
     from feedrouter.workload.joins import generate_feed_hours, generate_join_subscriptions
 
     feeds = ("news", "blogs")
@@ -107,7 +115,9 @@ def test_generated_joins_agree_with_saxon(oracle: SaxonJoinOracle, seed: int) ->
         for feed, batches in generated.items()
     }
     hours = sorted(by_feed["news"])
-    pipeline = JoinPipeline(subscriptions, feeds)
+    pipeline = JoinPipeline(subscriptions, feeds, min_shared=min_shared)
+    if min_shared == 1:  # the factored path is taken: bases serving several blocks through selections
+        assert any(served.index for plans in pipeline.plans.values() for served in plans.served.values())
     for hour in (hours[2], hours[0], hours[1]):
         for feed in feeds:
             pipeline.collect(feed, hour, by_feed[feed][hour])

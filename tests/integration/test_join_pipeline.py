@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, text
 
-from feedrouter.catalog import build_plan
+from feedrouter.catalog import build_plan, load_plan
 from feedrouter.delivery import read_part
 from feedrouter.hours import batch_prefix
 from feedrouter.spark import BatchOptions, route_batch
@@ -113,10 +113,12 @@ def test_joins_through_spark_s3_and_postgres_agree_with_saxon(
             for key, data in messages:
                 inputs.put(key, data)
     plans = FileStore(plans_dir)
-    for feed in FEEDS:
-        build_plan(catalog, feed, plans)
+    built = {feed: build_plan(catalog, feed, plans) for feed in FEEDS}
     statuses = _statuses(catalog)
     assert statuses == {"valid": 300}, statuses
+    news = load_plan(plans, built["news"].artifact_uri, built["news"].digest).joins
+    # most of the news blocks are served by one base witness plan, found by their selections
+    assert news is not None and any(served.index for served in news.witnessing.served.values())
     hours = sorted(feeds["news"])
     state = f"s3://{s3_bucket}/state"
 

@@ -41,7 +41,9 @@ MAGIC = b"FEEDROUTER-PLAN\n"
 # 4: optimization levels and claims moved out of plan/rules/, plans keep no subscription text or
 #    AST, typed per-document caches (classes pickles name moved); the payload starts with the
 #    plan's summary (feed settings and targets) so the batch driver never unpickles the router
-FORMAT_VERSION = 4
+# 5: a feed's join blocks compiled as witness plans with their equality selections factored out
+#    (JoinsOfFeed.witnessing)
+FORMAT_VERSION = 5
 MAX_HEADER_BYTES = 4096
 SUFFIX = ".plan"
 

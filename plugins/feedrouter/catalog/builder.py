@@ -201,9 +201,9 @@ def compile_plan(
 
 
 def _add_witnesses(router: Router, joins: JoinsOfFeed) -> None:
-    """The feed's join blocks and its clock, compiled into its router as witness plans."""
-    for block in joins.blocks:
-        router.add_witness(joins.specs[block])
+    """The feed's join blocks (their witness plans) and its clock, compiled into its router."""
+    for base in joins.witnessing.bases.values():
+        router.add_witness(base)
     if joins.clock is not None:
         router.add_witness(joins.clock)
     if joins.blocks:

@@ -22,6 +22,7 @@ from feedrouter.catalog.outcomes import Outcome, invalid
 from feedrouter.catalog.repository import SubscriptionRecord
 from feedrouter.errors import ErrorDetail, FeedrouterError, Span, SubscriptionError, error
 from feedrouter.join.plan import BlockSpec, JoinPlan, JoinSet, clock_block
+from feedrouter.join.selections import WitnessPlans, witness_plans
 from feedrouter.lang.ast import STREAM_MODULE, JoinFlwr, Subscription
 from feedrouter.lang.lexer import Diagnostics
 from feedrouter.lang.windows import parse_window
@@ -35,6 +36,7 @@ class JoinsOfFeed:
         plans: the feed's own join subscriptions, by router id (delivered by its stage 2).
         specs: every block those plans read, and every block the feed's router computes.
         blocks: the ids of the blocks the feed's router computes (they read this feed).
+        witnessing: the witness plans that compute them (their equality selections factored out).
         clock: the block that reads the feed's event time (None: no block reads the feed).
         event_format: the feed's event-time format.
     """
@@ -42,6 +44,7 @@ class JoinsOfFeed:
     plans: dict[str, JoinPlan] = field(default_factory=dict)
     specs: dict[str, BlockSpec] = field(default_factory=dict)
     blocks: tuple[str, ...] = ()
+    witnessing: WitnessPlans = field(default_factory=WitnessPlans)
     clock: BlockSpec | None = None
     event_format: str = "iso8601"
 
@@ -121,7 +124,7 @@ def _of_feed(every: JoinSet, feed: FeedConfig, outcomes: Mapping[str, Outcome]) 
     reading = every.specs_for(feed.name)
     needed = {block for plan in plans.values() for block in plan.blocks}
     specs = {bid: spec for bid, spec in every.specs.items() if bid in needed or spec.feed == feed.name}
-    found = JoinsOfFeed(plans, specs, tuple(spec.id for spec in reading))
+    found = JoinsOfFeed(plans, specs, tuple(spec.id for spec in reading), witness_plans(reading))
     event = feed.event_time
     if reading and event is not None:
         found.clock = clock_block(feed.name, event.path)

@@ -15,6 +15,7 @@ from feedrouter.errors import DocumentError
 from feedrouter.join.clock import parse_event_time
 from feedrouter.join.plan import BlockSpec
 from feedrouter.join.relations import HourWitnesses, MessageRef, admitted
+from feedrouter.join.selections import WitnessPlans
 from feedrouter.join.witness import WitnessRow
 
 
@@ -44,21 +45,22 @@ def collect_hour(
     feed: str,
     hour: datetime,
     messages: Iterable[tuple[str, bytes]],
-    specs: Mapping[str, BlockSpec],
+    plans: WitnessPlans,
     clock: BlockSpec,
     fmt: str,
     lateness: timedelta,
 ) -> HourWitnesses:
     """Route ``(key, bytes)`` messages of ``feed``'s ``hour`` in stream order and keep their
-    witnesses. A document the router refuses takes part in no join (its delivery path quarantines
-    it); it still has its place in the stream, with no time."""
+    witnesses (``router`` compiled ``plans``' bases and ``clock``). A document the router refuses
+    takes part in no join (its delivery path quarantines it); it still has its place in the
+    stream, with no time."""
     found = HourWitnesses(feed, hour)
     for key, data in messages:
         try:
             witnesses = router.route_outcome(data, source=key).witnesses
         except DocumentError:
-            found.add(MessageRef(key, 0, None), {}, specs)
+            found.add(MessageRef(key, 0, None), {}, plans)
             continue
         time = admitted(event_time(witnesses, clock, fmt), hour, lateness)
-        found.add(MessageRef(key, 0, time), witnesses, specs)
+        found.add(MessageRef(key, 0, time), witnesses, plans)
     return found

@@ -225,11 +225,16 @@ def path_text(path: ast.RelPath) -> str:
 
 
 def _block(side: ast.StreamBinding, own_feed: str) -> BlockSpec:
-    feed = side.feed or own_feed
-    flwr = ast.Flwr("w", side.path, tuple(_unbound(c) for c in side.where), ast.RelPath())
+    return block_spec(side.feed or own_feed, side.path, tuple(_unbound(c) for c in side.where))
+
+
+def block_spec(feed: str, binding: ast.AbsPath, where: tuple[ast.Condition, ...]) -> BlockSpec:
+    """The block of ``feed`` that ``binding`` and ``where`` (variables dropped) select, named by the
+    digest of its canonical text: equal blocks of any subscriptions get one id."""
+    flwr = ast.Flwr("w", binding, where, ast.RelPath())
     text = to_xquery(ast.Subscription(flwr)).replace("\n", " ")
     digest = hashlib.sha256(f"{feed}\n{text}".encode()).hexdigest()[:20]
-    return BlockSpec(f"block-{digest}", feed, side.path, flwr.where, text)
+    return BlockSpec(f"block-{digest}", feed, binding, where, text)
 
 
 def _unbound(condition: ast.Condition) -> ast.Condition:

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from feedrouter.join.plan import BlockSpec
+from feedrouter.join.selections import WitnessPlans
 from feedrouter.join.witness import WitnessRow
 
 ONE_HOUR = timedelta(hours=1)
@@ -60,17 +60,26 @@ class MessageWitnesses:
 
 
 def message_witnesses(
-    message: MessageRef, witnesses: Mapping[str, Sequence[WitnessRow]], specs: Mapping[str, BlockSpec]
+    message: MessageRef, witnesses: Mapping[str, Sequence[WitnessRow]], plans: WitnessPlans
 ) -> MessageWitnesses:
-    """Name a routed message's witness rows by their specs' leaves and fragments; blocks without a
-    spec (another plan build's, or the clock) are left out."""
+    """Name a routed message's witness rows: the blocks each witness plan's rows bind, and the
+    leaves' values and fragments of the nodes some block bound; plans not in ``plans`` (another
+    plan build's, or the clock) are left out."""
     found = MessageWitnesses(message)
-    for block, rows in witnesses.items():
-        spec = specs.get(block)
-        if spec is None:
+    for plan, rows in witnesses.items():
+        served = plans.served.get(plan)
+        if served is None:
             continue
-        found.roots[block] = [row.node for row in rows]
+        bound = served.roots(rows)
+        if not bound:
+            continue
+        spec = plans.bases[plan]
+        for block, nodes in bound.items():
+            found.roots.setdefault(block, []).extend(nodes)
+        kept = {node for nodes in bound.values() for node in nodes}
         for row in rows:
+            if row.node not in kept:
+                continue
             values = found.values.setdefault(row.node, {})
             values.update(zip(spec.leaves, row.values, strict=True))
             fragments = found.fragments.setdefault(row.node, {})
@@ -101,11 +110,11 @@ class HourWitnesses:
         self,
         message: MessageRef,
         witnesses: Mapping[str, Sequence[WitnessRow]],
-        specs: Mapping[str, BlockSpec],
+        plans: WitnessPlans,
     ) -> None:
-        """File one routed message's witnesses (``RouteOutcome.witnesses``); blocks without a spec
-        here are another plan build's and are left out."""
-        self.append(message_witnesses(message, witnesses, specs))
+        """File one routed message's witnesses (``RouteOutcome.witnesses``) by the blocks ``plans``
+        serve (:func:`message_witnesses`)."""
+        self.append(message_witnesses(message, witnesses, plans))
 
     def append(self, found: MessageWitnesses) -> None:
         """File the next message of the hour (stream order) with its named witnesses."""

@@ -35,6 +35,8 @@ class PlanGroup:
     options: list[list[Probe]] = field(default_factory=list)
     # the tests besides the filed one that a candidate must pass before its plan runs (one entry)
     checks: tuple[Probe, ...] = ()
+    # the members that are join blocks' witness plans (Router.add_witness), found without a scan
+    witnesses: tuple[str, ...] = ()
 
 
 class SharedPlans:

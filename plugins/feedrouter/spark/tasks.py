@@ -192,7 +192,7 @@ def _witnessed(routed: Routed, joins: JoinsOfFeed, hour: datetime, lateness: tim
     if routed.error is None and joins.clock is not None:
         time = admitted(event_time(routed.witnesses, joins.clock, joins.event_format), hour, lateness)
     message = MessageRef(routed.message.source, routed.message.index, time, routed.message.digest)
-    return message_witnesses(message, routed.witnesses, joins.specs)
+    return message_witnesses(message, routed.witnesses, joins.witnessing)
 
 
 def deliver_partition(

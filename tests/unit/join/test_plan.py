@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 from feedrouter import Router
 from feedrouter.join.plan import JoinSet, clock_block, compile_join, path_text
 from feedrouter.join.relations import HourWitnesses, MessageRef
+from feedrouter.join.selections import witness_plans
 from feedrouter.join.stage import assemble
 from feedrouter.join.witness import WitnessRow
 from feedrouter.lang import parse
@@ -94,7 +95,7 @@ def test_blocks_sharing_one_plan_get_rows_split_as_each_asks() -> None:
     assert outcome.witnesses[first.blocks[0]] == [WitnessRow(0, (("t",),), (b"<author>A</author>",))]
     assert outcome.witnesses[second.blocks[0]] == [WitnessRow(0, (("t",), ("A",)), ())]
     hour = HourWitnesses("f", datetime(2026, 1, 1, tzinfo=timezone.utc))
-    hour.add(MessageRef("m.xml", 0, None), outcome.witnesses, joins.specs)
+    hour.add(MessageRef("m.xml", 0, None), outcome.witnesses, witness_plans(joins.specs_for("f")))
     assert hour.values[(0, 0)] == {"title": ("t",), "author": ("A",)}
 
 

@@ -1,0 +1,398 @@
+"""Witness plans: the blocks a feed's router computes, with the conditions rows can decide factored out.
+
+Correlation rules differ mostly in the constants they select on: ``//item[category = "c17"]``,
+``//item where $w/author = "A. Smith" and not($w/ticker)``, thousands of blocks over one binding
+path. Compiled one by one, each is a plan the router finds and evaluates per message (the selection
+index finds it, but a message still binds tens of them, each a plan evaluation and a witness row).
+Paper 001 treats a block's value predicates as what they are, selections on the witness relations.
+Here a block's conditions on its bound node that the node's leaf values decide (comparisons with a
+literal, existence, ``contains``/``starts-with``/``ends-with`` with a literal, under
+``not``/``and``/``or``, of paths without predicates or backward steps) are factored out: the blocks
+that differ only in them share one *base* witness plan (the binding path and the remaining
+conditions) that reads their paths as leaves besides the blocks' own, and filing a message's
+witnesses (:meth:`Served.roots`) puts a base's node in every block whose conditions its values
+satisfy. A block is found by one hash look-up per leaf value (by its least shared equality with a
+string), by a needle compared with the row's string (a literal match, when it has no equality), or,
+with neither, by a test on every row.
+
+Exact by construction: the tests decide a condition as the plan's evaluator does (general
+comparisons existential over the values, one per node, compared by :func:`~feedrouter.plan.values.
+comparator`; a string function's argument of more than one node makes the call false). A predicate
+of the binding's last step is factored only when that step has no positional predicate (whose
+numbering would change without it); ``matches`` stays in the base (its regex runs under the plan's
+time bound).
+
+A base pays off when it serves many blocks; one serving few would read every leaf of every node
+its binding path selects where the selection index would have evaluated nothing for most messages:
+blocks are factored only in groups of at least ``min_shared`` (:data:`MIN_SHARED`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from typing import cast
+
+from feedrouter.join.plan import BlockSpec, Fragment, block_spec, path_text
+from feedrouter.join.witness import WitnessRow
+from feedrouter.lang import ast
+from feedrouter.plan.functions import matches_literal
+from feedrouter.plan.values import comparator
+
+#: the fewest blocks a base witness plan must serve to be compiled instead of them
+MIN_SHARED = 16
+
+
+@dataclass(frozen=True)
+class Selection:
+    """A block's condition ``leaf = "value"`` on its bound node (``leaf``: the path's canonical text)."""
+
+    leaf: str
+    value: str
+
+
+#: a factored condition compiled against a base's leaves, evaluated on a row's values by :func:`holds`:
+#: ``("compare", position, op, literal)``, ``("exists", position)``, ``("match", position, name,
+#: needles)``, ``("not", test)``, ``("and", tests)``, ``("or", tests)``
+Test = tuple
+
+
+@dataclass(frozen=True)
+class Factored:
+    """A block split into its base (the block without its factored conditions) and those
+    conditions (variables dropped), the top level's equalities first among them as selections."""
+
+    base: BlockSpec
+    conditions: tuple[ast.Condition, ...]
+    selections: tuple[Selection, ...]
+
+
+def factor(spec: BlockSpec) -> Factored:
+    """Split ``spec`` into its base block and the conditions the witness rows can check (none:
+    the block is its own base)."""
+    binding, picked = _binding_without_checks(spec.binding)
+    where: list[ast.Condition] = []
+    for condition in _conjuncts(spec.where):
+        (picked if _checkable(condition) else where).append(condition)
+    if not picked:
+        return Factored(spec, (), ())
+    base = block_spec(spec.feed, binding, tuple(where))
+    conditions = tuple(picked)
+    found = {s for s in map(_as_selection, conditions) if s is not None}
+    selections = sorted(found, key=lambda s: (s.leaf, s.value))
+    return Factored(base, conditions, tuple(selections))
+
+
+def leaf_text(path: ast.RelPath) -> str:
+    return path_text(replace(path, var="", span=None))
+
+
+def _conjuncts(conditions: Iterable[ast.Condition]) -> Iterable[ast.Condition]:
+    for condition in conditions:
+        if isinstance(condition, ast.And):
+            yield from _conjuncts(condition.terms)
+        else:
+            yield condition
+
+
+def _binding_without_checks(binding: ast.AbsPath) -> tuple[ast.AbsPath, list[ast.Condition]]:
+    """The binding with its last step's checkable predicates taken out (unless a positional
+    predicate counts on them, or the binding selects text nodes, which they are not about)."""
+    last = binding.steps[-1]
+    if binding.tail is not None or any(ast.is_positional(p) for p in last.predicates):
+        return binding, []
+    picked = [p for c in last.predicates for p in _conjuncts((c,)) if _checkable(p)]
+    if not picked:
+        return binding, []
+    kept = tuple(p for c in last.predicates for p in _conjuncts((c,)) if not _checkable(p))
+    steps = (*binding.steps[:-1], replace(last, predicates=kept))
+    return replace(binding, steps=steps), picked
+
+
+def _checkable(condition: ast.Condition) -> bool:
+    """Whether a witness row's leaf values decide ``condition``: comparisons, existence and
+    literal string matches of plain paths from the bound node, under not/and/or."""
+    if isinstance(condition, (ast.Comparison, ast.Exists)):
+        return _plain(condition.path)
+    if isinstance(condition, ast.BooleanCall):
+        call = condition.call
+        return call.name in _STRING_MATCHES and isinstance(call.arg, ast.RelPath) and _plain(call.arg)
+    if isinstance(condition, ast.Not):
+        return _checkable(condition.operand)
+    if isinstance(condition, (ast.And, ast.Or)):
+        return all(_checkable(term) for term in condition.terms)
+    return False
+
+
+#: the match functions a row decides (``matches`` is left to the plan: its regex has a time bound)
+_STRING_MATCHES = ("contains", "starts-with", "ends-with")
+
+
+def _plain(path: ast.RelPath) -> bool:
+    """A path whose leaf values are the nodes it selects, one value each: no predicates, no
+    backward steps."""
+    return all(not step.predicates and not step.axis.backward for step in path.steps)
+
+
+def _as_selection(condition: ast.Condition) -> Selection | None:
+    """``condition`` as a selection, if it is a checkable equality with a string."""
+    if (
+        isinstance(condition, ast.Comparison)
+        and condition.op is ast.CompOp.EQ
+        and isinstance(condition.literal.value, str)
+    ):
+        return Selection(leaf_text(condition.path), condition.literal.value)
+    return None
+
+
+def _paths(condition: ast.Condition) -> Iterable[ast.RelPath]:
+    """The paths a checkable condition reads (each a leaf of the base)."""
+    if isinstance(condition, (ast.Comparison, ast.Exists)):
+        yield condition.path
+    elif isinstance(condition, ast.BooleanCall):
+        yield cast(ast.RelPath, condition.call.arg)
+    elif isinstance(condition, ast.Not):
+        yield from _paths(condition.operand)
+    elif isinstance(condition, (ast.And, ast.Or)):
+        for term in condition.terms:
+            yield from _paths(term)
+
+
+def compile_test(condition: ast.Condition, position: dict[str, int]) -> Test:
+    """``condition`` as a :data:`Test` on a row whose leaf ``text`` is at ``position[text]``."""
+    if isinstance(condition, ast.Comparison):
+        return ("compare", position[leaf_text(condition.path)], condition.op, condition.literal)
+    if isinstance(condition, ast.Exists):
+        return ("exists", position[leaf_text(condition.path)])
+    if isinstance(condition, ast.BooleanCall):
+        call = condition.call
+        needles = tuple(str(literal.value) for literal in call.literals)
+        return ("match", position[leaf_text(cast(ast.RelPath, call.arg))], call.name, needles)
+    if isinstance(condition, ast.Not):
+        return ("not", compile_test(condition.operand, position))
+    assert isinstance(condition, (ast.And, ast.Or))
+    kind = "and" if isinstance(condition, ast.And) else "or"
+    return (kind, tuple(compile_test(term, position) for term in condition.terms))
+
+
+Values = Sequence[Sequence[str]]
+
+
+def holds(test: Test, values: Values) -> bool:
+    """Whether a row's leaf ``values`` satisfy ``test``, as the plan's evaluator decides the
+    condition (:func:`feedrouter.plan.evaluate.holds`: general comparisons are existential; a
+    string function's argument of more than one node makes its call false)."""
+    return checker(test)(values)
+
+
+@lru_cache(maxsize=65536)
+def checker(test: Test) -> Callable[[Values], bool]:
+    """``test`` as a function of a row's values, built once per distinct test and process (plans
+    are pickled: they keep tests, not functions)."""
+    kind = test[0]
+    if kind == "compare":
+        _, position, op, literal = test
+        if op is ast.CompOp.EQ and isinstance(literal.value, str):
+            wanted = literal.value
+            return lambda values: wanted in values[position]
+        one = comparator(op, literal)
+        return lambda values: any(map(one, values[position]))
+    if kind == "exists":
+        position = test[1]
+        return lambda values: len(values[position]) > 0
+    if kind == "match":
+        _, position, name, needles = test
+
+        def matched(values: Values) -> bool:
+            found = values[position]
+            return len(found) <= 1 and matches_literal(name, found[0] if found else "", needles)
+
+        return matched
+    if kind == "not":
+        inner = checker(test[1])
+        return lambda values: not inner(values)
+    terms = tuple(checker(term) for term in test[1])
+    if len(terms) == 2:
+        first, second = terms
+        if kind == "and":
+            return lambda values: first(values) and second(values)
+        return lambda values: first(values) or second(values)
+    if kind == "and":
+        return lambda values: all(term(values) for term in terms)
+    return lambda values: any(term(values) for term in terms)
+
+
+#: a block served through a selection: its id and the test of its other factored conditions
+Indexed = tuple[str, Test | None]
+
+
+@dataclass
+class Served:
+    """The blocks one compiled witness plan serves, each with a test of its factored conditions
+    (None: none left) found one of three ways: ``index``, by one of its selections (leaf position in
+    the plan's leaves -> value -> blocks); ``needles``, by one of its literal string matches (leaf
+    position and function -> needle -> blocks), when it has no selection; ``direct``, tested on
+    every row."""
+
+    direct: dict[Test | None, list[str]] = field(default_factory=dict)
+    index: dict[int, dict[str, list[Indexed]]] = field(default_factory=dict)
+    needles: dict[tuple[int, str], dict[str, list[Indexed]]] = field(default_factory=dict)
+
+    def roots(self, rows: Sequence[WitnessRow]) -> dict[str, list[int]]:
+        """Block -> the nodes of ``rows`` it binds (document order)."""
+        direct, index, needles = self._checks()
+        found: dict[str, list[int]] = {}
+        for row in rows:
+            values = row.values
+            for check, blocks in direct:
+                if check is None or check(values):
+                    for block in blocks:
+                        found.setdefault(block, []).append(row.node)
+            for position, by_value in index:
+                for value in set(values[position]):
+                    _add_passing(found, by_value.get(value, ()), row)
+            for position, name, by_needle in needles:
+                strings = values[position]
+                if len(strings) > 1:
+                    continue  # the call's argument is more than one item: false (plan.evaluate)
+                string = strings[0] if strings else ""
+                for needle in _matching(name, string, by_needle):
+                    _add_passing(found, by_needle[needle], row)
+        return found
+
+    def _checks(self) -> _Checks:
+        """The tests as functions, built on first use in each process (never pickled)."""
+        checks = self.__dict__.get("_compiled")
+        if checks is None:
+            checks = self.__dict__["_compiled"] = (
+                [(None if test is None else checker(test), blocks) for test, blocks in self.direct.items()],
+                [(position, _checking(by_value)) for position, by_value in self.index.items()],
+                [(position, name, _checking(by)) for (position, name), by in self.needles.items()],
+            )
+        return checks
+
+    def __getstate__(self) -> dict[str, object]:
+        return {key: value for key, value in self.__dict__.items() if key != "_compiled"}
+
+
+#: a block found by a value or needle, with its test as a function (None: nothing to test)
+_Checked = tuple[str, Callable[[Values], bool] | None]
+_Checks = tuple[
+    list[tuple[Callable[[Values], bool] | None, list[str]]],
+    list[tuple[int, dict[str, list[_Checked]]]],
+    list[tuple[int, str, dict[str, list[_Checked]]]],
+]
+
+
+def _checking(by_key: dict[str, list[Indexed]]) -> dict[str, list[_Checked]]:
+    return {
+        key: [(block, None if test is None else checker(test)) for block, test in entries]
+        for key, entries in by_key.items()
+    }
+
+
+def _add_passing(found: dict[str, list[int]], entries: Iterable[_Checked], row: WitnessRow) -> None:
+    for block, check in entries:
+        if check is None or check(row.values):
+            found.setdefault(block, []).append(row.node)
+
+
+def _matching(name: str, string: str, needles: Iterable[str]) -> list[str]:
+    """The needles ``name`` (contains, starts-with, ends-with) finds in ``string``."""
+    if name == "contains":
+        return [needle for needle in needles if needle in string]
+    if name == "starts-with":
+        return [needle for needle in needles if string.startswith(needle)]
+    return [needle for needle in needles if string.endswith(needle)]
+
+
+@dataclass
+class WitnessPlans:
+    """What a feed's router computes for its blocks.
+
+    Attributes:
+        bases: the witness plans to compile (:meth:`~feedrouter.router.Router.add_witness`), by id.
+        served: per witness plan, the blocks its rows bind.
+    """
+
+    bases: dict[str, BlockSpec] = field(default_factory=dict)
+    served: dict[str, Served] = field(default_factory=dict)
+
+
+def witness_plans(specs: Iterable[BlockSpec], min_shared: int = MIN_SHARED) -> WitnessPlans:
+    """The witness plans of ``specs`` (blocks of one feed): a base for every group of at least
+    ``min_shared`` blocks that differ only in their checkable conditions, each other block as it is."""
+    groups: dict[str, list[tuple[BlockSpec, Factored]]] = {}
+    for spec in specs:
+        factored = factor(spec)
+        groups.setdefault(factored.base.id, []).append((spec, factored))
+    plans = WitnessPlans()
+    for members in groups.values():
+        if len(members) >= min_shared:
+            _add_base(plans, members)
+        else:
+            for spec, _ in members:
+                _add_own(plans, spec)
+    return plans
+
+
+def _add_own(plans: WitnessPlans, spec: BlockSpec) -> None:
+    """``spec`` compiled as it is (the router's selection index finds it for the messages it may
+    match)."""
+    plans.bases[spec.id] = spec
+    plans.served[spec.id] = Served(direct={None: [spec.id]})
+
+
+def _add_base(plans: WitnessPlans, members: Sequence[tuple[BlockSpec, Factored]]) -> None:
+    """One base for ``members``: it reads every leaf and fragment of theirs and the leaves their
+    factored conditions read; a member with selections is indexed by its least shared one (the
+    likeliest to be rare), its other conditions tested when the value comes."""
+    base = replace(members[0][1].base, leaves={}, fragments={})
+    leaves: dict[str, ast.RelPath] = {}
+    fragments: dict[str, Fragment] = {}
+    for spec, factored in members:
+        leaves.update(spec.leaves)
+        leaves.update(
+            (leaf_text(p), replace(p, var="", span=None)) for c in factored.conditions for p in _paths(c)
+        )
+        fragments.update(spec.fragments)
+    base.leaves = {text: leaves[text] for text in sorted(leaves)}
+    base.fragments = {key: fragments[key] for key in sorted(fragments)}
+    position = {text: i for i, text in enumerate(base.leaves)}
+    shared = Counter(s for _, factored in members for s in factored.selections)
+    served = Served()
+    for spec, factored in members:
+        if not factored.selections:
+            _add_unselected(served, spec.id, factored.conditions, position)
+            continue
+        first = min(factored.selections, key=lambda s: (shared[s], s.leaf, s.value))
+        rest = tuple(c for c in factored.conditions if _as_selection(c) != first)
+        entry = (spec.id, _conjunction(rest, position))
+        served.index.setdefault(position[first.leaf], {}).setdefault(first.value, []).append(entry)
+    plans.bases[base.id] = base
+    plans.served[base.id] = served
+
+
+def _add_unselected(
+    served: Served, block: str, conditions: Sequence[ast.Condition], position: dict[str, int]
+) -> None:
+    """A block without selections: found by its longest literal match if it has one (needles are
+    compared with each row's string, cheaper than a test per block), tested on every row if not."""
+    calls = [c for c in conditions if isinstance(c, ast.BooleanCall) and len(c.call.literals) == 1]
+    if not calls:
+        served.direct.setdefault(_conjunction(conditions, position), []).append(block)
+        return
+    chosen = max(calls, key=lambda c: len(str(c.call.literals[0].value)))
+    rest = [c for c in conditions if c is not chosen]
+    key = (position[leaf_text(cast(ast.RelPath, chosen.call.arg))], chosen.call.name)
+    needle = str(chosen.call.literals[0].value)
+    served.needles.setdefault(key, {}).setdefault(needle, []).append((block, _conjunction(rest, position)))
+
+
+def _conjunction(conditions: Sequence[ast.Condition], position: dict[str, int]) -> Test | None:
+    tests = tuple(compile_test(c, position) for c in conditions)
+    if not tests:
+        return None
+    return tests[0] if len(tests) == 1 else ("and", tests)

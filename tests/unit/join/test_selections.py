@@ -1,0 +1,156 @@
+"""Witness plans with the blocks' checkable conditions factored out (feedrouter.join.selections):
+which conditions are factored, and that a factored base binds exactly the nodes every block's own
+plan binds."""
+
+from __future__ import annotations
+
+import pickle
+import random
+import sys
+
+import pytest
+
+from feedrouter import Router
+from feedrouter.join.plan import BlockSpec, JoinSet
+from feedrouter.join.relations import MessageRef, message_witnesses
+from feedrouter.join.selections import Selection, WitnessPlans, factor, witness_plans
+from feedrouter.lang import parse
+
+PROLOG = 'import module namespace fr = "urn:feedrouter:stream:1";\n'
+
+
+def block(binding: str, where: str = "") -> BlockSpec:
+    """The left block of a join whose left side is ``binding`` with ``where`` on ``$a``."""
+    condition = f"{where} and " if where else ""
+    text = PROLOG + (
+        f"for $a in fr:stream(){binding}, $b in fr:stream()//item "
+        f'where {condition}$a/title = $b/title and fr:within($a, $b, "PT1H") return <r/>'
+    )
+    joins = JoinSet()
+    plan = joins.add("1", parse(text), "f")
+    return joins.specs[plan.blocks[0]]
+
+
+def test_equalities_existence_and_string_tests_on_the_bound_node_are_factored() -> None:
+    spec = block(
+        '//item[category = "c1"][ticker]',
+        '$a/author = "A" and not($a/@lang = "de") and contains($a/title, "x") and $a/price > 5',
+    )
+    found = factor(spec)
+    assert found.base.text == "for $w in //item return $w"
+    assert found.selections == (Selection("author", "A"), Selection("category", "c1"))
+    assert len(found.conditions) == 6
+
+
+@pytest.mark.parametrize(
+    ("binding", "where", "base"),
+    [
+        ('//item[category = "c1"][1]', "", '//item[category = "c1"][1]'),  # a position counts on it
+        ('//channel[title = "t"]/item', "", '//channel[title = "t"]/item'),  # not the bound node
+        ("//item", 'matches($a/title, "^a")', 'where matches($w/title, "^a")'),  # regex: time-bounded plan
+        ("//item", '$a/author[@id = "1"] = "A"', "where $w/author[@id"),  # a path with a predicate
+        ("//item", '$a/../title = "A"', "where $w/../title"),  # a backward step
+    ],
+)
+def test_conditions_rows_cannot_decide_stay_in_the_base(binding: str, where: str, base: str) -> None:
+    found = factor(block(binding, where))
+    assert base in found.base.text and not found.selections
+
+
+def test_a_block_without_factored_conditions_is_its_own_base() -> None:
+    spec = block("//item")
+    assert factor(spec).base is spec and witness_plans([spec], min_shared=1).bases == {spec.id: spec}
+
+
+def test_small_groups_keep_their_blocks_and_large_ones_share_a_base() -> None:
+    specs = [block(f'//item[author = "A{i}"]') for i in range(5)]
+    assert set(witness_plans(specs, min_shared=6).bases) == {s.id for s in specs}
+    plans = witness_plans(specs, min_shared=5)
+    (base,) = plans.bases.values()
+    assert base.text == "for $w in //item return $w" and "author" in base.leaves and "title" in base.leaves
+
+
+#: items with what the factored tests must get right: repeated children (general comparisons are
+#: existential), missing and empty ones, two titles (a string function of more than one node is
+#: false), numbers that are not numbers, attributes present or not
+ITEM_PARTS = (
+    "<author>A1</author>",
+    "<author>A2</author>",
+    "<author></author>",
+    "<category>c1</category>",
+    "<category>c2</category>",
+    "<title>Oil and Banks</title>",
+    "<title>Rail</title>",
+    "<ticker>T</ticker>",
+    "<price>7</price>",
+    "<price>x</price>",
+    "<price>3.5</price>",
+)
+CONDITIONS = (
+    '$a/author = "A1"',
+    '$a/author = "A2"',
+    '$a/author = ""',
+    '$a/category = "c1"',
+    '$a/category != "c1"',
+    '$a/@lang = "de"',
+    'not($a/@lang = "de")',
+    "$a/ticker",
+    "not($a/ticker)",
+    '($a/ticker or $a/category = "c2")',
+    'contains($a/title, "Banks")',
+    'contains($a/title, "Rail")',
+    'starts-with($a/title, "Oil")',
+    'ends-with($a/title, "")',
+    "$a/price > 5",
+    '$a/price = "7"',
+    '$a/text() = "loose"',
+)
+
+
+def generated_blocks(rng: random.Random, n: int) -> list[BlockSpec]:
+    specs = {}
+    for _ in range(n):
+        picked = rng.sample(CONDITIONS, rng.randint(1, 3))
+        in_step = [c.replace("$a/", "") for c in picked[:1]] if rng.random() < 0.4 else []
+        where = " and ".join(picked[len(in_step) :])
+        binding = "//item" + "".join(f"[{c}]" for c in in_step)
+        spec = block(binding, where)
+        specs[spec.id] = spec
+    return list(specs.values())
+
+
+def generated_item(rng: random.Random) -> bytes:
+    lang = rng.choice(["", ' lang="de"', ' lang="en"'])
+    parts = "".join(rng.sample(ITEM_PARTS, rng.randint(0, 6)))
+    loose = "loose" if rng.random() < 0.2 else ""
+    return f"<rss><channel><item{lang}>{loose}{parts}</item><item>{parts}</item></channel></rss>".encode()
+
+
+def roots_of(plans: WitnessPlans, documents: list[bytes]) -> list[dict[str, list[int]]]:
+    router = Router()
+    for spec in plans.bases.values():
+        router.add_witness(spec)
+    message = MessageRef("m", 0, None)
+    return [message_witnesses(message, router.route_outcome(d).witnesses, plans).roots for d in documents]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_factored_base_binds_what_each_block_binds(seed: int) -> None:
+    rng = random.Random(seed)
+    specs = generated_blocks(rng, 60)
+    documents = [generated_item(rng) for _ in range(80)]
+    factored = witness_plans(specs, min_shared=1)
+    assert len(factored.bases) < len(specs) // 2  # most blocks share a base
+    one_by_one = witness_plans(specs, min_shared=sys.maxsize)
+    expected, found = roots_of(one_by_one, documents), roots_of(factored, documents)
+    assert found == expected
+    assert sum(len(r) for r in found) > 500  # blocks bound nodes in most documents
+
+
+def test_witness_plans_pickle_without_their_compiled_tests() -> None:
+    specs = [block(f'//item[author = "A{i}"]', "not($a/ticker)") for i in range(3)]
+    plans = witness_plans(specs, min_shared=1)
+    document = b"<item><author>A1</author><title>t</title></item>"
+    before = roots_of(plans, [document])  # compiles the tests
+    again = pickle.loads(pickle.dumps(plans))
+    assert roots_of(again, [document]) == before == [{specs[1].id: [0]}]
