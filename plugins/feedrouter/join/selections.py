@@ -228,6 +228,69 @@ def checker(test: Test) -> Callable[[Values], bool]:
 Indexed = tuple[str, Test | None]
 
 
+class NeedleFinder:
+    """The needles of one match function that a string satisfies, without trying each.
+
+    ``contains`` needles are filed under one substring of :data:`GRAM` characters each, the one
+    fewest needles share (identifier-like needles, ``topic123``/``topic456``, would all share a
+    prefix), with its offset in the needle: each such substring of the string looks its needles up,
+    compared where they would start. Shorter needles are tried one by one. ``starts-with`` and
+    ``ends-with`` needles are filed by themselves: the string's prefix or suffix of each of their
+    lengths looks them up.
+    """
+
+    GRAM = 3
+
+    def __init__(self, name: str, needles: Iterable[str]) -> None:
+        self.name = name
+        self.short: list[str] = []
+        self.by_gram: dict[str, list[tuple[str, int]]] = {}
+        self.by_affix: dict[str, list[str]] = {}
+        needles = list(needles)
+        if name == "contains":
+            self._file_contained(needles)
+        else:
+            for needle in needles:
+                self.by_affix.setdefault(needle, []).append(needle)
+        self.lengths = sorted({len(needle) for needle in self.by_affix})
+
+    def _file_contained(self, needles: Sequence[str]) -> None:
+        gram = self.GRAM
+        shared = Counter(g for needle in needles for g in set(_grams(needle, gram)))
+        for needle in needles:
+            if len(needle) < gram:
+                self.short.append(needle)
+                continue
+            grams = _grams(needle, gram)
+            offset = min(range(len(grams)), key=lambda i: (shared[grams[i]], i))
+            self.by_gram.setdefault(grams[offset], []).append((needle, offset))
+
+    def find(self, string: str) -> set[str]:
+        if self.name == "contains":
+            return self._contained(string)
+        found: set[str] = set()
+        for length in self.lengths:
+            if length > len(string):
+                break
+            key = string[:length] if self.name == "starts-with" else string[len(string) - length :]
+            found.update(self.by_affix.get(key, ()))
+        return found
+
+    def _contained(self, string: str) -> set[str]:
+        found = {needle for needle in self.short if needle in string}
+        by_gram, gram = self.by_gram, self.GRAM
+        for start in range(len(string) - gram + 1):
+            for needle, offset in by_gram.get(string[start : start + gram], ()):
+                if start >= offset and string.startswith(needle, start - offset):
+                    found.add(needle)
+        return found
+
+
+def _grams(text: str, size: int) -> list[str]:
+    """The substrings of ``size`` characters of ``text``, by offset."""
+    return [text[i : i + size] for i in range(len(text) - size + 1)]
+
+
 @dataclass
 class Served:
     """The blocks one compiled witness plan serves, each with a test of its factored conditions
@@ -253,12 +316,11 @@ class Served:
             for position, by_value in index:
                 for value in set(values[position]):
                     _add_passing(found, by_value.get(value, ()), row)
-            for position, name, by_needle in needles:
+            for position, finder, by_needle in needles:
                 strings = values[position]
                 if len(strings) > 1:
                     continue  # the call's argument is more than one item: false (plan.evaluate)
-                string = strings[0] if strings else ""
-                for needle in _matching(name, string, by_needle):
+                for needle in finder.find(strings[0] if strings else ""):
                     _add_passing(found, by_needle[needle], row)
         return found
 
@@ -269,7 +331,7 @@ class Served:
             checks = self.__dict__["_compiled"] = (
                 [(None if test is None else checker(test), blocks) for test, blocks in self.direct.items()],
                 [(position, _checking(by_value)) for position, by_value in self.index.items()],
-                [(position, name, _checking(by)) for (position, name), by in self.needles.items()],
+                [(p, NeedleFinder(name, by), _checking(by)) for (p, name), by in self.needles.items()],
             )
         return checks
 
@@ -282,7 +344,7 @@ _Checked = tuple[str, Callable[[Values], bool] | None]
 _Checks = tuple[
     list[tuple[Callable[[Values], bool] | None, list[str]]],
     list[tuple[int, dict[str, list[_Checked]]]],
-    list[tuple[int, str, dict[str, list[_Checked]]]],
+    list[tuple[int, NeedleFinder, dict[str, list[_Checked]]]],
 ]
 
 
@@ -297,15 +359,6 @@ def _add_passing(found: dict[str, list[int]], entries: Iterable[_Checked], row: 
     for block, check in entries:
         if check is None or check(row.values):
             found.setdefault(block, []).append(row.node)
-
-
-def _matching(name: str, string: str, needles: Iterable[str]) -> list[str]:
-    """The needles ``name`` (contains, starts-with, ends-with) finds in ``string``."""
-    if name == "contains":
-        return [needle for needle in needles if needle in string]
-    if name == "starts-with":
-        return [needle for needle in needles if string.startswith(needle)]
-    return [needle for needle in needles if string.endswith(needle)]
 
 
 @dataclass

@@ -13,8 +13,9 @@ import pytest
 from feedrouter import Router
 from feedrouter.join.plan import BlockSpec, JoinSet
 from feedrouter.join.relations import MessageRef, message_witnesses
-from feedrouter.join.selections import Selection, WitnessPlans, factor, witness_plans
+from feedrouter.join.selections import NeedleFinder, Selection, WitnessPlans, factor, witness_plans
 from feedrouter.lang import parse
+from feedrouter.plan.functions import matches_literal
 
 PROLOG = 'import module namespace fr = "urn:feedrouter:stream:1";\n'
 
@@ -154,3 +155,18 @@ def test_witness_plans_pickle_without_their_compiled_tests() -> None:
     before = roots_of(plans, [document])  # compiles the tests
     again = pickle.loads(pickle.dumps(plans))
     assert roots_of(again, [document]) == before == [{specs[1].id: [0]}]
+
+
+@pytest.mark.parametrize("name", ["contains", "starts-with", "ends-with"])
+def test_the_needle_finder_finds_what_trying_every_needle_finds(name: str) -> None:
+    rng = random.Random(name)
+    alphabet = "abcé "
+    needles = {"", *("".join(rng.choices(alphabet, k=rng.randint(1, 6))) for _ in range(300))}
+    finder = NeedleFinder(name, needles)
+    found = 0
+    for _ in range(400):
+        string = "".join(rng.choices(alphabet, k=rng.randint(0, 12)))
+        expected = {n for n in needles if matches_literal(name, string, (n,))}
+        assert finder.find(string) == expected, (name, string)
+        found += len(expected)
+    assert found > 1000
