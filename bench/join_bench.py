@@ -707,7 +707,8 @@ def report(out: Path, sizes: Sizes, tables: dict[str, list[dict]], wall: float, 
         f"hours x {sizes.items:,} items, {sizes.subscriptions:,} join subscriptions per population, "
         f"stage 2 on the last hour, each subscription evaluated separately on a sample of {sizes.sample}. "
         f"Wall time {wall / 60:.1f} min (of this run: a run of some populations keeps the others' rows "
-        "from the run before, the stage tables' `code` columns saying which code measured each).",
+        "from the run before, the stage tables' `code` and `cpu` columns saying which code measured "
+        "each, where).",
         "",
         markdown_table([info], list(info)),
         "## Populations",
@@ -772,7 +773,8 @@ def main() -> None:
     info["load average at end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     out = args.out or (RESULTS / "quick" if args.quick else RESULTS)
     for row in tables["stage1"] + tables["stage2"]:
-        row["code"] = info["code"]  # rows of an earlier run kept below say which code they measured
+        # rows of an earlier run kept below say which code measured them, on which machine
+        row["code"], row["cpu"] = info["code"], info["cpu"]
     tables = {
         name: sorted(
             kept_rows(out / f"join_{name}.csv", {row["population"] for row in rows}) + rows,
