@@ -22,9 +22,11 @@ of the binding's last step is factored only when that step has no positional pre
 numbering would change without it); ``matches`` stays in the base (its regex runs under the plan's
 time bound).
 
-A base pays off when it serves many blocks; one serving few would read every leaf of every node
-its binding path selects where the selection index would have evaluated nothing for most messages:
-blocks are factored only in groups of at least ``min_shared`` (:data:`MIN_SHARED`).
+A base reads every leaf of every node its binding path selects. That pays when it serves many
+blocks and one of them reads those nodes anyway (the base itself, ``//item``, or a broad test such
+as ``not($w/ticker)``); blocks that are all selective cost less one by one, the router's selection
+index finding the few a message matches. Blocks are factored only in such groups of at least
+``min_shared`` (:data:`MIN_SHARED`).
 """
 
 from __future__ import annotations
@@ -376,19 +378,36 @@ class WitnessPlans:
 
 def witness_plans(specs: Iterable[BlockSpec], min_shared: int = MIN_SHARED) -> WitnessPlans:
     """The witness plans of ``specs`` (blocks of one feed): a base for every group of at least
-    ``min_shared`` blocks that differ only in their checkable conditions, each other block as it is."""
+    ``min_shared`` blocks that differ only in their checkable conditions, when one of them is
+    broad (:func:`_broad`); each other block as it is."""
     groups: dict[str, list[tuple[BlockSpec, Factored]]] = {}
     for spec in specs:
         factored = factor(spec)
         groups.setdefault(factored.base.id, []).append((spec, factored))
     plans = WitnessPlans()
     for members in groups.values():
-        if len(members) >= min_shared:
+        if len(members) >= min_shared and any(_broad(factored) for _, factored in members):
             _add_base(plans, members)
         else:
             for spec, _ in members:
                 _add_own(plans, spec)
     return plans
+
+
+def _broad(factored: Factored) -> bool:
+    """Whether the block binds most of its base's nodes, as far as its text tells: it has no
+    equality with a string and no literal match to be found by (it is the base itself, or only
+    tests existence, inequality, ranges). A base reads every leaf of every node its binding path
+    selects; that pays when such a block reads them anyway, while blocks that are all selective
+    (``//item[author = "A"]`` x 1,000) cost less one by one: the router's selection index finds the
+    few a message matches, reading nothing for the others (measured: +12 us against +35 us a
+    message)."""
+    return not factored.selections and not _needle_calls(factored.conditions)
+
+
+def _needle_calls(conditions: Sequence[ast.Condition]) -> list[ast.BooleanCall]:
+    """The top-level literal matches a block can be found by (their needle)."""
+    return [c for c in conditions if isinstance(c, ast.BooleanCall) and len(c.call.literals) == 1]
 
 
 def _add_own(plans: WitnessPlans, spec: BlockSpec) -> None:
@@ -433,7 +452,7 @@ def _add_unselected(
 ) -> None:
     """A block without selections: found by its longest literal match if it has one (needles are
     compared with each row's string, cheaper than a test per block), tested on every row if not."""
-    calls = [c for c in conditions if isinstance(c, ast.BooleanCall) and len(c.call.literals) == 1]
+    calls = _needle_calls(conditions)
     if not calls:
         served.direct.setdefault(_conjunction(conditions, position), []).append(block)
         return

@@ -64,11 +64,20 @@ def test_a_block_without_factored_conditions_is_its_own_base() -> None:
 
 
 def test_small_groups_keep_their_blocks_and_large_ones_share_a_base() -> None:
-    specs = [block(f'//item[author = "A{i}"]') for i in range(5)]
-    assert set(witness_plans(specs, min_shared=6).bases) == {s.id for s in specs}
-    plans = witness_plans(specs, min_shared=5)
+    specs = [block("//item"), *(block(f'//item[author = "A{i}"]') for i in range(5))]
+    assert set(witness_plans(specs, min_shared=7).bases) == {s.id for s in specs}
+    plans = witness_plans(specs, min_shared=6)
     (base,) = plans.bases.values()
     assert base.text == "for $w in //item return $w" and "author" in base.leaves and "title" in base.leaves
+
+
+@pytest.mark.parametrize("broad", ["//item", "//item[not(ticker)]", '//item[@lang != "de"]'])
+def test_selective_blocks_share_a_base_only_with_a_broad_one(broad: str) -> None:
+    """A base reads every item: worth it when one of its blocks reads them anyway."""
+    selective = [block(f'//item[author = "A{i}"]') for i in range(20)]
+    selective += [block(f'//item[contains(title, "w{i}")]') for i in range(20)]
+    assert len(witness_plans(selective, min_shared=1).bases) == 40
+    assert len(witness_plans([*selective, block(broad)], min_shared=1).bases) == 1
 
 
 #: items with what the factored tests must get right: repeated children (general comparisons are
