@@ -55,7 +55,7 @@ class Selection:
     value: str
 
 
-#: a factored condition compiled against a base's leaves, evaluated on a row's values by :func:`holds`:
+#: a factored condition compiled against a base's leaves, evaluated on a row's values by :func:`checker`:
 #: ``("compare", position, op, literal)``, ``("exists", position)``, ``("match", position, name,
 #: needles)``, ``("not", test)``, ``("and", tests)``, ``("or", tests)``
 Test = tuple
@@ -182,17 +182,12 @@ def compile_test(condition: ast.Condition, position: dict[str, int]) -> Test:
 Values = Sequence[Sequence[str]]
 
 
-def holds(test: Test, values: Values) -> bool:
-    """Whether a row's leaf ``values`` satisfy ``test``, as the plan's evaluator decides the
-    condition (:func:`feedrouter.plan.evaluate.holds`: general comparisons are existential; a
-    string function's argument of more than one node makes its call false)."""
-    return checker(test)(values)
-
-
 @lru_cache(maxsize=65536)
 def checker(test: Test) -> Callable[[Values], bool]:
-    """``test`` as a function of a row's values, built once per distinct test and process (plans
-    are pickled: they keep tests, not functions)."""
+    """``test`` as a function of a row's leaf values, built once per distinct test and process
+    (plans are pickled: they keep tests, not functions). It decides the condition as the plan's
+    evaluator does (:func:`feedrouter.plan.evaluate.holds`: general comparisons are existential; a
+    string function's argument of more than one node makes its call false)."""
     kind = test[0]
     if kind == "compare":
         _, position, op, literal = test

@@ -3,7 +3,8 @@
 For every node the block's plan binds (its element id: document order), the string values of the
 block's leaf paths and the bytes of its return fragments, read from the same run over the document
 that serves every other subscription (no second pass). The router files them in
-:attr:`~feedrouter.router.RouteOutcome.witnesses` under the block's id.
+:attr:`~feedrouter.router.RouteOutcome.witnesses` under the witness plan's id: a block's, or a base
+that serves many blocks (:mod:`feedrouter.join.selections` says which blocks its rows bind).
 """
 
 from __future__ import annotations
