@@ -103,10 +103,14 @@ def test_the_route_dag_waits_for_witnesses_then_joins_each_routed_hour(dagbag: A
     assert "FEEDROUTER_INPUT_DEADLINE" in retention.doc_md and "back-fills" in retention.doc_md
 
 
-def test_the_route_dag_joins_the_hour_after_routing_it(joined_feeds: dict[str, str], dagbag: Any) -> None:
+@pytest.mark.parametrize("engine", ["spark", "python"])
+def test_the_route_dag_joins_the_hour_after_routing_it(
+    joined_feeds: dict[str, str], dagbag: Any, engine: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from feedrouter.delivery import read_part
     from feedrouter.spark.witnesses import has_hour
 
+    monkeypatch.setenv("FEEDROUTER_JOIN_ENGINE", engine)
     upload(joined_feeds, FIRST)
     assert run_dag(dagbag, "feedrouter_plans").state == "success"
 
@@ -124,7 +128,12 @@ def test_the_route_dag_joins_the_hour_after_routing_it(joined_feeds: dict[str, s
         assert states[("route_hour.join_batch", index)] == "success"
     blogs, news = (xcom(run, "route_hour.join_batch", index) for index in (0, 1))
     assert (blogs["feed"], blogs["status"]) == ("blogs", "no-joins")
-    assert (news["feed"], news["status"], news["subscriptions"]) == ("news", "joined", 1)
+    assert (news["feed"], news["status"], news["subscriptions"], news["engine"]) == (
+        "news",
+        "joined",
+        1,
+        engine,
+    )
     assert news["pairs"] > 0 and news["deliveries"] == 1
 
     state = hook().store(f"s3://{joined_feeds['bucket']}/state")

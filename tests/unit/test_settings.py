@@ -21,6 +21,7 @@ def test_defaults_match_the_documented_ones() -> None:
     assert settings.catalog_poll == timedelta(seconds=30)
     assert settings.route_start == date(2026, 11, 1)
     assert settings.log_format == "text"
+    assert settings.join_engine == "spark"
 
 
 def test_a_relative_xdg_state_home_is_ignored() -> None:
@@ -37,6 +38,7 @@ def test_environment_values_are_parsed() -> None:
             "FEEDROUTER_S3_MAX_ATTEMPTS": "3",
             "FEEDROUTER_ROUTE_START": "2026-01-02",
             "FEEDROUTER_LOG_FORMAT": "json",
+            "FEEDROUTER_JOIN_ENGINE": "python",
         }
     )
     assert settings.home == Path("/srv/feedrouter")
@@ -46,6 +48,7 @@ def test_environment_values_are_parsed() -> None:
     assert settings.s3_max_attempts == 3
     assert settings.route_start == date(2026, 1, 2)
     assert settings.log_format == "json"
+    assert settings.join_engine == "python"
 
 
 def test_an_empty_variable_counts_as_unset() -> None:
@@ -83,6 +86,7 @@ def test_settings_are_frozen() -> None:
         ("FEEDROUTER_ROUTE_START", "November", "valid date"),
         ("FEEDROUTER_LOG_FORMAT", "xml", "'text' or 'json'"),
         ("FEEDROUTER_S3_ADDRESSING_STYLE", "sideways", "'path', 'virtual' or 'auto'"),
+        ("FEEDROUTER_JOIN_ENGINE", "flink", "'spark' or 'python'"),
     ],
 )
 def test_an_invalid_value_fails_with_the_setting_name(name: str, value: str, problem: str) -> None:

@@ -43,7 +43,7 @@ from urllib.parse import quote
 
 from feedrouter.airflow.hooks import FeedrouterHook, master_url
 from feedrouter.airflow.hours import HourBatch
-from feedrouter.airflow.settings import state_uri
+from feedrouter.airflow.settings import join_engine, state_uri
 
 if TYPE_CHECKING:
     from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
@@ -239,8 +239,9 @@ def join(hook: FeedrouterHook, batch: HourBatch, stream_start: datetime) -> dict
     """Run the join stage of one feed's hour from this process; the report's JSON summary.
 
     The pairs come from Spark SQL (:mod:`feedrouter.spark.joinsql`) on a session the stage opens
-    only for a feed with join subscriptions (:func:`join_master`). Hours of the window routed
-    before the join's blocks existed are back-filled first, in this process
+    only for a feed with join subscriptions (:func:`join_master`), or, with
+    ``FEEDROUTER_JOIN_ENGINE=python``, from this process (the same pairs). Hours of the window
+    routed before the join's blocks existed are back-filled first, in this process
     (``BatchOptions(inline=True)``: witnesses only, from the inputs still in the store).
     """
     from feedrouter.spark import BatchOptions
@@ -250,6 +251,7 @@ def join(hook: FeedrouterHook, batch: HourBatch, stream_start: datetime) -> dict
     options = JoinOptions(
         state_uri=state,
         stream_start=stream_start,
+        engine=join_engine(),
         master=join_master(spark_target(hook)),
         backfill=BatchOptions(inline=True, state_uri=state),
     )

@@ -204,6 +204,11 @@ def state_uri(env: Mapping[str, str] | None = None, config: ConfigParser | None 
     return library_state_uri(airflow_environment(env, config))
 
 
+def join_engine(env: Mapping[str, str] | None = None) -> str:
+    """The join stage's engine (``FEEDROUTER_JOIN_ENGINE``: ``spark`` or ``python``)."""
+    return _settings(env).join_engine
+
+
 def spark_master_env(env: Mapping[str, str] | None = None) -> str | None:
     """The Spark master named by the environment, or None for the library's local default."""
     return _settings(env).spark_master

@@ -119,9 +119,9 @@ def _listed_prefix(engine: Engine, report: BatchReport, hour: datetime) -> str:
 @click.option(
     "--engine",
     type=click.Choice(["spark", "python"]),
-    default="spark",
-    show_default=True,
-    help="spark: one Spark SQL query per template; python: the same pairs in this process.",
+    default=None,
+    help="spark: one Spark SQL query per template; python: the same pairs in this process "
+    "[default: FEEDROUTER_JOIN_ENGINE, else spark].",
 )
 @click.option(
     "--backfill/--no-backfill",
@@ -130,7 +130,12 @@ def _listed_prefix(engine: Engine, report: BatchReport, hour: datetime) -> str:
     help="Route again (witnesses only) the window's hours that were routed before a join's blocks existed.",
 )
 def join_batch_command(
-    feed_name: str, hour: str, master: str | None, plans_uri: str | None, engine: str, backfill: bool
+    feed_name: str,
+    hour: str,
+    master: str | None,
+    plans_uri: str | None,
+    engine: str | None,
+    backfill: bool,
 ) -> None:
     """Run the join stage of a routed hour: deliver the feed's join subscriptions' pairs."""
     from feedrouter.catalog.database import open_catalog
@@ -145,7 +150,7 @@ def join_batch_command(
         when = parse_hour(hour)
         settings = load_settings(spark_master=master, plans_uri=plans_uri)
         options = JoinOptions(
-            engine=engine,
+            engine=engine or settings.join_engine,
             master=settings.spark_master,
             backfill=BatchOptions(settings.spark_master) if backfill else None,
         )

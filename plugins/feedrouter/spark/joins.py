@@ -88,6 +88,7 @@ class JoinReport:
     deliveries: int = 0
     withheld: tuple[str, ...] = field(default=(), repr=False)
     seconds: float = 0.0
+    engine: str = ""  # the engine that computed the pairs ("" when the plan has no join subscription)
 
     def summary(self) -> dict[str, Any]:
         return asdict(self)
@@ -168,6 +169,7 @@ def join_batch(
         pairs=sum(d.count for d in found.values()),
         deliveries=sum(1 for row in rows if row.result_count),
         withheld=tuple(sorted(row.subscription for row in rows if row.status == "withheld")),
+        engine=options.engine,
         seconds=round(time.perf_counter() - clock, 3),
     )
     log.info("%s", report.describe())
