@@ -87,10 +87,6 @@ def factor(spec: BlockSpec) -> Factored:
     return Factored(base, conditions, tuple(selections))
 
 
-def leaf_text(path: ast.RelPath) -> str:
-    return path_text(replace(path, var="", span=None))
-
-
 def _conjuncts(conditions: Iterable[ast.Condition]) -> Iterable[ast.Condition]:
     for condition in conditions:
         if isinstance(condition, ast.And):
@@ -105,11 +101,13 @@ def _binding_without_checks(binding: ast.AbsPath) -> tuple[ast.AbsPath, list[ast
     last = binding.steps[-1]
     if binding.tail is not None or any(ast.is_positional(p) for p in last.predicates):
         return binding, []
-    picked = [p for c in last.predicates for p in _conjuncts((c,)) if _checkable(p)]
+    picked: list[ast.Condition] = []
+    kept: list[ast.Condition] = []
+    for condition in _conjuncts(last.predicates):
+        (picked if _checkable(condition) else kept).append(condition)
     if not picked:
         return binding, []
-    kept = tuple(p for c in last.predicates for p in _conjuncts((c,)) if not _checkable(p))
-    steps = (*binding.steps[:-1], replace(last, predicates=kept))
+    steps = (*binding.steps[:-1], replace(last, predicates=tuple(kept)))
     return replace(binding, steps=steps), picked
 
 
@@ -145,7 +143,7 @@ def _as_selection(condition: ast.Condition) -> Selection | None:
         and condition.op is ast.CompOp.EQ
         and isinstance(condition.literal.value, str)
     ):
-        return Selection(leaf_text(condition.path), condition.literal.value)
+        return Selection(path_text(condition.path), condition.literal.value)
     return None
 
 
@@ -165,13 +163,13 @@ def _paths(condition: ast.Condition) -> Iterable[ast.RelPath]:
 def compile_test(condition: ast.Condition, position: dict[str, int]) -> Test:
     """``condition`` as a :data:`Test` on a row whose leaf ``text`` is at ``position[text]``."""
     if isinstance(condition, ast.Comparison):
-        return ("compare", position[leaf_text(condition.path)], condition.op, condition.literal)
+        return ("compare", position[path_text(condition.path)], condition.op, condition.literal)
     if isinstance(condition, ast.Exists):
-        return ("exists", position[leaf_text(condition.path)])
+        return ("exists", position[path_text(condition.path)])
     if isinstance(condition, ast.BooleanCall):
         call = condition.call
         needles = tuple(str(literal.value) for literal in call.literals)
-        return ("match", position[leaf_text(cast(ast.RelPath, call.arg))], call.name, needles)
+        return ("match", position[path_text(cast(ast.RelPath, call.arg))], call.name, needles)
     if isinstance(condition, ast.Not):
         return ("not", compile_test(condition.operand, position))
     assert isinstance(condition, (ast.And, ast.Or))
@@ -242,14 +240,12 @@ class NeedleFinder:
         self.name = name
         self.short: list[str] = []
         self.by_gram: dict[str, list[tuple[str, int]]] = {}
-        self.by_affix: dict[str, list[str]] = {}
-        needles = list(needles)
+        self.affixes: set[str] = set()
         if name == "contains":
-            self._file_contained(needles)
+            self._file_contained(list(needles))
         else:
-            for needle in needles:
-                self.by_affix.setdefault(needle, []).append(needle)
-        self.lengths = sorted({len(needle) for needle in self.by_affix})
+            self.affixes.update(needles)
+        self.lengths = sorted({len(needle) for needle in self.affixes})
 
     def _file_contained(self, needles: Sequence[str]) -> None:
         gram = self.GRAM
@@ -270,7 +266,8 @@ class NeedleFinder:
             if length > len(string):
                 break
             key = string[:length] if self.name == "starts-with" else string[len(string) - length :]
-            found.update(self.by_affix.get(key, ()))
+            if key in self.affixes:
+                found.add(key)
         return found
 
     def _contained(self, string: str) -> set[str]:
@@ -422,7 +419,7 @@ def _add_base(plans: WitnessPlans, members: Sequence[tuple[BlockSpec, Factored]]
     for spec, factored in members:
         leaves.update(spec.leaves)
         leaves.update(
-            (leaf_text(p), replace(p, var="", span=None)) for c in factored.conditions for p in _paths(c)
+            (path_text(p), replace(p, var="", span=None)) for c in factored.conditions for p in _paths(c)
         )
         fragments.update(spec.fragments)
     base.leaves = {text: leaves[text] for text in sorted(leaves)}
@@ -453,7 +450,7 @@ def _add_unselected(
         return
     chosen = max(calls, key=lambda c: len(str(c.call.literals[0].value)))
     rest = [c for c in conditions if c is not chosen]
-    key = (position[leaf_text(cast(ast.RelPath, chosen.call.arg))], chosen.call.name)
+    key = (position[path_text(cast(ast.RelPath, chosen.call.arg))], chosen.call.name)
     needle = str(chosen.call.literals[0].value)
     served.needles.setdefault(key, {}).setdefault(needle, []).append((block, _conjunction(rest, position)))
 

@@ -176,3 +176,39 @@ def test_the_spark_group_offers_the_package_command() -> None:
     result = CliRunner().invoke(main, ["spark", "package", "--help"])
     assert result.exit_code == 0, result.output
     assert "--archives" in result.output and "--python-prefix" in result.output
+
+
+@pytest.mark.parametrize(
+    ("env", "args", "engine"),
+    [
+        ({}, [], "spark"),
+        ({"FEEDROUTER_JOIN_ENGINE": "python"}, [], "python"),
+        ({"FEEDROUTER_JOIN_ENGINE": "python"}, ["--engine", "spark"], "spark"),
+    ],
+)
+def test_join_batch_runs_the_engine_the_option_or_the_setting_names(
+    monkeypatch: pytest.MonkeyPatch, env: dict[str, str], args: list[str], engine: str
+) -> None:
+    import feedrouter.catalog.database as database
+    import feedrouter.spark.joins as joins
+    from feedrouter.spark.cli import join_batch_command
+
+    seen = {}
+
+    class Catalog:
+        def dispose(self) -> None:
+            pass
+
+    def join_batch(catalog: Any, feed: str, hour: Any, *, plans_store: Any, options: Any) -> Any:
+        seen["engine"] = options.engine
+        return joins.JoinReport(feed, "2026-11-01T00", "no-joins", 1)
+
+    monkeypatch.delenv("FEEDROUTER_JOIN_ENGINE", raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(database, "open_catalog", Catalog)
+    monkeypatch.setattr(joins, "join_batch", join_batch)
+    command = ["--feed", "news", "--hour", "2026-11-01T00", "--plans-uri", "file:///tmp/plans", *args]
+    result = CliRunner().invoke(join_batch_command, command)
+    assert result.exit_code == 0, result.output
+    assert seen == {"engine": engine}
