@@ -70,20 +70,18 @@ def message_witnesses(
         served = plans.served.get(plan)
         if served is None:
             continue
-        bound = served.roots(rows)
-        if not bound:
+        kept = served.bind(rows, found.roots)  # a block is served by one plan: it files alone
+        if not kept:
             continue
         spec = plans.bases[plan]
-        for block, nodes in bound.items():
-            found.roots.setdefault(block, []).extend(nodes)
-        kept = {node for nodes in bound.values() for node in nodes}
-        for row in rows:
-            if row.node not in kept:
-                continue
-            values = found.values.setdefault(row.node, {})
-            values.update(zip(spec.leaves, row.values, strict=True))
-            fragments = found.fragments.setdefault(row.node, {})
-            fragments.update(zip(spec.fragments, row.fragments, strict=True))
+        for row in kept:
+            node = row.node
+            values = dict(zip(spec.leaves, row.values, strict=True))
+            fragments = dict(zip(spec.fragments, row.fragments, strict=True))
+            if node in found.values:  # another plan's rows bound the node too
+                values = found.values[node] | values
+                fragments = found.fragments[node] | fragments
+            found.values[node], found.fragments[node] = values, fragments
     return found
 
 

@@ -11,9 +11,10 @@ literal, existence, ``contains``/``starts-with``/``ends-with`` with a literal, u
 that differ only in them share one *base* witness plan (the binding path and the remaining
 conditions) that reads their paths as leaves besides the blocks' own, and filing a message's
 witnesses (:meth:`Served.roots`) puts a base's node in every block whose conditions its values
-satisfy. A block is found by one hash look-up per leaf value (by its least shared equality with a
-string), by a needle compared with the row's string (a literal match, when it has no equality), or,
-with neither, by a test on every row.
+satisfy. A block is found by the key of one of its conditions, the one fewest blocks share: an
+equality with a string (one hash look-up per leaf value) or a literal match (a needle compared
+with the row's string); the blocks with neither (the broad ones) are decided on every row by one
+generated function (:func:`decider`).
 
 Exact by construction: the tests decide a condition as the plan's evaluator does (general
 comparisons existential over the values, one per node, compared by :func:`~feedrouter.plan.values.
@@ -219,6 +220,67 @@ def checker(test: Test) -> Callable[[Values], bool]:
     return lambda values: any(term(values) for term in terms)
 
 
+def decider(groups: Sequence[tuple[Test | None, Sequence[str]]]) -> Callable[[Values], list[str]]:
+    """One function deciding every test of ``groups`` on a row: a new list of the blocks of those
+    that hold (None holds always), in ``groups``' order.
+
+    The blocks tested on every row of a base are the broad ones (``not($w/ticker)``, ``$w/@lang !=
+    "de"``): tens of tests built from a few atoms (one leaf's existence, one comparison). As one
+    generated function, each atom is decided once per row and the tests are Python's own boolean
+    expressions over them, instead of a tree of closures per test. The source holds nothing but
+    leaf positions and indexes into a table of constants (literals, comparators, block lists), so
+    no text of a subscription reaches it.
+    """
+    constants: list[object] = []
+    atoms: dict[Test, str] = {}
+    lines: list[str] = []
+
+    def constant(value: object) -> str:
+        constants.append(value)
+        return f"K[{len(constants) - 1}]"
+
+    def atom(test: Test) -> str:
+        name = atoms.get(test)
+        if name is None:
+            name = atoms[test] = f"a{len(atoms)}"
+            lines.append(f"    {name} = {_atom_source(test, constant)}")
+        return name
+
+    def formula(test: Test) -> str:
+        kind = test[0]
+        if kind == "not":
+            return f"not {formula(test[1])}"
+        if kind in ("and", "or"):
+            return "(" + f" {kind} ".join(formula(term) for term in test[1]) + ")"
+        return atom(test)
+
+    decisions = []
+    for test, blocks in groups:
+        listed = constant(list(blocks))
+        if test is None:
+            decisions.append(f"    found += {listed}")
+        else:
+            decisions.append(f"    if {formula(test)}:\n        found += {listed}")
+    source = "\n".join(["def decide(v):", *lines, "    found = []", *decisions, "    return found"])
+    namespace: dict[str, object] = {"K": constants, "any": any, "map": map, "len": len}
+    exec(compile(source, "<feedrouter.join.selections.decider>", "exec"), namespace)
+    return cast(Callable[[Values], list[str]], namespace["decide"])
+
+
+def _atom_source(test: Test, constant: Callable[[object], str]) -> str:
+    """An atomic test (compare, exists, match) as an expression over the row ``v``."""
+    kind = test[0]
+    if kind == "exists":
+        return f"len(v[{int(test[1])}]) > 0"
+    if kind == "compare":
+        _, position, op, literal = test
+        if op is ast.CompOp.EQ and isinstance(literal.value, str):
+            return f"{constant(literal.value)} in v[{int(position)}]"
+        return f"any(map({constant(comparator(op, literal))}, v[{int(position)}]))"
+    assert kind == "match"
+    return f"{constant(checker(test))}(v)"
+
+
 #: a block served through a selection: its id and the test of its other factored conditions
 Indexed = tuple[str, Test | None]
 
@@ -290,40 +352,48 @@ class Served:
     """The blocks one compiled witness plan serves, each with a test of its factored conditions
     (None: none left) found one of three ways: ``index``, by one of its selections (leaf position in
     the plan's leaves -> value -> blocks); ``needles``, by one of its literal string matches (leaf
-    position and function -> needle -> blocks), when it has no selection; ``direct``, tested on
-    every row."""
+    position and function -> needle -> blocks), whichever fewer blocks share; ``direct``, tested on
+    every row. Pickled without the functions it builds from them (:meth:`_checks`)."""
 
     direct: dict[Test | None, list[str]] = field(default_factory=dict)
     index: dict[int, dict[str, list[Indexed]]] = field(default_factory=dict)
     needles: dict[tuple[int, str], dict[str, list[Indexed]]] = field(default_factory=dict)
 
-    def roots(self, rows: Sequence[WitnessRow]) -> dict[str, list[int]]:
-        """Block -> the nodes of ``rows`` it binds (document order)."""
-        direct, index, needles = self._checks()
-        found: dict[str, list[int]] = {}
+    def bind(self, rows: Sequence[WitnessRow], roots: dict[str, list[int]]) -> list[WitnessRow]:
+        """File in ``roots`` (block -> nodes, document order) the nodes of ``rows`` each block
+        binds; the rows some block bound."""
+        decide, index, needles = self._checks()
+        kept = []
         for row in rows:
-            values = row.values
-            for check, blocks in direct:
-                if check is None or check(values):
-                    for block in blocks:
-                        found.setdefault(block, []).append(row.node)
+            values, node = row.values, row.node
+            found = decide(values)
             for position, by_value in index:
                 for value in set(values[position]):
-                    _add_passing(found, by_value.get(value, ()), row)
+                    bucket = by_value.get(value)
+                    if bucket is not None:
+                        found += bucket(values)
             for position, finder, by_needle in needles:
                 strings = values[position]
                 if len(strings) > 1:
                     continue  # the call's argument is more than one item: false (plan.evaluate)
                 for needle in finder.find(strings[0] if strings else ""):
-                    _add_passing(found, by_needle[needle], row)
-        return found
+                    found += by_needle[needle](values)
+            if found:
+                kept.append(row)
+                for block in found:
+                    nodes = roots.get(block)
+                    if nodes is None:
+                        roots[block] = [node]
+                    else:
+                        nodes.append(node)
+        return kept
 
     def _checks(self) -> _Checks:
         """The tests as functions, built on first use in each process (never pickled)."""
         checks = self.__dict__.get("_compiled")
         if checks is None:
             checks = self.__dict__["_compiled"] = (
-                [(None if test is None else checker(test), blocks) for test, blocks in self.direct.items()],
+                decider(list(self.direct.items())),
                 [(position, _checking(by_value)) for position, by_value in self.index.items()],
                 [(p, NeedleFinder(name, by), _checking(by)) for (p, name), by in self.needles.items()],
             )
@@ -333,26 +403,31 @@ class Served:
         return {key: value for key, value in self.__dict__.items() if key != "_compiled"}
 
 
-#: a block found by a value or needle, with its test as a function (None: nothing to test)
-_Checked = tuple[str, Callable[[Values], bool] | None]
+_Buckets = dict[str, Callable[[Values], list[str]]]
 _Checks = tuple[
-    list[tuple[Callable[[Values], bool] | None, list[str]]],
-    list[tuple[int, dict[str, list[_Checked]]]],
-    list[tuple[int, NeedleFinder, dict[str, list[_Checked]]]],
+    Callable[[Values], list[str]],
+    list[tuple[int, _Buckets]],
+    list[tuple[int, NeedleFinder, _Buckets]],
 ]
 
 
-def _checking(by_key: dict[str, list[Indexed]]) -> dict[str, list[_Checked]]:
-    return {
-        key: [(block, None if test is None else checker(test)) for block, test in entries]
-        for key, entries in by_key.items()
-    }
+def _checking(by_key: dict[str, list[Indexed]]) -> dict[str, Callable[[Values], list[str]]]:
+    """Per key, a function of a row giving the blocks filed under it whose other tests hold."""
+    return {key: _bucket(entries) for key, entries in by_key.items()}
 
 
-def _add_passing(found: dict[str, list[int]], entries: Iterable[_Checked], row: WitnessRow) -> None:
-    for block, check in entries:
-        if check is None or check(row.values):
-            found.setdefault(block, []).append(row.node)
+#: the most blocks a key's function tests one by one; more share one :func:`decider`
+SMALL_BUCKET = 8
+
+
+def _bucket(entries: Sequence[Indexed]) -> Callable[[Values], list[str]]:
+    if len(entries) > SMALL_BUCKET:  # keys common to many blocks (a frequent word): few of them
+        groups: dict[Test | None, list[str]] = {}
+        for block, test in entries:
+            groups.setdefault(test, []).append(block)
+        return decider(list(groups.items()))
+    checked = [(block, None if test is None else checker(test)) for block, test in entries]
+    return lambda values: [block for block, check in checked if check is None or check(values)]
 
 
 @dataclass
@@ -411,8 +486,8 @@ def _add_own(plans: WitnessPlans, spec: BlockSpec) -> None:
 
 def _add_base(plans: WitnessPlans, members: Sequence[tuple[BlockSpec, Factored]]) -> None:
     """One base for ``members``: it reads every leaf and fragment of theirs and the leaves their
-    factored conditions read; a member with selections is indexed by its least shared one (the
-    likeliest to be rare), its other conditions tested when the value comes."""
+    factored conditions read; a member is filed under the key of its condition fewest members
+    share (:func:`_finders`), its other conditions tested when a row brings the key."""
     base = replace(members[0][1].base, leaves={}, fragments={})
     leaves: dict[str, ast.RelPath] = {}
     fragments: dict[str, Fragment] = {}
@@ -425,34 +500,42 @@ def _add_base(plans: WitnessPlans, members: Sequence[tuple[BlockSpec, Factored]]
     base.leaves = {text: leaves[text] for text in sorted(leaves)}
     base.fragments = {key: fragments[key] for key in sorted(fragments)}
     position = {text: i for i, text in enumerate(base.leaves)}
-    shared = Counter(s for _, factored in members for s in factored.selections)
+    finders = [(spec.id, factored.conditions, _finders(factored, position)) for spec, factored in members]
+    shared = Counter(key for _, _, keys in finders for _, key in keys)
     served = Served()
-    for spec, factored in members:
-        if not factored.selections:
-            _add_unselected(served, spec.id, factored.conditions, position)
+    for block, conditions, keys in finders:
+        if not keys:
+            served.direct.setdefault(_conjunction(conditions, position), []).append(block)
             continue
-        first = min(factored.selections, key=lambda s: (shared[s], s.leaf, s.value))
-        rest = tuple(c for c in factored.conditions if _as_selection(c) != first)
-        entry = (spec.id, _conjunction(rest, position))
-        served.index.setdefault(position[first.leaf], {}).setdefault(first.value, []).append(entry)
+        # the key fewest blocks share (a row that brings it tests the fewest), a value before a
+        # needle (a hash look-up costs less than a look for needles in the row's string)
+        chosen, key = min(keys, key=lambda found: (shared[found[1]], found[1][0] != "value", found[1]))
+        kind, where, literal = key
+        rest = [c for c in conditions if c is not chosen]
+        entry = (block, _conjunction(rest, position))
+        table = served.index if kind == "value" else served.needles
+        table.setdefault(where, {}).setdefault(literal, []).append(entry)
     plans.bases[base.id] = base
     plans.served[base.id] = served
 
 
-def _add_unselected(
-    served: Served, block: str, conditions: Sequence[ast.Condition], position: dict[str, int]
-) -> None:
-    """A block without selections: found by its longest literal match if it has one (needles are
-    compared with each row's string, cheaper than a test per block), tested on every row if not."""
-    calls = _needle_calls(conditions)
-    if not calls:
-        served.direct.setdefault(_conjunction(conditions, position), []).append(block)
-        return
-    chosen = max(calls, key=lambda c: len(str(c.call.literals[0].value)))
-    rest = [c for c in conditions if c is not chosen]
-    key = (position[path_text(cast(ast.RelPath, chosen.call.arg))], chosen.call.name)
-    needle = str(chosen.call.literals[0].value)
-    served.needles.setdefault(key, {}).setdefault(needle, []).append((block, _conjunction(rest, position)))
+#: how a block can be found: ("value", leaf position, value) or ("needle", (leaf position, function), needle)
+FinderKey = tuple
+
+
+def _finders(factored: Factored, position: dict[str, int]) -> list[tuple[ast.Condition, FinderKey]]:
+    """The top-level conditions a block can be found by, each with its key: equalities with a
+    string (a hash look-up of the row's value) and literal string matches (a needle)."""
+    keys: list[tuple[ast.Condition, FinderKey]] = []
+    for condition in factored.conditions:
+        selection = _as_selection(condition)
+        if selection is not None:
+            keys.append((condition, ("value", position[selection.leaf], selection.value)))
+        elif isinstance(condition, ast.BooleanCall) and len(condition.call.literals) == 1:
+            call = condition.call
+            where = (position[path_text(cast(ast.RelPath, call.arg))], call.name)
+            keys.append((condition, ("needle", where, str(call.literals[0].value))))
+    return keys
 
 
 def _conjunction(conditions: Sequence[ast.Condition], position: dict[str, int]) -> Test | None:

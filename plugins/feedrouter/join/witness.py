@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from feedrouter.output.factory import render_items_within
-from feedrouter.plan.context import DocumentContext
-from feedrouter.plan.results import ReturnItem
+from feedrouter.plan.context import DocumentContext, element_string
+from feedrouter.plan.results import ReturnItem, TreeReader
 
 
 @dataclass(frozen=True)
@@ -45,10 +46,11 @@ def witness_rows(
     constructors with the default namespaces ``default_ns``. None as soon as the rows pass ``limit``
     bytes (the caller refuses the block's witnesses for this document, as a subscription's result
     past its limit)."""
+    reader = _row_reader(tuple(returns), leaves, tuple(default_ns))
     rows: list[WitnessRow] = []
     size = 0
     for node in bound:
-        built = _row(returns, leaves, default_ns, ctx, node, limit - size)
+        built = reader.row(ctx, node, limit - size)
         if built is None:
             return None
         row, row_size = built
@@ -57,37 +59,82 @@ def witness_rows(
     return rows, size
 
 
-def _row(
-    returns: Sequence[ReturnItem],
-    leaves: int,
-    default_ns: Sequence[str],
-    ctx: DocumentContext,
-    node: int,
-    limit: int,
-) -> tuple[WitnessRow, int] | None:
-    """One node's row and its size in bytes (with 16 for its bookkeeping); None past ``limit``.
-    Leaf values and fragments are cached per node and item: every block binding the node shares
-    them (blocks' leaf and fragment sets differ too often for whole rows to be shared)."""
-    known_values, known_fragments = ctx.caches.witness_values, ctx.caches.witness_fragments
-    size = 16
-    values = []
-    for item in returns[:leaves]:  # items are interned: blocks binding one node share them
-        found = known_values.get((item, node))
-        if found is None:
-            strings = tuple(item.values(ctx, node))
-            found = known_values[(item, node)] = (strings, sum(len(v) for v in strings))
-        values.append(found[0])
-        size += found[1]
-    fragments = []
-    for item, ns in zip(returns[leaves:], default_ns, strict=True):
-        data = known_fragments.get((item, ns, node))
-        if data is None:
-            data = render_items_within(item.select(ctx, node), ctx, limit - size, ns)
+@lru_cache(maxsize=4096)  # a feed's witness plans and the clock: far fewer (bounded: plans change hourly)
+def _row_reader(returns: tuple[ReturnItem, ...], leaves: int, default_ns: tuple[str, ...]) -> _RowReader:
+    return _RowReader(returns, leaves, default_ns)
+
+
+class _RowReader:
+    """How one witness plan's rows are read, worked out once per plan and way of splitting its
+    return items (a row is built for every node a message binds: the loop stays tight).
+
+    Items whose paths allow it are read off the node's children (:class:`~feedrouter.plan.results.
+    TreeReader`): a message binds a block's path once or twice, too few for the GroupBy of each
+    path's stream to pay; a plain child element (``author``) straight from the node's children by
+    name. Others take the general path, their values and fragments cached per node and item: every
+    block binding the node shares them.
+    """
+
+    __slots__ = ("fragments", "leaves")
+
+    def __init__(self, returns: tuple[ReturnItem, ...], leaves: int, default_ns: tuple[str, ...]) -> None:
+        self.leaves = [(item, item.tree_reader, _child_tag(item.tree_reader)) for item in returns[:leaves]]
+        self.fragments = [
+            (item, ns, None if ns else item.tree_reader)
+            for item, ns in zip(returns[leaves:], default_ns, strict=True)
+        ]
+
+    def row(self, ctx: DocumentContext, node: int, limit: int) -> tuple[WitnessRow, int] | None:
+        """One node's row and its size in bytes (with 16 for its bookkeeping); None past ``limit``."""
+        element = ctx.nodes[node] if node >= 0 else None  # -1: the document node (general path)
+        children = None
+        size = 16
+        values = []
+        for item, reader, tag in self.leaves:
+            if element is None or reader is None:
+                strings, length = _general_values(ctx, item, node)
+            else:
+                if tag is None:
+                    strings = tuple(reader.values(ctx, element))
+                else:
+                    if children is None:
+                        children = ctx.children_named(element)
+                    strings = tuple([element_string(el) for el in children.get(tag, ())])
+                length = sum(map(len, strings))
+            values.append(strings)
+            size += length
+        fragments = []
+        known = ctx.caches.witness_fragments
+        for item, ns, reader in self.fragments:
+            data = known.get((item, ns, node))
             if data is None:
-                return None
-            known_fragments[(item, ns, node)] = data
-        fragments.append(data)
-        size += len(data)
-    if size > limit:
+                if reader is not None and element is not None:
+                    data = reader.copies(ctx, element, limit - size)
+                else:
+                    data = render_items_within(item.select(ctx, node), ctx, limit - size, ns)
+                if data is None:
+                    return None
+                known[(item, ns, node)] = data
+            fragments.append(data)
+            size += len(data)
+        if size > limit:
+            return None
+        return WitnessRow(node, tuple(values), tuple(fragments)), size
+
+
+def _child_tag(reader: TreeReader | None) -> str | None:
+    """The name of a reader that reads child elements' string values, one step down."""
+    if reader is None or len(reader.tags) != 1 or reader.text or reader.attribute or reader.value:
         return None
-    return WitnessRow(node, tuple(values), tuple(fragments)), size
+    return reader.tags[0]
+
+
+def _general_values(ctx: DocumentContext, item: ReturnItem, node: int) -> tuple[tuple[str, ...], int]:
+    """A leaf's values for one node by the item's own path (its streams' GroupBy), with their
+    length, once per document, item and node."""
+    known = ctx.caches.witness_values
+    found = known.get((item, node))
+    if found is None:
+        strings = tuple(item.values(ctx, node))
+        found = known[(item, node)] = (strings, sum(map(len, strings)))
+    return found

@@ -44,6 +44,17 @@ _ELEMENT = etree.Element  # the tag filter lxml uses for "elements only" in chil
 _STRING_VALUE = etree.XPath("string()", smart_strings=False)
 
 
+def string_value(element: etree._Element) -> str:
+    """An element's XPath string value (the text nodes of its subtree, joined by libxml2)."""
+    return cast(str, _STRING_VALUE(element))  # smart_strings off: a plain str
+
+
+def element_string(element: etree._Element) -> str:
+    """:func:`string_value`, without an XPath run for an element with no child of any kind
+    (comments and entity references are children in lxml): its text."""
+    return (element.text or "") if len(element) == 0 else cast(str, _STRING_VALUE(element))
+
+
 @dataclass(slots=True)
 class PlanCaches:
     """One document's results of shared sub-plans, one typed table per kind of result.
@@ -79,6 +90,8 @@ class PlanCaches:
     shared_joins: dict[JoinSignature, SharedJoin] = field(default_factory=dict)
     # feedrouter.plan.evaluate: the children of a parent that pass a positional step, by (step, parent)
     survivors: dict[tuple[int, etree._Element | None], set[etree._Element]] = field(default_factory=dict)
+    # DocumentContext.children_named: an element's children by name (join witnesses read them)
+    children_named: dict[etree._Element, dict[str, list[etree._Element]]] = field(default_factory=dict)
     # DocumentContext.small_stream: a path's tuples when they are few, else None
     small_streams: dict[int, list[PathTuple] | None] = field(default_factory=dict)
 
@@ -261,7 +274,7 @@ class DocumentContext:
         """The node's string value, once per document (libxml2 joins the subtree's text nodes)."""
         value = self._string_values.get(nid)
         if value is None:
-            value = self._string_values[nid] = cast(str, _STRING_VALUE(self.nodes[nid]))  # smart_strings off
+            value = self._string_values[nid] = string_value(self.nodes[nid])
         return value
 
     def serialized(self, nid: int) -> bytes:
@@ -289,6 +302,24 @@ class DocumentContext:
 
     def passes(self, nid: int, tests: tuple[LocalTest, ...]) -> bool:
         return all(self.outcome(checker(test), nid) for test in tests)
+
+    def children_named(self, element: etree._Element) -> dict[str, list[etree._Element]]:
+        """An element's element children by name (Clark notation), in document order, once per
+        document and element (each child a unit of work)."""
+        known = self.caches.children_named
+        found = known.get(element)
+        if found is None:
+            found = known[element] = {}
+            for child in element:
+                tag = child.tag
+                if isinstance(tag, str):  # comments and processing instructions have functions
+                    named = found.get(tag)
+                    if named is None:
+                        found[tag] = [child]
+                    else:
+                        named.append(child)
+            self.charge(len(element))
+        return found
 
     def children(self, nid: int, tag: str, descendants: bool) -> Iterator[int]:
         """Ids of the element children (or descendants) of a node named ``tag`` (``*``: any)."""

@@ -270,6 +270,13 @@ class PatternPlan:
 
     def bound_nodes(self, ctx: DocumentContext) -> list[int]:
         """The last nodes of the qualifying tuples of a main plan: distinct, in document order."""
+        if not self.operators and not self.recursive:
+            # every tuple qualifies, and a path with one '//' at most has one tuple per node it
+            # ends on (the steps before the '//' hang from the root, those after it from the
+            # node): the nodes the run recorded, without building the tuples
+            nodes = ctx.matches.last_nodes(self.pid)
+            ctx.charge(len(nodes))
+            return list(nodes)
         if self.by_sets(ctx):
             return self.field_nodes(ctx, self.pattern.last)
         return [t[-1] for t in self.tuples(ctx)]

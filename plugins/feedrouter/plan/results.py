@@ -12,7 +12,11 @@ from dataclasses import dataclass, field
 
 from lxml import etree
 
-from feedrouter.engine.document import attribute_items, attribute_values, iter_text_nodes
+from feedrouter.engine.document import (
+    attribute_items,
+    attribute_values,
+    iter_text_nodes,
+)
 from feedrouter.errors import CompileWarning
 from feedrouter.lang import ast
 from feedrouter.lang.ast import XML_NAMESPACE
@@ -25,12 +29,13 @@ from feedrouter.output.factory import (
     Template,
     attribute_node,
     attribute_value,
+    escape_text,
     flatten,
     namespace_declaration,
     render_items,
     render_wrapped,
 )
-from feedrouter.plan.context import DocumentContext
+from feedrouter.plan.context import DocumentContext, element_string
 from feedrouter.plan.evaluate import values
 from feedrouter.plan.operators import PatternPlan, UnionPlan
 from feedrouter.plan.patterns import PathPattern, format_pattern
@@ -90,6 +95,84 @@ class Upward:
         return sorted(below)
 
 
+_UNKNOWN = object()
+
+
+@dataclass(frozen=True)
+class TreeReader:
+    """A return path read off the tree for one bound node: child steps with plain names from it
+    (none: the node itself), then its text nodes or one attribute with a plain name.
+
+    What a join's witness row reads of each node its block binds (:mod:`feedrouter.join.witness`):
+    a look at the node's children instead of the GroupBy of each path's stream, which pays off for
+    a whole document's bindings but not for the one or two items a message has. Exact: child steps
+    from one node reach distinct nodes in document order, and values and copies are what
+    :meth:`ReturnItem.values` and the message factory give for them.
+    """
+
+    tags: tuple[str, ...]
+    text: bool = False
+    attribute: str = ""
+    value: bool = False  # an attribute value template's part: the values joined by spaces
+
+    @classmethod
+    def of(cls, item: ReturnItem) -> TreeReader | None:
+        if item.upward is not None:
+            return None
+        pattern = item.pattern
+        if pattern is None:
+            return cls((), item.text, item.attribute, item.value)
+        steps = pattern.nav[pattern.base :]
+        if pattern.branches or any(pattern.tests[pattern.base :]):
+            return None
+        if any(step.axis is not ast.Axis.CHILD or "*" in step.tag for step in steps):
+            return None
+        return cls(tuple(step.tag for step in steps), item.text, item.attribute, item.value)
+
+    def elements(self, ctx: DocumentContext, element: etree._Element) -> list[etree._Element]:
+        """The elements the child steps reach from ``element``, in document order (charged to the
+        document's work budget, a unit per child looked at)."""
+        found = [element]
+        for tag in self.tags:
+            if len(found) == 1:
+                found = ctx.children_named(found[0]).get(tag, [])
+            else:
+                found = [child for parent in found for child in ctx.children_named(parent).get(tag, ())]
+        return found
+
+    def values(self, ctx: DocumentContext, element: etree._Element) -> list[str]:
+        """The string values :meth:`ReturnItem.values` gives for the node."""
+        found = self.elements(ctx, element)
+        if self.attribute:
+            return [v for el in found for v in attribute_values(el, self.attribute)]
+        if self.text:
+            return [text for el in found for _, text in iter_text_nodes(el)]
+        return [element_string(el) for el in found]
+
+    def copies(self, ctx: DocumentContext, element: etree._Element, limit: int) -> bytes | None:
+        """What the message factory renders for the node's items outside a default namespace
+        (:func:`~feedrouter.output.factory.render_items_within`), or None past ``limit`` bytes."""
+        if self.value:
+            data = attribute_value(self.values(ctx, element))
+            return data if len(data) <= limit else None
+        found = self.elements(ctx, element)
+        if self.attribute:
+            parts = [copy for el in found for copy in copied_attributes(el, self.attribute)]
+        elif self.text:
+            parts = [escape_text(text) for el in found for _, text in iter_text_nodes(el)]
+        else:
+            parts = []
+            size = 0
+            for el in found:
+                data = etree.tostring(el, encoding="utf-8", with_tail=False)
+                size += len(data)
+                if size > limit:
+                    return None
+                parts.append(data)
+        data = b"".join(parts)
+        return data if len(data) <= limit else None
+
+
 @dataclass(eq=False)
 class ReturnItem:
     """One return slot: the bound node itself, or a path from it (through the NFA or a tree search).
@@ -106,6 +189,18 @@ class ReturnItem:
     attribute: str = ""  # the path ends in @attribute (a Clark name): its values, or copies of it
     value: bool = False  # an attribute value template's part: the atomized values joined by spaces
     upward: Upward | None = None  # the path starts with backward steps (class default: older plans)
+
+    @property
+    def tree_reader(self) -> TreeReader | None:
+        """The item read straight off the tree of one bound node (:class:`TreeReader`), when its
+        path allows; worked out once per process (never pickled)."""
+        found = self.__dict__.get("_tree_reader", _UNKNOWN)
+        if found is _UNKNOWN:
+            found = self.__dict__["_tree_reader"] = TreeReader.of(self)
+        return found
+
+    def __getstate__(self) -> dict[str, object]:
+        return {key: value for key, value in self.__dict__.items() if key != "_tree_reader"}
 
     @property
     def key(self) -> tuple:

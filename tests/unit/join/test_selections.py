@@ -11,10 +11,11 @@ import sys
 import pytest
 
 from feedrouter import Router
+from feedrouter.join import selections
 from feedrouter.join.plan import BlockSpec, JoinSet
 from feedrouter.join.relations import MessageRef, message_witnesses
 from feedrouter.join.selections import NeedleFinder, Selection, WitnessPlans, factor, witness_plans
-from feedrouter.lang import parse
+from feedrouter.lang import ast, parse
 from feedrouter.plan.functions import matches_literal
 
 PROLOG = 'import module namespace fr = "urn:feedrouter:stream:1";\n'
@@ -179,3 +180,41 @@ def test_the_needle_finder_finds_what_trying_every_needle_finds(name: str) -> No
         assert finder.find(string) == expected, (name, string)
         found += len(expected)
     assert found > 1000
+
+
+@pytest.mark.parametrize("seed", [4, 5])
+def test_keys_shared_by_many_blocks_decide_them_in_one_function(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every key's blocks through :func:`decider` (the way keys common to many blocks go)."""
+    monkeypatch.setattr(selections, "SMALL_BUCKET", 0)
+    rng = random.Random(seed)
+    specs = generated_blocks(rng, 60)
+    documents = [generated_item(rng) for _ in range(80)]
+    expected = roots_of(witness_plans(specs, min_shared=sys.maxsize), documents)
+    assert roots_of(witness_plans(specs, min_shared=1), documents) == expected
+
+
+def test_a_block_is_found_by_the_key_fewest_rows_bring_with_many_blocks() -> None:
+    """``@lang = "en"`` is shared by every block (a row with it would test them all); each
+    block's needle is its own, so that is what finds it. A rare author still beats a needle."""
+    specs = [block(f'//item[@lang = "en"][contains(title, "w{i:03}")]', "") for i in range(40)]
+    specs.append(block('//item[@lang = "en"][author = "A1"][contains(title, "w000")]', ""))
+    plans = witness_plans([*specs, block("//item", "")], min_shared=1)
+    (served,) = plans.served.values()
+    needles = {needle for by in served.needles.values() for needle in by}
+    assert needles == {f"w{i:03}" for i in range(40)}
+    assert [list(by) for by in served.index.values()] == [["A1"]]
+    document = b'<item lang="en"><author>A1</author><title>x w000 y</title></item>'
+    (roots,) = roots_of(plans, [document])
+    assert set(roots) == {specs[0].id, specs[-1].id, block("//item", "").id}
+
+
+def test_the_decider_holds_only_positions_and_constant_indexes() -> None:
+    """A subscription's literal never becomes source text: the generated function reads it from
+    its table of constants."""
+    test = ("or", (("compare", 0, ast.CompOp.EQ, ast.Literal('x"); import os; ("')), ("not", ("exists", 1))))
+    decide = selections.decider([(test, ["b1"]), (None, ["b2"])])
+    assert decide([['x"); import os; ("'], ["v"]]) == ["b1", "b2"]
+    assert decide([["y"], ["v"]]) == ["b2"]
+    assert decide([["y"], []]) == ["b1", "b2"]
