@@ -8,6 +8,7 @@ them changed.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import shutil
 import tempfile
@@ -36,15 +37,23 @@ def package_key() -> str:
 
 
 def packed_environment(config: pytest.Config) -> Package:
-    """The package of the current sources, from pytest's cache or built into it."""
+    """The package of the current sources, from pytest's cache or built into it (by one test
+    process at a time: test workers that need it together would build into one folder, each
+    removing the other's wheel)."""
     cache = getattr(config, "cache", None)  # None with -p no:cacheprovider: build afresh
     base = Path(cache.mkdir("feedrouter-spark-package")) if cache else Path(tempfile.mkdtemp())
+    with (base / ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        return _cached_or_built(base)
+
+
+def _cached_or_built(base: Path) -> Package:
     folder = base / package_key()
     wheels = sorted(folder.glob("feedrouter-*.whl"))
     archive, application = folder / ARCHIVE_NAME, folder / APPLICATION_NAME
     if wheels and archive.is_file() and application.is_file():
         return Package(wheels[0], archive, application)
     for stale in base.iterdir():  # packages of older sources: 170 MB each
-        if stale != folder:
+        if stale != folder and stale.is_dir():
             shutil.rmtree(stale, ignore_errors=True)
     return build_package(folder, compress_level=1)
