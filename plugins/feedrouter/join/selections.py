@@ -32,6 +32,7 @@ index finding the few a message matches. Blocks are factored only in such groups
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -43,6 +44,8 @@ from feedrouter.join.witness import WitnessRow
 from feedrouter.lang import ast
 from feedrouter.plan.functions import matches_literal
 from feedrouter.plan.values import comparator
+
+_log = logging.getLogger(__name__)
 
 #: the fewest blocks a base witness plan must serve to be compiled instead of them
 MIN_SHARED = 16
@@ -262,9 +265,27 @@ def decider(groups: Sequence[tuple[Test | None, Sequence[str]]]) -> Callable[[Va
         else:
             decisions.append(f"    if {formula(test)}:\n        found += {listed}")
     source = "\n".join(["def decide(v):", *lines, "    found = []", *decisions, "    return found"])
+    try:
+        code = compile(source, "<feedrouter.join.selections.decider>", "exec")
+    except (SyntaxError, RecursionError, MemoryError):  # past what Python compiles: test by test
+        _log.warning("the tests of %d blocks are decided one by one", sum(len(b) for _, b in groups))
+        return _one_by_one(groups)
     namespace: dict[str, object] = {"K": constants, "any": any, "map": map, "len": len}
-    exec(compile(source, "<feedrouter.join.selections.decider>", "exec"), namespace)
+    exec(code, namespace)
     return cast(Callable[[Values], list[str]], namespace["decide"])
+
+
+def _one_by_one(groups: Sequence[tuple[Test | None, Sequence[str]]]) -> Callable[[Values], list[str]]:
+    checks = [(None if test is None else checker(test), list(blocks)) for test, blocks in groups]
+
+    def decide(values: Values) -> list[str]:
+        found: list[str] = []
+        for check, blocks in checks:
+            if check is None or check(values):
+                found += blocks
+        return found
+
+    return decide
 
 
 def _atom_source(test: Test, constant: Callable[[object], str]) -> str:
