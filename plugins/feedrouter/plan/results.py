@@ -12,11 +12,7 @@ from dataclasses import dataclass, field
 
 from lxml import etree
 
-from feedrouter.engine.document import (
-    attribute_items,
-    attribute_values,
-    iter_text_nodes,
-)
+from feedrouter.engine.document import attribute_items, attribute_values, iter_text_nodes
 from feedrouter.errors import CompileWarning
 from feedrouter.lang import ast
 from feedrouter.lang.ast import XML_NAMESPACE
@@ -101,7 +97,7 @@ _UNKNOWN = object()
 @dataclass(frozen=True)
 class TreeReader:
     """A return path read off the tree for one bound node: child steps with plain names from it
-    (none: the node itself), then its text nodes or one attribute with a plain name.
+    (none: the node itself), then its text nodes or its attributes by a name test.
 
     What a join's witness row reads of each node its block binds (:mod:`feedrouter.join.witness`):
     a look at the node's children instead of the GroupBy of each path's stream, which pays off for
@@ -131,7 +127,7 @@ class TreeReader:
 
     def elements(self, ctx: DocumentContext, element: etree._Element) -> list[etree._Element]:
         """The elements the child steps reach from ``element``, in document order (charged to the
-        document's work budget, a unit per child looked at)."""
+        document's work budget, a unit per child looked at; read only: a document-wide memo)."""
         found = [element]
         for tag in self.tags:
             if len(found) == 1:
