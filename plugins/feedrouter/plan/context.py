@@ -44,14 +44,10 @@ _ELEMENT = etree.Element  # the tag filter lxml uses for "elements only" in chil
 _STRING_VALUE = etree.XPath("string()", smart_strings=False)
 
 
-def string_value(element: etree._Element) -> str:
-    """An element's XPath string value (the text nodes of its subtree, joined by libxml2)."""
-    return cast(str, _STRING_VALUE(element))  # smart_strings off: a plain str
-
-
 def element_string(element: etree._Element) -> str:
-    """:func:`string_value`, without an XPath run for an element with no child of any kind
-    (comments and entity references are children in lxml): its text."""
+    """An element's XPath string value: the text nodes of its subtree, joined by libxml2, or
+    without an XPath run its text when it has no child of any kind (comments and entity
+    references are children in lxml)."""
     return (element.text or "") if len(element) == 0 else cast(str, _STRING_VALUE(element))
 
 
@@ -274,7 +270,7 @@ class DocumentContext:
         """The node's string value, once per document (libxml2 joins the subtree's text nodes)."""
         value = self._string_values.get(nid)
         if value is None:
-            value = self._string_values[nid] = string_value(self.nodes[nid])
+            value = self._string_values[nid] = element_string(self.nodes[nid])
         return value
 
     def serialized(self, nid: int) -> bytes:
