@@ -9,7 +9,7 @@ not change (the two engines give the same pairs), and no delivery version is add
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -20,8 +20,12 @@ from sqlalchemy import Engine, text
 from feedrouter.catalog import build_plan, load_plan
 from feedrouter.delivery import read_part
 from feedrouter.hours import batch_prefix
+from feedrouter.join.relations import HourWitnesses
 from feedrouter.spark import BatchOptions, route_batch
 from feedrouter.spark.joins import JoinOptions, join_batch
+from feedrouter.spark.joinsql import WitnessSource, spark_pairs
+from feedrouter.spark.stores import StoreOpener
+from feedrouter.spark.witnesses import write_hour
 from feedrouter.storage import FileStore, ObjectStore, open_store
 from feedrouter.workload.joins import generate_feed_hours, generate_join_subscriptions
 from tests.differential.join_oracle import SaxonJoinOracle
@@ -207,6 +211,15 @@ def test_a_new_join_subscription_is_back_filled_over_its_window(
     assert [canonical(item) for item in later] == [canonical(item) for item in expected]
 
 
+def _stored(folder: Path, hours: Iterable[HourWitnesses]) -> WitnessSource:
+    """Witness hours written to a file store, as the Spark engine's executors read them."""
+    uri = f"file://{folder}/state"
+    store = open_store(uri)
+    for witnesses in hours:
+        write_hour(store, witnesses)
+    return WitnessSource(StoreOpener(), uri)
+
+
 def _after(items: list[bytes], earlier: list[bytes]) -> list[bytes]:
     """``items`` without ``earlier``, a subsequence of them (the results of fewer messages)."""
     rest, position = [], 0
@@ -219,16 +232,15 @@ def _after(items: list[bytes], earlier: list[bytes]) -> list[bytes]:
     return rest
 
 
-def test_both_engines_stop_collecting_a_subscription_past_its_cap(spark: Any) -> None:
+def test_both_engines_stop_collecting_a_subscription_past_its_cap(spark: Any, tmp_path: Path) -> None:
     """A low-cardinality join (every message pairs with every other): past the cap, both engines
     keep the first cap + 1 pairs in XQuery's order, and the subscription is withheld."""
     from datetime import timezone
 
     from feedrouter.join.plan import JoinSet
-    from feedrouter.join.relations import HourWitnesses, MessageRef
+    from feedrouter.join.relations import MessageRef
     from feedrouter.join.stage import JoinStage
     from feedrouter.lang import parse
-    from feedrouter.spark.joinsql import spark_pairs
 
     query = (
         'import module namespace fr = "urn:feedrouter:stream:1";\n'
@@ -247,18 +259,17 @@ def test_both_engines_stop_collecting_a_subscription_past_its_cap(spark: Any) ->
     read = lambda feed, h: witnesses if (feed, h) == ("f", hour) else None  # noqa: E731
     stage = JoinStage(joins.plans.values(), joins.specs, max_pairs=5)
     in_process = stage.pairs(hour, read)["s"]
-    on_spark = spark_pairs(spark, list(joins.plans.values()), hour, read, timedelta(hours=1), max_pairs=5)[
-        "s"
-    ]
+    source = _stored(tmp_path, [witnesses])
+    on_spark = spark_pairs(spark, list(joins.plans.values()), hour, source, timedelta(hours=1), max_pairs=5)
+    on_spark = on_spark["s"]
     assert on_spark == in_process[:6] and len(in_process) == 6  # the engine filters as it goes
     assert stage.deliver(hour, read, {"s": on_spark})["s"].withheld is not None
 
 
-def test_both_engines_give_the_same_pairs_over_generated_hours(spark: Any) -> None:
+def test_both_engines_give_the_same_pairs_over_generated_hours(spark: Any, tmp_path: Path) -> None:
     """Spark SQL's query per template against the in-process stage (itself compared with Saxon in
     tests/differential) on generated hours of two feeds and 400 join subscriptions of both feeds:
     every subscription's pairs of every hour, equal."""
-    from feedrouter.spark.joinsql import spark_pairs
     from tests.differential.join_pipeline import JoinPipeline
 
     generated = generate_feed_hours(seed=23, feeds=FEEDS, hours=3, items_per_hour=30, lateness=LATENESS)
@@ -272,26 +283,26 @@ def test_both_engines_give_the_same_pairs_over_generated_hours(spark: Any) -> No
             pipeline.collect(feed, batch.hour, [(m.key, m.data) for m in batch.messages])
     read = lambda feed, h: pipeline.store.get((feed, h))  # noqa: E731
     plans = list(pipeline.joins.plans.values())
+    source = _stored(tmp_path, pipeline.store.values())
     total = 0
     for batch in generated["news"]:
         in_process = pipeline.stage.pairs(batch.hour, read)
-        on_spark = spark_pairs(spark, plans, batch.hour, read, LATENESS)
+        on_spark = spark_pairs(spark, plans, batch.hour, source, LATENESS)
         assert {sid: on_spark.get(sid, []) for sid in in_process} == in_process
         total += sum(len(pairs) for pairs in in_process.values())
     assert total >= 500  # not a comparison of empty sets
 
 
-def test_a_leaf_compared_twice_may_match_with_a_different_value_each_time(spark: Any) -> None:
+def test_a_leaf_compared_twice_may_match_with_a_different_value_each_time(spark: Any, tmp_path: Path) -> None:
     """``$a/category = $b/category and $a/category = $b/title``: each general comparison holds on
     its own (XQuery: some value of each side equal), so an item with categories x and y pairs with
     one whose category is x and title y. Both engines find it."""
     from datetime import timezone
 
     from feedrouter.join.plan import JoinSet
-    from feedrouter.join.relations import HourWitnesses, MessageRef
+    from feedrouter.join.relations import MessageRef
     from feedrouter.join.stage import JoinStage
     from feedrouter.lang import parse
-    from feedrouter.spark.joinsql import spark_pairs
 
     query = (
         'import module namespace fr = "urn:feedrouter:stream:1";\n'
@@ -317,4 +328,5 @@ def test_a_leaf_compared_twice_may_match_with_a_different_value_each_time(spark:
     read = lambda feed, h: witnesses if (feed, h) == ("f", hour) else None  # noqa: E731
     expected = [((hour, 0, 0), (hour, 1, 0)), ((hour, 0, 0), (hour, 2, 0))]
     assert JoinStage(joins.plans.values(), joins.specs).pairs(hour, read)["s"] == expected
-    assert spark_pairs(spark, list(joins.plans.values()), hour, read, timedelta(hours=1))["s"] == expected
+    source = _stored(tmp_path, [witnesses])
+    assert spark_pairs(spark, list(joins.plans.values()), hour, source, timedelta(hours=1))["s"] == expected

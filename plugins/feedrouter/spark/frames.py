@@ -48,7 +48,7 @@ def route_arrow(spec: JobSpec, batches: Iterable[pa.RecordBatch]) -> Iterator[pa
 
     items = ((row["ordinal"], row["key"]) for batch in batches for row in batch.to_pylist())
     rows = (_routed_row(key, value) for key, value in route_partition(spec, None, items))
-    yield from bounded(rows, _arrow_schema(pa, ROUTED))
+    yield from bounded(rows, arrow_schema(pa, ROUTED))
 
 
 def deliver_arrow(spec: JobSpec, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -59,7 +59,7 @@ def deliver_arrow(spec: JobSpec, batches: Iterable[pa.RecordBatch]) -> Iterator[
     records = (_record(row) for batch in batches for row in batch.to_pylist())
     outcomes = deliver_partition(spec, records)
     rows = ({"kind": kind, "payload": pickle.dumps(value)} for kind, value in outcomes)
-    yield from bounded(rows, _arrow_schema(pa, REPORTED))
+    yield from bounded(rows, arrow_schema(pa, REPORTED))
 
 
 def reported(payloads: Iterable[bytes]) -> Iterator[Any]:
@@ -103,10 +103,10 @@ def _record(row: dict[str, Any]) -> tuple[Key, Any]:
     return key, (row["digest"], row["body"], row["source"])
 
 
-_TYPES = {"string": "string", "bigint": "int64", "binary": "binary"}
+_TYPES = {"string": "string", "bigint": "int64", "int": "int32", "binary": "binary"}
 
 
-def _arrow_schema(pa: Any, ddl: str) -> pa.Schema:
-    """The Arrow schema of a flat DDL string above (the types Spark maps them to)."""
+def arrow_schema(pa: Any, ddl: str) -> pa.Schema:
+    """The Arrow schema of a flat DDL string (the types Spark maps them to)."""
     fields = (column.split() for column in ddl.split(","))
     return pa.schema([(name, getattr(pa, _TYPES[kind])()) for name, kind in fields])

@@ -41,7 +41,7 @@ from feedrouter.join.stage import DEFAULT_MAX_PAIRS, JoinDelivery, JoinStage, No
 from feedrouter.spark.backfill import backfill_witnesses
 from feedrouter.spark.batch import BatchOptions, LoadedPlan, job_spec, load_plan_build
 from feedrouter.spark.batchlog import batch_fields, log
-from feedrouter.spark.joinsql import spark_pairs
+from feedrouter.spark.joinsql import WitnessSource, spark_pairs
 from feedrouter.spark.lease import hour_lock
 from feedrouter.spark.publish import publish, withdraw
 from feedrouter.spark.session import batch_session
@@ -130,7 +130,8 @@ def join_batch(
         joins = loaded.plan.joins
         if joins is None or not joins.plans:
             return JoinReport(feed, format_hour(hour), "no-joins", loaded.build.id)
-        state = stores.open(options.state_uri or state_uri())
+        source = WitnessSource(stores, options.state_uri or state_uri())
+        state = stores.open(source.state_uri)
         start = options.stream_start or _route_start()
         lateness = loaded.plan.feed.allowed_lateness
         routed = _routed_hours(engine)
@@ -156,7 +157,7 @@ def join_batch(
                 max_pairs=options.max_pairs,
             )
             witnesses = _Witnesses(state)
-            pairs = _pairs(stage, hour, witnesses, lateness, options, spark)
+            pairs = _pairs(stage, hour, witnesses, source, options, spark)
             found = stage.deliver(hour, witnesses.read, pairs)
             rows = [_deliver(spec, loaded, found[sid], witnesses) for sid in sorted(found, key=_numeric)]
             ledger.record_deliveries(engine, batch_id, loaded.feed_id, hour, rows, lease)
@@ -180,15 +181,16 @@ def _pairs(
     stage: JoinStage,
     hour: datetime,
     witnesses: _Witnesses,
-    lateness: timedelta,
+    source: WitnessSource,
     options: JoinOptions,
     spark: SparkSession | None,
 ) -> dict[str, list[Pair]]:
-    """The hour's pairs of every join subscription, from the engine the options name."""
+    """The hour's pairs of every join subscription, from the engine the options name (Spark's
+    executors read the witnesses from the state store themselves)."""
     if options.engine == "python":
         return stage.pairs(hour, witnesses.read)
     with batch_session(spark, options.master) as session:
-        return spark_pairs(session, stage.plans, hour, witnesses.read, lateness, options.max_pairs)
+        return spark_pairs(session, stage.plans, hour, source, stage.lateness, options.max_pairs)
 
 
 def window_hours(

@@ -91,6 +91,31 @@ def read_hour(store: ObjectStore, feed: str, hour: datetime) -> HourWitnesses | 
     return found
 
 
+def read_relation(store: ObjectStore, feed: str, hour: datetime, name: str) -> pa.Table | None:
+    """One of the hour's relations as an Arrow table, for an engine that joins them as relations
+    (Spark SQL's executors: no Python object per row), or None when the hour has no witnesses (yet).
+
+    ``"roots"``: ``(block, message, node, time_us)``, the event time of each bound node's message in
+    microseconds, the nodes of messages without a usable time left out (they take part in no join);
+    ``"values"``: ``(leaf, value, message, node)`` as stored.
+    """
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    if name not in ("roots", "values"):
+        raise ValueError(f"no witness relation {name!r}: roots or values")
+    if not has_hour(store, feed, hour):
+        return None
+    folder = witness_dir(feed, hour)
+    table = pq.read_table(io.BytesIO(store.get(join_key(folder, f"{name}.parquet"))))
+    if name == "values":
+        return table
+    messages = pq.read_table(io.BytesIO(store.get(join_key(folder, "messages.parquet"))), columns=["time"])
+    # a message's number is its row in the messages table (``encode`` writes them 0..n-1 in order)
+    times = pc.take(messages.column("time").cast("int64"), table.column("message"))
+    return table.append_column("time_us", times).filter(pc.is_valid(times))
+
+
 def witness_hours(store: ObjectStore, feed: str) -> list[datetime]:
     """The hours that have a witness folder of ``feed`` in ``store`` (complete or not), sorted."""
     folder = _feed_folder(feed)
