@@ -5,8 +5,8 @@ witnesses of the same hour, with the same pairs asserted for every subscription.
 
 The populations, hours and witnesses are ``join_bench.py``'s (its ``--populations`` and sizes):
 the last hour of ``--hours`` with its full lookback. Timed on Spark: the whole of
-:func:`~feedrouter.spark.joinsql.spark_pairs` (the window's witness relations made Spark views,
-one query per template, the pairs collected to the driver), once after a warm-up run on the hour
+:func:`~feedrouter.spark.joinsql.spark_pairs` (the executors read the window's witness Parquet,
+one query per template, the pairs fetched to the driver), once after a warm-up run on the hour
 before (the JVM's code generation and the session's start are not the hour's cost); in process:
 :meth:`~feedrouter.join.stage.JoinStage.pairs`, cold (every value index and membership built, as
 Spark builds its views every run). The separate estimate is ``join_bench.py``'s per-rule streaming
@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import tempfile
 import time
 from dataclasses import replace
+from pathlib import Path
 
 from common import RESULTS, markdown_table, write_csv
 from feedrouter import heap
@@ -45,9 +47,12 @@ from join_bench import (
 from paper_bench import machine
 
 
-def measure(population_name: str, sizes: Sizes, master: str, driver_memory: str) -> dict:
+def measure(population_name: str, sizes: Sizes, master: str, driver_memory: str, state: Path) -> dict:
     from feedrouter.spark import spark_session
-    from feedrouter.spark.joinsql import spark_pairs
+    from feedrouter.spark.joinsql import WitnessSource, spark_pairs
+    from feedrouter.spark.stores import StoreOpener
+    from feedrouter.spark.witnesses import write_hour
+    from feedrouter.storage import open_store
 
     population = next(p for p in POPULATIONS if p.name == population_name)
     workload = build_workload(population, sizes)
@@ -55,18 +60,20 @@ def measure(population_name: str, sizes: Sizes, master: str, driver_memory: str)
     hours = [batch.hour for batch in workload.feeds[OWN]]
     hour = hours[-1]
     plans = list(workload.joins.plans.values())
-    read = lambda feed, h: store.get((feed, h))  # noqa: E731
+    # the executors read the witnesses as the join stage's do: Parquet hours in the state store
+    uri = f"file://{state / population.name}"
+    written = sum(write_hour(open_store(uri), witnesses) for witnesses in store.values())
+    source = WitnessSource(StoreOpener(), uri)
     stage = JoinStage(plans, workload.joins.specs, lateness=LATENESS)
     forget(store)
     in_process_s, shared = timed_pairs(stage, hour, store)
-    # the window's witnesses become views from the driver: in local mode its heap holds them all
     spark = spark_session(
         master, app_name="feedrouter-join-spark-bench", conf={"spark.driver.memory": driver_memory}
     )
-    spark_pairs(spark, plans, hours[-2], read, LATENESS)  # warm-up: the JVM's code, the session
+    spark_pairs(spark, plans, hours[-2], source, LATENESS)  # warm-up: the JVM's code, the session
     with heap.settled():
         started = time.perf_counter()
-        on_spark = spark_pairs(spark, plans, hour, read, LATENESS)
+        on_spark = spark_pairs(spark, plans, hour, source, LATENESS)
         spark_s = time.perf_counter() - started
     different = [sid for sid in shared if on_spark.get(sid, []) != shared[sid]]
     assert not different, f"Spark SQL and the in-process stage disagree on {len(different)}: {different[:5]}"
@@ -80,6 +87,7 @@ def measure(population_name: str, sizes: Sizes, master: str, driver_memory: str)
         "subscriptions": len(plans),
         "templates": len({plan.template for plan in plans}),
         "roots rows in the window": sum(len(nodes) for hw in window for nodes in hw.roots.values()),
+        "witness Parquet MB (all hours)": round(written / 1e6, 1),
         "pairs in the hour": sum(len(pairs) for pairs in shared.values()),
         "identical pairs (all subscriptions)": "yes",
         "Spark SQL s": round(spark_s, 1),
@@ -93,11 +101,13 @@ def measure(population_name: str, sizes: Sizes, master: str, driver_memory: str)
 
 
 TEXT = """\
-The last hour with its full lookback, the witnesses of `join_bench.py`'s populations. Spark SQL:
-`spark_pairs` for every subscription (the window's witness relations registered as views from
-the driver, one query per template: the value semi-join of each pair of compared leaf paths first,
-then the blocks that bound each matched node, R_T, the other value joins and the temporal term;
-pairs collected), timed after a warm-up run on the hour before. In process: `JoinStage.pairs`, cold.
+The last hour with its full lookback, the witnesses of `join_bench.py`'s populations, written as
+the join stage finds them (Parquet hours in a `file://` state store). Spark SQL: `spark_pairs` for
+every subscription (the executors read the window's witness relations, one task per feed and hour;
+one query per template: the value join of each pair of compared leaf paths, this hour's slice
+against the window, first, then the subscriptions of each combination of the matched nodes' block
+sets, the other value joins and the temporal term; pairs fetched as Arrow), timed after a warm-up
+run on the hour before. In process: `JoinStage.pairs`, cold, witnesses already in memory.
 Every subscription's pairs are asserted equal between the two. Separate: `join_bench.py`'s per-rule
 streaming operator on a uniform sample, times N."""
 
@@ -116,7 +126,8 @@ def main() -> None:
     info = machine()
     out = RESULTS / "quick" if args.quick else RESULTS
     measured = args.populations.split(",")
-    rows = [measure(name, sizes, args.master, args.driver_memory) for name in measured]
+    with tempfile.TemporaryDirectory(prefix="feedrouter-join-spark-") as state:
+        rows = [measure(name, sizes, args.master, args.driver_memory, Path(state)) for name in measured]
     for row in rows:
         row["code"] = info["code"]
         print(row, flush=True)

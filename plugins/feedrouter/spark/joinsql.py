@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import itertools
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import partial
@@ -77,15 +78,47 @@ def spark_pairs(
     feeds = sorted({feed for plan in plans for feed in plan.feeds})
     views = _Views(spark, uuid.uuid4().hex[:12])
     found: dict[str, list[Pair]] = {plan.sid: [] for plan in plans}
-    try:
+    with _sized_shuffles(spark), views:
         views.register(source, [(feed, _seconds(when)) for feed in feeds for when in hours])
-        for template, group in _by_template(plans).items():
-            rt = views.rt(template, group)
-            query = capped(template_sql(template, views.names(rt), _seconds(hour)), max_pairs + 1)
-            _collect(spark.sql(query), found)
-    finally:
-        views.drop()
+        driving = views.driving(plans, _seconds(hour))
+        for number, (template, group) in enumerate(_by_template(plans).items()):
+            names = views.names(views.rt(template, group, driving))
+            # cached: the pairs' subscriptions are found from it and it is joined with them
+            with views.cached(f"paired_{number}", paired_sql(template, names, _seconds(hour))) as paired:
+                query = capped(pairs_sql(template, names | {"paired": paired}), max_pairs + 1)
+                _collect(spark.sql(query), found)
     return {sid: sorted(pairs) for sid, pairs in found.items()}
+
+
+#: Spark's default number of shuffle partitions, which a session's owner has not changed.
+_DEFAULT_SHUFFLES = "200"
+_SHUFFLES = "spark.sql.shuffle.partitions"
+
+
+@contextmanager
+def _sized_shuffles(spark: SparkSession) -> Iterator[None]:
+    """Shuffle partitions sized to the session's cores while the stage runs, when the session's
+    owner left Spark's default of 200: on a few cores 200 near-empty partitions per shuffle of a
+    dozen cost more than the join (measured: a local[2] stage twice as slow). A classic session
+    only: a Spark Connect client cannot see the cluster's cores, and keeps the server's setting."""
+    cores = _cores(spark)
+    current = spark.conf.get(_SHUFFLES)
+    if not cores or current != _DEFAULT_SHUFFLES:
+        yield
+        return
+    spark.conf.set(_SHUFFLES, str(max(2, 2 * cores)))
+    try:
+        yield
+    finally:
+        spark.conf.set(_SHUFFLES, current)
+
+
+def _cores(spark: SparkSession) -> int:
+    """The cores of a classic session's executors (0: unknown, a Spark Connect client)."""
+    try:
+        return int(spark.sparkContext.defaultParallelism)
+    except Exception:  # Spark Connect: no SparkContext on the client
+        return 0
 
 
 def read_window(
@@ -110,64 +143,79 @@ def read_window(
             yield from tagged.select(schema.names).cast(schema).to_batches(max_chunksize=_BATCH_ROWS)
 
 
-def template_sql(template: Template, views: Mapping[str, str], hour_s: int) -> str:
-    """The conjunctive query of one template over its R_T view and the witness views, in paper
-    001's order:
+def paired_sql(template: Template, views: Mapping[str, str], hour_s: int) -> str:
+    """The node pairs of one template's subscriptions delivered in the hour, before their
+    subscriptions are known, in paper 001's order:
 
-    1. ``matched``: the value semi-join of the two sides' leaf values, once per pair of leaf paths
-       some subscription compares (never once per subscription: 100,000 rules over one pair of
-       paths match their values once), sliced by the hour: this hour's left values against the
-       window's right values, then the earlier hours' left values against this hour's right ones
-       (never the window against itself);
-    2. ``lnodes``/``rnodes``: each node's set of the template's blocks that bound it, with its
-       event time; ``routes``: each combination of two such sets that a matched pair has, with the
-       subscriptions it serves (their left block in the one, right block in the other), found once
-       per combination, as the in-process stage does, instead of once per pair and block;
-    3. the pairs with their subscriptions, the other value joins, the temporal term.
+    1. ``matched``: the value semi-join of the two sides' values of each subscription's driving
+       join (R_T's ``dl``/``dr``: its most selective value join in this hour), once per pair of leaf
+       paths (never once per subscription: 100,000 rules over one pair of paths match their values
+       once), sliced by the hour: this hour's left values against the window's right values, then
+       the earlier hours' left values against this hour's right ones (never the window against
+       itself);
+    2. each matched node with its set of the template's blocks that bound it (on its side), its
+       event time and, when the template has more than one value join, its leaves' values.
     """
-    (first_left, first_right), others = template.value_edges[0], template.value_edges[1:]
     rt, roots, vals = views["rt"], views["roots"], views["vals"]
+    several = len(template.value_edges) > 1
+    return "\n".join(
+        [
+            "WITH edges AS (",
+            f"  SELECT DISTINCT lfeed, rfeed, dl AS lpath, dr AS rpath FROM {rt}",
+            f"), matched AS ({_matched(vals, f'a.hour_s = {hour_s}')}",
+            f"  UNION ALL {_matched(vals, f'a.hour_s < {hour_s} AND b.hour_s = {hour_s}')}",
+            f"), lnodes AS ({_nodes(roots, vals, rt, 'lfeed', 'lblock', several)}",
+            f"), rnodes AS ({_nodes(roots, vals, rt, 'rfeed', 'rblock', several)}",
+            ")",
+            "SELECT m.*, L.blocks AS lset, R.blocks AS rset, L.time_us AS l_time, R.time_us AS r_time,",
+            "  L.leaves AS l_leaves, R.leaves AS r_leaves",
+            "FROM matched m",
+            f"JOIN lnodes L ON L.feed = m.lfeed AND {_same_node('L', *_side('m', 'l'))}",
+            f"JOIN rnodes R ON R.feed = m.rfeed AND {_same_node('R', *_side('m', 'r'))}",
+        ]
+    )
+
+
+def pairs_sql(template: Template, views: Mapping[str, str]) -> str:
+    """Each subscription's pairs among the template's ``paired`` nodes: the subscriptions of each
+    combination of two block sets some pair has (left block in the one, right block in the
+    other), found once per combination as the in-process stage does, not once per pair and block;
+    then every value join of the template checked on the two nodes' values (XQuery's general
+    comparison: some value equal), and the temporal term. Each (subscription, pair) comes once: a
+    subscription has one driving join and one block per side."""
+    rt, paired = views["rt"], views["paired"]
     lines = [
-        "WITH edges AS (",
-        f"  SELECT DISTINCT lfeed, rfeed, p_{first_left} AS lpath, p_{first_right} AS rpath FROM {rt}",
-        f"), matched AS ({_matched(vals, f'a.hour_s = {hour_s}')}",
-        f"  UNION ALL {_matched(vals, f'a.hour_s < {hour_s} AND b.hour_s = {hour_s}')}",
-        f"), lnodes AS ({_block_sets(roots, rt, 'lfeed', 'lblock')}",
-        f"), rnodes AS ({_block_sets(roots, rt, 'rfeed', 'rblock')}",
-        "), paired AS (",
-        "  SELECT m.*, L.blocks AS lset, R.blocks AS rset, L.time_us AS l_time, R.time_us AS r_time",
-        "  FROM matched m",
-        f"  JOIN lnodes L ON L.feed = m.lfeed AND {_same_node('L', *_side('m', 'l'))}",
-        f"  JOIN rnodes R ON R.feed = m.rfeed AND {_same_node('R', *_side('m', 'r'))}",
-        "), combos AS (",
-        "  SELECT DISTINCT lfeed, rfeed, lpath, rpath, lset, rset FROM paired",
+        "WITH combos AS (",
+        # numbered in a fixed order: the number is the same wherever the CTE is evaluated
+        f"  SELECT *, row_number() OVER (ORDER BY {_COMBO}) AS cid",
+        f"  FROM (SELECT DISTINCT {_COMBO} FROM {paired})",
         "), routes AS (",
-        "  SELECT c.lset, c.rset, rt.*",
+        "  SELECT c.cid, rt.*",
         "  FROM (SELECT combos.*, lb FROM combos LATERAL VIEW explode(lset) sets AS lb) c",
-        f"  JOIN {rt} rt ON rt.lfeed = c.lfeed AND rt.rfeed = c.rfeed AND rt.p_{first_left} = c.lpath"
-        f" AND rt.p_{first_right} = c.rpath AND rt.lblock = c.lb",
+        f"  JOIN {rt} rt ON rt.lfeed = c.lfeed AND rt.rfeed = c.rfeed AND rt.dl = c.lpath"
+        " AND rt.dr = c.rpath AND rt.lblock = c.lb",
         "  WHERE array_contains(c.rset, rt.rblock)",
+        "), numbered AS (",
+        f"  SELECT p.*, c.cid FROM {paired} p JOIN combos c ON "
+        + " AND ".join(f"c.{column} = p.{column}" for column in _COMBO.split(", ")),
         ")",
-        "SELECT DISTINCT rt.sid, p.l_hour, p.l_message, p.l_node, p.r_hour, p.r_message, p.r_node",
-        "FROM paired p",
-        "JOIN routes rt ON rt.lfeed = p.lfeed AND rt.rfeed = p.rfeed"
-        f" AND rt.p_{first_left} = p.lpath AND rt.p_{first_right} = p.rpath"
-        " AND rt.lset = p.lset AND rt.rset = p.rset",
+        "SELECT rt.sid, p.l_hour, p.l_message, p.l_node, p.r_hour, p.r_message, p.r_node",
+        "FROM numbered p JOIN routes rt ON rt.cid = p.cid",
+        f"WHERE {_temporal()}",
     ]
-    # each other value join on its own aliases: XQuery's general comparisons are each existential
-    # (a leaf compared twice may match each time with a different one of its values)
-    for number, (left, right) in enumerate(others, start=1):
-        ours, theirs = f"x{number}", f"y{number}"
-        lines.append(
-            f"JOIN {vals} {ours} ON {ours}.feed = rt.lfeed AND {ours}.leaf = rt.p_{left}"
-            f" AND {_same_node(ours, *_side('p', 'l'))}"
-        )
-        lines.append(
-            f"JOIN {vals} {theirs} ON {theirs}.feed = rt.rfeed AND {theirs}.leaf = rt.p_{right}"
-            f" AND {_same_node(theirs, *_side('p', 'r'))} AND {theirs}.value = {ours}.value"
-        )
-    lines.append(f"WHERE {_temporal()}")
+    if len(template.value_edges) > 1:
+        # each general comparison on its own: a leaf compared twice may match each time with a
+        # different one of its values (the driving one holds already; checking it again is cheap)
+        lines += [
+            f"  AND arrays_overlap(p.l_leaves[rt.p_{left}], p.r_leaves[rt.p_{right}])"
+            for left, right in template.value_edges
+        ]
     return "\n".join(lines)
+
+
+#: What a combination of a matched pair is: its slice (feeds, driving leaf paths) and its two nodes'
+#: block sets.
+_COMBO = "lfeed, rfeed, lpath, rpath, lset, rset"
 
 
 def _matched(vals: str, where: str) -> str:
@@ -185,15 +233,34 @@ def _matched(vals: str, where: str) -> str:
     )
 
 
+def _nodes(roots: str, vals: str, rt: str, feed: str, block: str, leaves_too: bool) -> str:
+    """Each node one side of the template's subscriptions can use: its set of their blocks that
+    bound it (sorted: equal sets are equal arrays), its message's event time, and, when the
+    template has more than one value join to check, its leaves' values."""
+    sets = _block_sets(roots, rt, feed, block)
+    if not leaves_too:
+        return f"\n  SELECT b.*, CAST(NULL AS map<string, array<string>>) AS leaves FROM ({sets}) b"
+    leaves = (
+        "SELECT feed, hour_s, message, node, map_from_entries(collect_list(struct(leaf, vs))) AS leaves"
+        f" FROM (SELECT feed, hour_s, message, node, leaf, collect_list(value) AS vs FROM {vals}"
+        " GROUP BY feed, hour_s, message, node, leaf) GROUP BY feed, hour_s, message, node"
+    )
+    return "\n".join(
+        [
+            "",
+            f"  SELECT b.*, v.leaves FROM ({sets}) b",
+            f"  LEFT JOIN ({leaves}) v ON v.feed = b.feed AND {_same_node('v', *_of('b'))}",
+        ]
+    )
+
+
 def _block_sets(roots: str, rt: str, feed: str, block: str) -> str:
-    """Each node's set of the blocks one side of the template's subscriptions binds (sorted: equal
-    sets are equal arrays), with its message's event time; a node's other blocks serve none."""
     return (
-        "\n  SELECT r.feed, r.hour_s, r.message, r.node, first(r.time_us) AS time_us,"
+        "SELECT r.feed, r.hour_s, r.message, r.node, first(r.time_us) AS time_us,"
         " array_sort(collect_set(r.block)) AS blocks"
-        f"\n  FROM {roots} r LEFT SEMI JOIN (SELECT DISTINCT {feed}, {block} FROM {rt}) k"
+        f" FROM {roots} r LEFT SEMI JOIN (SELECT DISTINCT {feed}, {block} FROM {rt}) k"
         f" ON r.feed = k.{feed} AND r.block = k.{block}"
-        "\n  GROUP BY r.feed, r.hour_s, r.message, r.node"
+        " GROUP BY r.feed, r.hour_s, r.message, r.node"
     )
 
 
@@ -208,6 +275,11 @@ def capped(query: str, most: int) -> str:
 def _same_node(alias: str, hour: str, message: str, node: str) -> str:
     """``alias``'s row is of the node the three columns name."""
     return f"{alias}.hour_s = {hour} AND {alias}.message = {message} AND {alias}.node = {node}"
+
+
+def _of(alias: str) -> tuple[str, str, str]:
+    """The three columns of ``alias`` naming its node."""
+    return f"{alias}.hour_s", f"{alias}.message", f"{alias}.node"
 
 
 def _side(alias: str, side: str) -> tuple[str, str, str]:
@@ -231,25 +303,65 @@ class _Views:
         self.spark = spark
         self.tag = tag
         self.created: list[str] = []
-        self.cached: list[DataFrame] = []
+        self.frames: list[DataFrame] = []
 
     def register(self, source: WitnessSource, hours: Sequence[tuple[str, int]]) -> None:
         """The window's relations as cached views, each (feed, hour) read by a task of its own."""
-        listing = self.spark.createDataFrame(list(hours), LISTING).repartition(max(1, len(hours)))
+        # a task per (feed, hour), or per few of them on few cores: every later scan of the cached
+        # views has as many tasks as they have partitions
+        cores = _cores(self.spark)
+        tasks = min(len(hours), 2 * cores) if cores else len(hours)
+        listing = self.spark.createDataFrame(list(hours), LISTING).repartition(max(1, tasks))
         for name, view in (("roots", "roots"), ("values", "vals")):
             frame = listing.mapInArrow(partial(read_window, source, name), RELATIONS[name]).cache()
-            self.cached.append(frame)
+            self.frames.append(frame)
             self._frame(view, frame)
 
-    def rt(self, template: Template, plans: Sequence[JoinPlan]) -> str:
+    def driving(self, plans: Sequence[JoinPlan], hour_s: int) -> Callable[[JoinPlan], tuple[str, str]]:
+        """Each subscription's driving value join: the one with the fewest matches among this
+        hour's own nodes (as the in-process stage picks it; the first of equals). The choice is the
+        work's, never the pairs': every value join is checked on every pair."""
+        candidates = sorted(
+            {(*plan.feeds, *join) for plan in plans if len(plan.joins) > 1 for join in plan.joins}
+        )
+        counts: dict[tuple[str, ...], int] = {}
+        if candidates:
+            self._frame(
+                "candidates",
+                self.spark.createDataFrame(
+                    candidates, "lfeed string, rfeed string, lpath string, rpath string"
+                ),
+            )
+            vals = self._name("vals")
+            query = (
+                "SELECT e.lfeed, e.rfeed, e.lpath, e.rpath, count(*) AS n"
+                f" FROM {self._name('candidates')} e"
+                f" JOIN {vals} a ON a.feed = e.lfeed AND a.leaf = e.lpath AND a.hour_s = {hour_s}"
+                f" JOIN {vals} b ON b.feed = e.rfeed AND b.leaf = e.rpath AND b.value = a.value"
+                f" AND b.hour_s = {hour_s}"
+                " GROUP BY e.lfeed, e.rfeed, e.lpath, e.rpath"
+            )
+            counts = {tuple(row[:4]): row[4] for row in self.spark.sql(query).collect()}
+
+        def drive(plan: JoinPlan) -> tuple[str, str]:
+            return min(plan.joins, key=lambda join: counts.get((*plan.feeds, *join), 0))
+
+        return drive
+
+    def rt(
+        self, template: Template, plans: Sequence[JoinPlan], driving: Callable[[JoinPlan], tuple[str, str]]
+    ) -> str:
         import pyarrow as pa
 
         joined = set(itertools.chain.from_iterable(template.value_edges))
         rows = []
         for plan in plans:
             paths = template.paths(plan.bindings)
+            lpath, rpath = driving(plan)
             row = {
                 "sid": plan.sid,
+                "dl": lpath,
+                "dr": rpath,
                 "lblock": plan.blocks[0],
                 "rblock": plan.blocks[1],
                 "lfeed": plan.feeds[0],
@@ -264,6 +376,18 @@ class _Views:
         self._frame(name, self.spark.createDataFrame(pa.Table.from_pylist(rows)))
         return name
 
+    @contextmanager
+    def cached(self, name: str, query: str) -> Iterator[str]:
+        """``query``'s rows as a cached view while the block runs (computed once however often the
+        queries in it read them), dropped after."""
+        frame = self.spark.sql(query).cache()
+        try:
+            frame.createOrReplaceTempView(self._name(name))
+            yield self._name(name)
+        finally:
+            self.spark.catalog.dropTempView(self._name(name))
+            frame.unpersist()
+
     def names(self, rt: str) -> dict[str, str]:
         return {"rt": self._name(rt), "roots": self._name("roots"), "vals": self._name("vals")}
 
@@ -274,32 +398,35 @@ class _Views:
     def _name(self, name: str) -> str:
         return f"fr_{name}_{self.tag}"
 
+    def __enter__(self) -> _Views:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.drop()
+
     def drop(self) -> None:
         for name in self.created:
             self.spark.catalog.dropTempView(name)
-        for frame in self.cached:
+        for frame in self.frames:
             frame.unpersist()
 
 
 def _collect(frame: DataFrame, found: dict[str, list[Pair]]) -> None:
-    """Add the query's pairs to their subscriptions' lists (fetched as Arrow: millions of pairs are
-    columns, not Python rows, until here)."""
+    """Add the query's pairs to their subscriptions' lists (fetched as Arrow and grouped by pair
+    there: millions of rows are columns until here, and a pair many subscriptions share is one
+    object)."""
     table = frame.toArrow()
-    columns = {name: table.column(name).to_pylist() for name in table.column_names}
+    grouped = table.group_by(list(_PAIR_COLUMNS), use_threads=False).aggregate([("sid", "list")])
     hours: dict[int, datetime] = {}
-    for sid, *pair in zip(
-        columns["sid"],
-        columns["l_hour"],
-        columns["l_message"],
-        columns["l_node"],
-        columns["r_hour"],
-        columns["r_message"],
-        columns["r_node"],
-        strict=True,
-    ):
-        left = (_hour(pair[0], hours), pair[1], pair[2])
-        right = (_hour(pair[3], hours), pair[4], pair[5])
-        found[sid].append((left, right))
+    columns = [grouped.column(name).to_pylist() for name in (*_PAIR_COLUMNS, "sid_list")]
+    for l_hour, l_message, l_node, r_hour, r_message, r_node, sids in zip(*columns, strict=True):
+        pair = ((_hour(l_hour, hours), l_message, l_node), (_hour(r_hour, hours), r_message, r_node))
+        for sid in sids:
+            found[sid].append(pair)
+
+
+#: The columns of a pair, as the queries give them.
+_PAIR_COLUMNS = ("l_hour", "l_message", "l_node", "r_hour", "r_message", "r_node")
 
 
 def _hour(seconds: int, hours: dict[int, datetime]) -> datetime:

@@ -5,8 +5,10 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+import pytest
+
 from feedrouter.join.relations import HourWitnesses, MessageRef
-from feedrouter.spark.witnesses import encode, has_hour, read_hour, write_hour
+from feedrouter.spark.witnesses import encode, has_hour, read_hour, read_relation, write_hour
 from feedrouter.storage import open_store
 
 HOUR = datetime(2026, 5, 1, 8, tzinfo=timezone.utc)
@@ -47,3 +49,41 @@ def test_a_rerun_writes_identical_bytes() -> None:
     shuffled = hour_of_witnesses()
     shuffled.roots = {"block-2": [(2, 4)], "block-1": [(2, 4), (0, 1)]}  # same relation, other order
     assert encode(shuffled) == first
+
+
+def test_the_relations_an_engine_joins_read_as_arrow(tmp_path: Path) -> None:
+    """What Spark's executors read: the roots with their message's event time in microseconds (a
+    message without one takes part in no join: its nodes are left out), the values as stored."""
+    store = open_store(tmp_path.as_uri())
+    assert read_relation(store, "books", HOUR, "roots") is None  # not written yet
+    witnesses = hour_of_witnesses()
+    witnesses.roots["block-3"] = [(1, 2)]  # a node of the message without a time
+    write_hour(store, witnesses)
+    roots = read_relation(store, "books", HOUR, "roots")
+    assert roots is not None
+    micros = lambda when: (when - datetime(1970, 1, 1, tzinfo=timezone.utc)) // timedelta(microseconds=1)  # noqa: E731
+    assert sorted(roots.to_pylist(), key=lambda row: (row["block"], row["message"])) == [
+        {"block": "block-1", "message": 0, "node": 1, "time_us": micros(HOUR + timedelta(minutes=5))},
+        {
+            "block": "block-1",
+            "message": 2,
+            "node": 4,
+            "time_us": micros(HOUR - timedelta(minutes=20, microseconds=7)),
+        },
+        {
+            "block": "block-2",
+            "message": 2,
+            "node": 4,
+            "time_us": micros(HOUR - timedelta(minutes=20, microseconds=7)),
+        },
+    ]
+    values = read_relation(store, "books", HOUR, "values")
+    assert values is not None
+    assert sorted((row["leaf"], row["value"], row["message"], row["node"]) for row in values.to_pylist()) == [
+        ("@id", "7", 0, 1),
+        ("author", "ann", 0, 1),
+        ("author", "ann", 2, 4),
+        ("author", "bob", 0, 1),
+    ]
+    with pytest.raises(ValueError, match="fragments"):
+        read_relation(store, "books", HOUR, "fragments")
