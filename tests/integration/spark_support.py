@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -40,8 +40,12 @@ from feedrouter.delivery import (
     route_locally,
     write_parts,
 )
+from feedrouter.join.relations import HourWitnesses
+from feedrouter.spark.joinsql import WitnessSource
+from feedrouter.spark.stores import StoreOpener
 from feedrouter.spark.tasks import splitter_for
-from feedrouter.storage import ObjectStore
+from feedrouter.spark.witnesses import write_hour
+from feedrouter.storage import ObjectStore, open_store
 from feedrouter.workload import dtds, generate_documents, generate_subscriptions
 from tests.integration.rows import add_dtd, add_subscription
 
@@ -462,3 +466,13 @@ def assert_interrupted_by_its_tag(spark: Any, folder: Path) -> None:
     thread.join(180)
     assert not thread.is_alive(), "the stalled operation was not interrupted"
     assert canceller.fired.is_set() and "error" in outcome and "finished" not in outcome
+
+
+def stored_witnesses(folder: Path, hours: Iterable[HourWitnesses]) -> WitnessSource:
+    """Witness hours written to a file store under ``folder``, as the Spark join engine's executors
+    read them."""
+    uri = f"file://{folder}/state"
+    store = open_store(uri)
+    for witnesses in hours:
+        write_hour(store, witnesses)
+    return WitnessSource(StoreOpener(), uri)

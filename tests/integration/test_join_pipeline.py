@@ -9,7 +9,7 @@ not change (the two engines give the same pairs), and no delivery version is add
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -20,19 +20,23 @@ from sqlalchemy import Engine, text
 from feedrouter.catalog import build_plan, load_plan
 from feedrouter.delivery import read_part
 from feedrouter.hours import batch_prefix
-from feedrouter.join.relations import HourWitnesses
 from feedrouter.spark import BatchOptions, route_batch
 from feedrouter.spark.joins import JoinOptions, join_batch
-from feedrouter.spark.joinsql import WitnessSource, spark_pairs
-from feedrouter.spark.stores import StoreOpener
-from feedrouter.spark.witnesses import write_hour
+from feedrouter.spark.joinsql import spark_pairs
 from feedrouter.storage import FileStore, ObjectStore, open_store
 from feedrouter.workload.joins import generate_feed_hours, generate_join_subscriptions
 from tests.differential.join_oracle import SaxonJoinOracle
 from tests.differential.join_pipeline import saxon_messages, saxon_results
 from tests.differential.oracle import canonical
 from tests.integration.rows import add_subscription
-from tests.integration.spark_support import add_feed, add_subscriber, deliveries, snapshot, spark_for_tests
+from tests.integration.spark_support import (
+    add_feed,
+    add_subscriber,
+    deliveries,
+    snapshot,
+    spark_for_tests,
+    stored_witnesses,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("spark")]
 
@@ -211,15 +215,6 @@ def test_a_new_join_subscription_is_back_filled_over_its_window(
     assert [canonical(item) for item in later] == [canonical(item) for item in expected]
 
 
-def _stored(folder: Path, hours: Iterable[HourWitnesses]) -> WitnessSource:
-    """Witness hours written to a file store, as the Spark engine's executors read them."""
-    uri = f"file://{folder}/state"
-    store = open_store(uri)
-    for witnesses in hours:
-        write_hour(store, witnesses)
-    return WitnessSource(StoreOpener(), uri)
-
-
 def _after(items: list[bytes], earlier: list[bytes]) -> list[bytes]:
     """``items`` without ``earlier``, a subsequence of them (the results of fewer messages)."""
     rest, position = [], 0
@@ -238,7 +233,7 @@ def test_both_engines_stop_collecting_a_subscription_past_its_cap(spark: Any, tm
     from datetime import timezone
 
     from feedrouter.join.plan import JoinSet
-    from feedrouter.join.relations import MessageRef
+    from feedrouter.join.relations import HourWitnesses, MessageRef
     from feedrouter.join.stage import JoinStage
     from feedrouter.lang import parse
 
@@ -259,7 +254,7 @@ def test_both_engines_stop_collecting_a_subscription_past_its_cap(spark: Any, tm
     read = lambda feed, h: witnesses if (feed, h) == ("f", hour) else None  # noqa: E731
     stage = JoinStage(joins.plans.values(), joins.specs, max_pairs=5)
     in_process = stage.pairs(hour, read)["s"]
-    source = _stored(tmp_path, [witnesses])
+    source = stored_witnesses(tmp_path, [witnesses])
     on_spark = spark_pairs(spark, list(joins.plans.values()), hour, source, timedelta(hours=1), max_pairs=5)
     on_spark = on_spark["s"]
     assert on_spark == in_process[:6] and len(in_process) == 6  # the engine filters as it goes
@@ -283,7 +278,7 @@ def test_both_engines_give_the_same_pairs_over_generated_hours(spark: Any, tmp_p
             pipeline.collect(feed, batch.hour, [(m.key, m.data) for m in batch.messages])
     read = lambda feed, h: pipeline.store.get((feed, h))  # noqa: E731
     plans = list(pipeline.joins.plans.values())
-    source = _stored(tmp_path, pipeline.store.values())
+    source = stored_witnesses(tmp_path, pipeline.store.values())
     total = 0
     for batch in generated["news"]:
         in_process = pipeline.stage.pairs(batch.hour, read)
@@ -300,7 +295,7 @@ def test_a_leaf_compared_twice_may_match_with_a_different_value_each_time(spark:
     from datetime import timezone
 
     from feedrouter.join.plan import JoinSet
-    from feedrouter.join.relations import MessageRef
+    from feedrouter.join.relations import HourWitnesses, MessageRef
     from feedrouter.join.stage import JoinStage
     from feedrouter.lang import parse
 
@@ -328,5 +323,5 @@ def test_a_leaf_compared_twice_may_match_with_a_different_value_each_time(spark:
     read = lambda feed, h: witnesses if (feed, h) == ("f", hour) else None  # noqa: E731
     expected = [((hour, 0, 0), (hour, 1, 0)), ((hour, 0, 0), (hour, 2, 0))]
     assert JoinStage(joins.plans.values(), joins.specs).pairs(hour, read)["s"] == expected
-    source = _stored(tmp_path, [witnesses])
+    source = stored_witnesses(tmp_path, [witnesses])
     assert spark_pairs(spark, list(joins.plans.values()), hour, source, timedelta(hours=1))["s"] == expected

@@ -47,7 +47,7 @@ from feedrouter.spark.publish import publish, withdraw
 from feedrouter.spark.session import batch_session
 from feedrouter.spark.spec import JobSpec
 from feedrouter.spark.stores import StoreOpener
-from feedrouter.spark.witnesses import blocks_of_hour, read_hour
+from feedrouter.spark.witnesses import DELIVERY_TABLES, TABLES, blocks_of_hour, read_hour
 from feedrouter.storage import ObjectStore
 
 
@@ -156,7 +156,8 @@ def join_batch(
                 lateness=loaded.plan.feed.allowed_lateness,
                 max_pairs=options.max_pairs,
             )
-            witnesses = _Witnesses(state)
+            # Spark's executors read the relations they join themselves: here, what delivery needs
+            witnesses = _Witnesses(state, TABLES if options.engine == "python" else DELIVERY_TABLES)
             pairs = _pairs(stage, hour, witnesses, source, options, spark)
             found = stage.deliver(hour, witnesses.read, pairs)
             rows = [_deliver(spec, loaded, found[sid], witnesses) for sid in sorted(found, key=_numeric)]
@@ -311,14 +312,15 @@ def _withdraw(spec: JobSpec, prefix: str, subscription: str) -> None:
 class _Witnesses:
     """The witness hours a join stage reads, each read once (the stage and the provenance share them)."""
 
-    def __init__(self, state: ObjectStore) -> None:
+    def __init__(self, state: ObjectStore, tables: tuple[str, ...]) -> None:
         self._state = state
+        self._tables = tables
         self._hours: dict[tuple[str, datetime], HourWitnesses | None] = {}
 
     def read(self, feed: str, hour: datetime) -> HourWitnesses | None:
         key = (feed, hour)
         if key not in self._hours:
-            self._hours[key] = read_hour(self._state, feed, hour)
+            self._hours[key] = read_hour(self._state, feed, hour, self._tables)
         return self._hours[key]
 
     def provenance(self, feed: str, node: NodeRef) -> Provenance:

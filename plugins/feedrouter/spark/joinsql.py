@@ -76,18 +76,27 @@ def spark_pairs(
     back = max(plan.reach(lateness) for plan in plans)
     hours = [hour - ONE_HOUR * k for k in range(back, -1, -1)]
     feeds = sorted({feed for plan in plans for feed in plan.feeds})
+    # subscriptions that differ in nothing but their name get the same pairs: queried once
+    alike: dict[tuple[object, ...], list[str]] = {}
+    for plan in plans:
+        alike.setdefault((plan.feeds, *plan.key), []).append(plan.sid)
+    firsts = [plan for plan in plans if alike[(plan.feeds, *plan.key)][0] == plan.sid]
     views = _Views(spark, uuid.uuid4().hex[:12])
-    found: dict[str, list[Pair]] = {plan.sid: [] for plan in plans}
+    found: dict[str, list[Pair]] = {plan.sid: [] for plan in firsts}
     with _sized_shuffles(spark), views:
         views.register(source, [(feed, _seconds(when)) for feed in feeds for when in hours])
-        driving = views.driving(plans, _seconds(hour))
-        for number, (template, group) in enumerate(_by_template(plans).items()):
+        driving = views.driving(firsts, _seconds(hour))
+        for number, (template, group) in enumerate(_by_template(firsts).items()):
             names = views.names(views.rt(template, group, driving))
             # cached: the pairs' subscriptions are found from it and it is joined with them
             with views.cached(f"paired_{number}", paired_sql(template, names, _seconds(hour))) as paired:
                 query = capped(pairs_sql(template, names | {"paired": paired}), max_pairs + 1)
                 _collect(spark.sql(query), found)
-    return {sid: sorted(pairs) for sid, pairs in found.items()}
+    shared: dict[str, list[Pair]] = {}
+    for sids in alike.values():
+        pairs = sorted(found[sids[0]])
+        shared.update((sid, pairs) for sid in sids)  # one list, as the in-process stage shares it
+    return shared
 
 
 #: Spark's default number of shuffle partitions, which a session's owner has not changed.

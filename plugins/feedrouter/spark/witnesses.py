@@ -29,6 +29,7 @@ from __future__ import annotations
 import io
 import json
 import re
+from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +44,8 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 TABLES = ("messages", "roots", "values", "fragments")
+#: What delivering an hour's pairs reads of a witness hour (provenance and fragments).
+DELIVERY_TABLES = ("messages", "fragments")
 BLOCKS = "blocks.json"
 #: Rows per row group of the value table: a bucket of values read together.
 VALUE_BUCKET_ROWS = 65_536
@@ -80,13 +83,16 @@ def has_hour(store: ObjectStore, feed: str, hour: datetime) -> bool:
     return store.exists(join_key(witness_dir(feed, hour), SUCCESS))
 
 
-def read_hour(store: ObjectStore, feed: str, hour: datetime) -> HourWitnesses | None:
-    """The hour's witnesses, or None when stage 1 has not written them (yet)."""
+def read_hour(
+    store: ObjectStore, feed: str, hour: datetime, tables: Sequence[str] = TABLES
+) -> HourWitnesses | None:
+    """The hour's witnesses, or None when stage 1 has not written them (yet); only ``tables`` of
+    them (delivering pairs that another engine found needs ``messages`` and ``fragments`` only)."""
     if not has_hour(store, feed, hour):
         return None
     folder = witness_dir(feed, hour)
-    tables = {name: store.get(join_key(folder, f"{name}.parquet")) for name in TABLES}
-    found = decode(feed, hour, tables)
+    data = {name: store.get(join_key(folder, f"{name}.parquet")) for name in tables}
+    found = decode(feed, hour, data)
     found.blocks = tuple(json.loads(store.get(join_key(folder, BLOCKS))))
     return found
 
@@ -194,20 +200,20 @@ def decode(feed: str, hour: datetime, tables: dict[str, bytes]) -> HourWitnesses
 
     rows = {name: pq.read_table(io.BytesIO(data)).to_pylist() for name, data in tables.items()}
     found = HourWitnesses(feed, hour)
-    for row in rows["messages"]:
+    for row in rows.get("messages", ()):
         time = row["time"]
         found.messages.append(
             MessageRef(
                 row["key"], row["index"], time.replace(tzinfo=timezone.utc) if time else None, row["digest"]
             )
         )
-    for row in rows["roots"]:
+    for row in rows.get("roots", ()):
         found.roots.setdefault(row["block"], []).append((row["message"], row["node"]))
-    for row in rows["values"]:
+    for row in rows.get("values", ()):
         node = (row["message"], row["node"])
         leaves = found.values.setdefault(node, {})
         leaves[row["leaf"]] = (*leaves.get(row["leaf"], ()), row["value"])
-    for row in rows["fragments"]:
+    for row in rows.get("fragments", ()):
         found.fragments.setdefault((row["message"], row["node"]), {})[row["fragment"]] = row["data"]
     for roots in found.roots.values():
         roots.sort()

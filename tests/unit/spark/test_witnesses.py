@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from feedrouter.join.relations import HourWitnesses, MessageRef
-from feedrouter.spark.witnesses import encode, has_hour, read_hour, read_relation, write_hour
+from feedrouter.spark.witnesses import DELIVERY_TABLES, encode, has_hour, read_hour, read_relation, write_hour
 from feedrouter.storage import open_store
 
 HOUR = datetime(2026, 5, 1, 8, tzinfo=timezone.utc)
@@ -87,3 +87,13 @@ def test_the_relations_an_engine_joins_read_as_arrow(tmp_path: Path) -> None:
     ]
     with pytest.raises(ValueError, match="fragments"):
         read_relation(store, "books", HOUR, "fragments")
+
+
+def test_delivery_reads_only_the_messages_and_fragments(tmp_path: Path) -> None:
+    store = open_store(tmp_path.as_uri())
+    written = hour_of_witnesses()
+    write_hour(store, written)
+    back = read_hour(store, "books", HOUR, DELIVERY_TABLES)
+    assert back is not None
+    assert back.messages == written.messages and back.fragments == written.fragments
+    assert back.roots == {} and back.values == {}
