@@ -6,10 +6,12 @@ nothing of them passes through the driver), and become two cached views: ``roots
 R_bin reduced to the bound node, with its message's event time: R_docTS) and ``vals`` (R_doc: leaf
 path and string value per bound node). Every join subscription is one row of its template's R_T
 table: its blocks and feeds, the path each leaf metavariable stands for, its window and temporal
-kind. One query per template (:func:`template_sql`) joins R_T with the views, in paper 001's
-order: the value semi-join of the hour's slice with the window first, then the subscriptions the
-matched nodes' block sets serve, the other value joins, the temporal term; ``DISTINCT`` pairs, as
-XQuery's ``for`` gives each pair of nodes once.
+kind, and its driving value join (the most selective in the hour). Per template, in paper 001's
+order, :func:`paired_sql` finds the node pairs (the value semi-join of the hour's slice with the
+window first, each node with its block set, event time and leaf values), cached, and
+:func:`pairs_sql` the subscriptions each pair serves (once per combination of block sets), the
+other value joins and the temporal term: each (subscription, pair) once, as XQuery's ``for``
+gives each pair of nodes once. Subscriptions alike but for their name are queried once.
 
 The pairs (at most the cap + 1 of a subscription) come back to the driver as Arrow, which
 assembles and delivers them like the in-process engine
@@ -264,6 +266,7 @@ def _nodes(roots: str, vals: str, rt: str, feed: str, block: str, leaves_too: bo
 
 
 def _block_sets(roots: str, rt: str, feed: str, block: str) -> str:
+    """Each node's sorted set of one side's blocks that bound it, with its message's event time."""
     return (
         "SELECT r.feed, r.hour_s, r.message, r.node, first(r.time_us) AS time_us,"
         " array_sort(collect_set(r.block)) AS blocks"
