@@ -258,6 +258,8 @@ def test_both_engines_stop_collecting_a_subscription_past_its_cap(spark: Any, tm
     on_spark = spark_pairs(spark, list(joins.plans.values()), hour, source, timedelta(hours=1), max_pairs=5)
     on_spark = on_spark["s"]
     assert on_spark == in_process[:6] and len(in_process) == 6  # the engine filters as it goes
+    # the stage sized the session's shuffles to its cores while it ran, and gave the default back
+    assert spark.conf.get("spark.sql.shuffle.partitions") == "200"
     assert stage.deliver(hour, read, {"s": on_spark})["s"].withheld is not None
 
 
