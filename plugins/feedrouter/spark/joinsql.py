@@ -168,15 +168,15 @@ def paired_sql(template: Template, views: Mapping[str, str], hour_s: int) -> str
        event time and, when the template has more than one value join, its leaves' values.
     """
     rt, roots, vals = views["rt"], views["roots"], views["vals"]
-    several = len(template.value_edges) > 1
+    leaves = views["leaves"] if len(template.value_edges) > 1 else None
     return "\n".join(
         [
             "WITH edges AS (",
             f"  SELECT DISTINCT lfeed, rfeed, dl AS lpath, dr AS rpath FROM {rt}",
             f"), matched AS ({_matched(vals, f'a.hour_s = {hour_s}')}",
             f"  UNION ALL {_matched(vals, f'a.hour_s < {hour_s} AND b.hour_s = {hour_s}')}",
-            f"), lnodes AS ({_nodes(roots, vals, rt, 'lfeed', 'lblock', several)}",
-            f"), rnodes AS ({_nodes(roots, vals, rt, 'rfeed', 'rblock', several)}",
+            f"), lnodes AS ({_nodes(roots, leaves, rt, 'lfeed', 'lblock')}",
+            f"), rnodes AS ({_nodes(roots, leaves, rt, 'rfeed', 'rblock')}",
             ")",
             "SELECT m.*, L.blocks AS lset, R.blocks AS rset, L.time_us AS l_time, R.time_us AS r_time,",
             "  L.leaves AS l_leaves, R.leaves AS r_leaves",
@@ -244,24 +244,29 @@ def _matched(vals: str, where: str) -> str:
     )
 
 
-def _nodes(roots: str, vals: str, rt: str, feed: str, block: str, leaves_too: bool) -> str:
+def _nodes(roots: str, leaves: str | None, rt: str, feed: str, block: str) -> str:
     """Each node one side of the template's subscriptions can use: its set of their blocks that
     bound it (sorted: equal sets are equal arrays), its message's event time, and, when the
-    template has more than one value join to check, its leaves' values."""
+    template has more than one value join to check (``leaves``: the view of each node's leaves),
+    its leaves' values."""
     sets = _block_sets(roots, rt, feed, block)
-    if not leaves_too:
+    if leaves is None:
         return f"\n  SELECT b.*, CAST(NULL AS map<string, array<string>>) AS leaves FROM ({sets}) b"
-    leaves = (
-        "SELECT feed, hour_s, message, node, map_from_entries(collect_list(struct(leaf, vs))) AS leaves"
-        f" FROM (SELECT feed, hour_s, message, node, leaf, collect_list(value) AS vs FROM {vals}"
-        " GROUP BY feed, hour_s, message, node, leaf) GROUP BY feed, hour_s, message, node"
-    )
     return "\n".join(
         [
             "",
             f"  SELECT b.*, v.leaves FROM ({sets}) b",
-            f"  LEFT JOIN ({leaves}) v ON v.feed = b.feed AND {_same_node('v', *_of('b'))}",
+            f"  LEFT JOIN {leaves} v ON v.feed = b.feed AND {_same_node('v', *_of('b'))}",
         ]
+    )
+
+
+def leaves_sql(vals: str) -> str:
+    """Each node's leaves and their values as one map (the same for every template and side)."""
+    return (
+        "SELECT feed, hour_s, message, node, map_from_entries(collect_list(struct(leaf, vs))) AS leaves"
+        f" FROM (SELECT feed, hour_s, message, node, leaf, collect_list(value) AS vs FROM {vals}"
+        " GROUP BY feed, hour_s, message, node, leaf) GROUP BY feed, hour_s, message, node"
     )
 
 
@@ -325,9 +330,14 @@ class _Views:
         tasks = min(len(hours), 2 * cores) if cores else len(hours)
         listing = self.spark.createDataFrame(list(hours), LISTING).repartition(max(1, tasks))
         for name, view in (("roots", "roots"), ("values", "vals")):
-            frame = listing.mapInArrow(partial(read_window, source, name), RELATIONS[name]).cache()
-            self.frames.append(frame)
-            self._frame(view, frame)
+            self._cache(view, listing.mapInArrow(partial(read_window, source, name), RELATIONS[name]))
+        # computed on first use only (templates of one value join never read it), then once
+        self._cache("leaves", self.spark.sql(leaves_sql(self._name("vals"))))
+
+    def _cache(self, name: str, frame: DataFrame) -> None:
+        cached = frame.cache()
+        self.frames.append(cached)
+        self._frame(name, cached)
 
     def driving(self, plans: Sequence[JoinPlan], hour_s: int) -> Callable[[JoinPlan], tuple[str, str]]:
         """Each subscription's driving value join: the one with the fewest matches among this
@@ -397,11 +407,11 @@ class _Views:
             frame.createOrReplaceTempView(self._name(name))
             yield self._name(name)
         finally:
+            frame.unpersist()  # before its view goes, as in drop()
             self.spark.catalog.dropTempView(self._name(name))
-            frame.unpersist()
 
     def names(self, rt: str) -> dict[str, str]:
-        return {"rt": self._name(rt), "roots": self._name("roots"), "vals": self._name("vals")}
+        return {name: self._name(name) for name in ("roots", "vals", "leaves")} | {"rt": self._name(rt)}
 
     def _frame(self, name: str, frame: DataFrame) -> None:
         frame.createOrReplaceTempView(self._name(name))
@@ -417,10 +427,12 @@ class _Views:
         self.drop()
 
     def drop(self) -> None:
+        # frames first: a Connect server analyses a frame's plan again to unpersist it, and the
+        # plan of one made by SQL names the views
+        for frame in reversed(self.frames):
+            frame.unpersist()
         for name in self.created:
             self.spark.catalog.dropTempView(name)
-        for frame in self.frames:
-            frame.unpersist()
 
 
 def _collect(frame: DataFrame, found: dict[str, list[Pair]]) -> None:
