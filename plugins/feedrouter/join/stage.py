@@ -126,8 +126,7 @@ class JoinStage:
             )
         found: dict[str, list[Pair]] = {}
         for same, lists in zip(sames, kept, strict=True):
-            for plans, pairs in zip(same, lists, strict=True):
-                pairs.sort()
+            for plans, pairs in zip(same, lists, strict=True):  # in order: see _Window.matches
                 found.update((plan.sid, pairs) for plan in plans)
         return found
 
@@ -205,32 +204,40 @@ class _Window:
     ) -> Iterator[tuple[_Node, _Node]]:
         """The node pairs whose leaves share a value, one of them of this hour, each side bound by
         one of ``blocks`` (the slice's; other nodes serve none of its subscriptions): the value
-        semi-join of the two sides from the hours' value indexes. Each pair once, at the least value
-        they share. A node's entry (its blocks of the slice, time, values) is made once per value."""
+        semi-join of the two sides from the hours' value indexes, each pair once.
+
+        In XQuery's order (left node, then right node, each in stream and document order): the left
+        nodes in order, each probing the right side's value index hour by hour, whose node lists are
+        in order already. Every pair list of a slice's subscriptions is then filled in order, and
+        none is sorted afterwards (sorting them cost more than finding the pairs on dense
+        populations: tuples of datetimes compared hundreds of millions of times)."""
         sides = (
             _Side(self, feeds[LEFT], leaves[LEFT], blocks[LEFT]),
             _Side(self, feeds[1], leaves[1], blocks[1]),
         )
+        right = sides[1]
         for left_hour in hours:
             left_index = sides[LEFT].index(left_hour)
             if not left_index:
                 continue
-            for right_hour in hours if left_hour == self.hour else [self.hour]:
-                right_index = sides[1].index(right_hour)
-                for value in left_index.keys() & right_index.keys():
-                    ours = sides[LEFT].nodes(left_hour, value, left_index[value])
-                    if not ours:
-                        continue
-                    theirs = sides[1].nodes(right_hour, value, right_index[value])
-                    for node in ours:
-                        if len(node.values) == 1:
-                            for partner in theirs:
+            probes = [
+                (right_hour, index)
+                for right_hour in (hours if left_hour == self.hour else [self.hour])
+                if (index := right.index(right_hour))
+            ]
+            shared = set().union(*(left_index.keys() & index.keys() for _, index in probes))
+            for node in sides[LEFT].ordered(left_hour, shared):
+                values = node.values
+                if len(values) == 1:
+                    value = values[0]
+                    for right_hour, index in probes:
+                        ids = index.get(value)
+                        if ids is not None:
+                            for partner in right.nodes(right_hour, value, ids):
                                 yield node, partner
-                            continue
-                        mine = set(node.values)
-                        for partner in theirs:
-                            if min(mine.intersection(partner.values)) == value:
-                                yield node, partner
+                else:
+                    for right_hour, index in probes:
+                        yield from _partners_of_many(node, right, right_hour, index)
 
     def fragments(
         self, feeds: tuple[str, str], pair: Pair
@@ -337,6 +344,21 @@ def _rest_hold(
     return True
 
 
+def _partners_of_many(
+    node: _Node, right: _Side, hour: datetime, index: Mapping[str, list[tuple[int, int]]]
+) -> Iterator[tuple[_Node, _Node]]:
+    """The pairs of a left node with more than one value (two categories) and one right hour: the
+    partners of each of its values, each once, in stream order."""
+    partners: dict[tuple[int, int], _Node] = {}
+    for value in dict.fromkeys(node.values):
+        ids = index.get(value)
+        if ids is not None:
+            for partner in right.nodes(hour, value, ids):
+                partners.setdefault(partner.ref[1:], partner)
+    for key in sorted(partners):
+        yield node, partners[key]
+
+
 @dataclass(frozen=True)
 class _Node:
     """A node on one side of a value slice: its reference, the blocks of the slice that bound it,
@@ -363,22 +385,31 @@ class _Side:
         return hw.value_index(self.leaf) if hw is not None else {}
 
     def nodes(self, hour: datetime, value: str, ids: list[tuple[int, int]]) -> list[_Node]:
+        """The nodes of ``ids`` (the hour's value index's for ``value``) that serve the slice."""
         key = (hour, value)
         found = self._nodes.get(key)
         if found is None:
-            hw = self.window.witnesses(self.feed, hour)
-            assert hw is not None  # index() found the value there
-            members, found = hw.memberships(), []
-            for node in ids:
-                mine = members.get(node, _NONE) & self.blocks  # untimed nodes have no memberships
-                if mine:
-                    time = hw.messages[node[0]].time
-                    assert time is not None
-                    leaves = hw.values[node]
-                    mine = self._sets.setdefault(mine, mine)
-                    micros = (time - _EPOCH) // _MICROSECOND
-                    found.append(_Node((hour, *node), mine, micros, leaves[self.leaf], leaves))
-            self._nodes[key] = found
+            found = self._nodes[key] = self._made(hour, ids)
+        return found
+
+    def ordered(self, hour: datetime, values: Iterable[str]) -> list[_Node]:
+        """The hour's nodes that serve the slice and have one of ``values``, in stream order."""
+        index = self.index(hour)
+        return self._made(hour, sorted({node for value in values for node in index[value]}))
+
+    def _made(self, hour: datetime, ids: Iterable[tuple[int, int]]) -> list[_Node]:
+        hw = self.window.witnesses(self.feed, hour)
+        assert hw is not None  # the caller found the nodes there
+        members, found = hw.memberships(), []
+        for node in ids:
+            mine = members.get(node, _NONE) & self.blocks  # untimed nodes have no memberships
+            if mine:
+                time = hw.messages[node[0]].time
+                assert time is not None
+                leaves = hw.values[node]
+                mine = self._sets.setdefault(mine, mine)
+                micros = (time - _EPOCH) // _MICROSECOND
+                found.append(_Node((hour, *node), mine, micros, leaves.get(self.leaf, ()), leaves))
         return found
 
 

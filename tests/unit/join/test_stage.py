@@ -208,3 +208,34 @@ def test_a_group_is_enumerated_from_its_most_selective_join(monkeypatch: pytest.
     (plan,) = stage.plans
     assert found == brute_force(plan, H0, store) and len(found) == 10 * 4 * 3
     assert enumerated[0] == 10 * 4 * 4  # the id slice (each message with itself too), not 40 x 40
+
+
+def test_nodes_with_several_values_pair_once_each_in_order_without_a_sort() -> None:
+    """Items with zero to three categories over three hours: a pair sharing two categories comes
+    once, and every list is in XQuery's order as found (the stage does not sort them)."""
+    texts = {
+        f"s{i}": PROLOG
+        + (
+            "for $a in fr:stream()//item, $b in fr:stream()//item where $a/k = $b/k "
+            f"and fr:{kind}($a, $b, 'PT{window}M') return <p/>"
+        )
+        for i, (kind, window) in enumerate(
+            [("within", 90), ("followed-by", 90), ("within", 150), ("followed-by", 20)]
+        )
+    }
+    stage, block = stage_of(texts)
+    keys = [("x",), ("x", "y"), ("y", "x", "z"), (), ("z",), ("y", "y"), ("z", "x")]
+    store = {}
+    for h, when in enumerate([H0 - timedelta(hours=1), H0, H1]):
+        found = HourWitnesses("f", when, (block,))
+        for number in range(12):
+            found.messages.append(MessageRef(f"m{number}.xml", 0, when + timedelta(minutes=5 * number)))
+            found.roots.setdefault(block, []).append((number, 0))
+            found.values[(number, 0)] = {"k": keys[(number * 3 + h) % len(keys)]}
+            found.fragments[(number, 0)] = {}
+        store[("f", when)] = found
+    for when in (H0, H1):
+        found_pairs = stage.pairs(when, lambda feed, h: store.get((feed, h)))
+        for plan in stage.plans:
+            expected = brute_force(plan, when, store)
+            assert found_pairs[plan.sid] == expected and expected, plan.sid
