@@ -43,6 +43,9 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _MICROSECOND = timedelta(microseconds=1)
 #: Matches enumerated between two checks whether a slice's subscriptions are all past their cap.
 _FULL_CHECK = 4096
+#: Matches enumerated between two trims of a slice's pair lists to the cap: a list holds at most
+#: this many pairs past it (one per match), instead of every append checking its length.
+_TRIM = 65536
 
 
 @dataclass
@@ -116,22 +119,31 @@ class JoinStage:
                 by_left.setdefault(left_block, {})[right_block] = _by_rest(numbers, rests, targets)
             rights = frozenset(right for _, right in by_blocks)
             numbers = [n for ns in by_blocks.values() for n in ns]
+            lists = [pairs for n in numbers for pairs in kept[n]]
             _join_slice(
                 window.matches(feeds, leaves, hours, (frozenset(by_left), rights)),
                 feeds[0] == feeds[1],
                 by_left,
                 rest_joins,
-                self.max_pairs,
-                partial(self._all_past_cap, numbers, kept),
+                partial(self._all_past_cap, lists),
+                partial(self._trim, lists),
             )
+            self._trim(lists)
         found: dict[str, list[Pair]] = {}
         for same, lists in zip(sames, kept, strict=True):
             for plans, pairs in zip(same, lists, strict=True):  # in order: see _Window.matches
                 found.update((plan.sid, pairs) for plan in plans)
         return found
 
-    def _all_past_cap(self, numbers: list[int], kept: list[list[list[Pair]]]) -> bool:
-        return all(len(pairs) > self.max_pairs for n in numbers for pairs in kept[n])
+    def _all_past_cap(self, lists: list[list[Pair]]) -> bool:
+        return all(len(pairs) > self.max_pairs for pairs in lists)
+
+    def _trim(self, lists: list[list[Pair]]) -> None:
+        """Cut each list to its first ``max_pairs + 1`` pairs (enough to say it is past the cap)."""
+        kept = self.max_pairs + 1
+        for pairs in lists:
+            if len(pairs) > kept:
+                del pairs[kept:]
 
     def deliver(
         self, hour: datetime, store: WitnessStore, pairs: Mapping[str, list[Pair]]
@@ -249,12 +261,15 @@ class _Window:
         return sides[0], sides[1]
 
 
-#: One group a pair can serve, as the pair loop reads it: per kind and orientation of its temporal
-#: variants, (FOLLOWED BY?, left binding first?, their windows ascending in microseconds, their pair
-#: lists in that order): the variants a pair satisfies are those from a bisection on.
-_Target = tuple[tuple[bool, bool, tuple[int, ...], tuple[list[Pair], ...]], ...]
-#: The groups a pair of two nodes' block sets serves, by the other value joins they must check.
-_Route = list[tuple[int, list[_Target]]]
+#: The temporal variants of one group of one kind and orientation, as the pair loop reads them:
+#: (FOLLOWED BY?, left binding first?, their windows ascending in microseconds, their pair lists in
+#: that order): the variants a pair satisfies are those from a bisection on.
+_Bucket = tuple[bool, bool, tuple[int, ...], tuple[list[Pair], ...]]
+#: One group a pair can serve: its buckets.
+_Target = tuple[_Bucket, ...]
+#: The groups a pair of two nodes' block sets serves, by the other value joins they must check
+#: (each conjunction's number, 0: none), their buckets together.
+_Route = list[tuple[int, list[_Bucket]]]
 
 
 def _join_slice(
@@ -262,18 +277,21 @@ def _join_slice(
     same_feed: bool,
     by_left: Mapping[str, Mapping[str, _Route]],
     rest_joins: Sequence[tuple[tuple[str, str], ...]],
-    max_pairs: int,
     all_capped: Callable[[], bool],
+    trim: Callable[[], None],
 ) -> None:
     """Hand each matched pair of a value slice to the groups whose blocks bound both nodes, whose
     other value joins hold for it and whose temporal variants it satisfies (appended to their
-    pair lists, up to ``max_pairs + 1`` each)."""
+    pair lists, which ``trim`` cuts to the cap every :data:`_TRIM` matches)."""
     # the groups a pair serves depend on its two nodes' block sets only: found once per
     # combination (nodes' sets are interned per side, so the look-up compares identities)
     routes: dict[tuple[frozenset[str], frozenset[str]], _Route] = {}
     for seen, (ours, theirs) in enumerate(matches):
-        if seen % _FULL_CHECK == 0 and all_capped():
-            return  # a low-cardinality slice whose every subscription is withheld: stop
+        if seen % _FULL_CHECK == 0:
+            if seen % _TRIM == 0:
+                trim()
+            if all_capped():
+                return  # a low-cardinality slice whose every subscription is withheld: stop
         route = routes.get((ours.blocks, theirs.blocks))
         if route is None:
             route = routes[(ours.blocks, theirs.blocks)] = _route(by_left, ours.blocks, theirs.blocks)
@@ -281,38 +299,40 @@ def _join_slice(
             continue
         pair = (ours.ref, theirs.ref)
         gap = theirs.time - ours.time
-        same_message = same_feed and ours.ref[:2] == theirs.ref[:2]
-        checked: dict[int, bool] = {}
-        joined: dict[tuple[str, str], bool] = {}  # each value join once per pair
-        for rest, served in route:
+        same_message: bool | None = None if same_feed else False
+        joined: dict[tuple[str, str], bool] | None = None  # each value join once per pair
+        for rest, buckets in route:  # each conjunction once: the route has it once
             if rest:
-                holds = checked.get(rest)
-                if holds is None:
-                    holds = checked[rest] = _rest_hold(ours, theirs, rest_joins[rest], joined)
-                if not holds:
+                if joined is None:
+                    joined = {}
+                if not _rest_hold(ours, theirs, rest_joins[rest], joined):
                     continue
-            for target in served:
-                for followed_by, left_first, spans, lists in target:
-                    ahead = gap if left_first else -gap
-                    if followed_by:
-                        if ahead <= 0:
-                            continue
-                    elif same_message:
+            for followed_by, left_first, spans, lists in buckets:
+                ahead = gap if left_first else -gap
+                if followed_by:
+                    if ahead <= 0:
                         continue
-                    elif ahead < 0:
+                else:
+                    if same_message is None:
+                        same_message = ours.ref[:2] == theirs.ref[:2]
+                    if same_message:
+                        continue
+                    if ahead < 0:
                         ahead = -ahead
-                    if ahead > spans[-1]:  # outside the widest window
-                        continue
-                    for pairs in lists if len(lists) == 1 else lists[bisect_left(spans, ahead) :]:
-                        if len(pairs) <= max_pairs:
-                            pairs.append(pair)
+                if ahead > spans[-1]:  # outside the widest window
+                    continue
+                if len(lists) == 1:
+                    lists[0].append(pair)
+                else:
+                    for pairs in lists[bisect_left(spans, ahead) :]:
+                        pairs.append(pair)
 
 
 def _by_rest(numbers: Iterable[int], rests: Sequence[int], targets: Sequence[_Target]) -> _Route:
     """Groups of one pair of blocks by their other value joins."""
-    by_rest: dict[int, list[_Target]] = {}
+    by_rest: dict[int, list[_Bucket]] = {}
     for number in numbers:
-        by_rest.setdefault(rests[number], []).append(targets[number])
+        by_rest.setdefault(rests[number], []).extend(targets[number])
     return list(by_rest.items())
 
 
@@ -321,12 +341,13 @@ def _route(
 ) -> _Route:
     """The groups of a slice whose left block is one of ``lefts`` and right block one of ``rights``
     (a pair's two nodes' block sets), by their other value joins."""
-    route: _Route = []
+    by_rest: dict[int, list[_Bucket]] = {}
     for left_block in sorted(lefts & by_left.keys()):
         partners = by_left[left_block]
         for right_block in sorted(rights & partners.keys()):
-            route.extend(partners[right_block])
-    return route
+            for rest, buckets in partners[right_block]:
+                by_rest.setdefault(rest, []).extend(buckets)
+    return list(by_rest.items())
 
 
 def _rest_hold(
