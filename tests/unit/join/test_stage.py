@@ -239,3 +239,33 @@ def test_nodes_with_several_values_pair_once_each_in_order_without_a_sort() -> N
         for plan in stage.plans:
             expected = brute_force(plan, when, store)
             assert found_pairs[plan.sid] == expected and expected, plan.sid
+
+
+def test_a_list_past_the_cap_is_cut_as_the_slice_goes_and_keeps_its_first_pairs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A broad subscription past its cap beside a narrow one (so the slice is not stopped): its
+    list never holds more than the cap plus one pair per match since the last cut, and ends with
+    its first ``cap + 1`` pairs in order; the narrow one gets all of its pairs."""
+    import feedrouter.join.stage as stage_module
+
+    monkeypatch.setattr(stage_module, "_FULL_CHECK", 4)
+    monkeypatch.setattr(stage_module, "_TRIM", 8)
+    stage, block = stage_of({"broad": join("within", "PT2H"), "narrow": join("followed-by", "PT1M")}, cap=5)
+    minutes = [0, 1, *range(10, 64, 3)]  # 20 items: 380 pairs for the broad one, 1 for the narrow
+    store = {("f", H0): hour(H0, block, [("x", str(m), m) for m in minutes])}
+    longest = [0]
+    original = JoinStage._trim
+
+    def watched(self: JoinStage, lists: list) -> None:
+        longest[0] = max([longest[0], *map(len, lists)])
+        original(self, lists)
+
+    monkeypatch.setattr(JoinStage, "_trim", watched)
+    found = stage.run(H0, lambda feed, h: store.get((feed, h)))
+    broad, narrow = (next(p for p in stage.plans if p.sid == sid) for sid in ("broad", "narrow"))
+    assert found["broad"].withheld is not None and found["broad"].count == 6
+    assert stage.pairs(H0, lambda feed, h: store.get((feed, h)))["broad"] == brute_force(broad, H0, store)[:6]
+    assert found["narrow"].withheld is None and found["narrow"].pairs == brute_force(narrow, H0, store)
+    assert len(found["narrow"].pairs) == 1
+    assert longest[0] <= 6 + 8  # the cap, one more, and at most one pair per match since the last cut
