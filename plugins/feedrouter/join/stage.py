@@ -270,6 +270,9 @@ _Target = tuple[_Bucket, ...]
 #: The groups a pair of two nodes' block sets serves, by the other value joins they must check
 #: (each conjunction's number, 0: none), their buckets together.
 _Route = list[tuple[int, list[_Bucket]]]
+#: The most routes (pairs of block sets) a slice keeps: where nodes' block sets are nearly all
+#: different (thousands of blocks over one binding path), a route is rarely met twice.
+_ROUTES = 65536
 
 
 def _join_slice(
@@ -284,8 +287,10 @@ def _join_slice(
     other value joins hold for it and whose temporal variants it satisfies (appended to their
     pair lists, which ``trim`` cuts to the cap every :data:`_TRIM` matches)."""
     # the groups a pair serves depend on its two nodes' block sets only: found once per
-    # combination (nodes' sets are interned per side, so the look-up compares identities)
+    # combination (nodes' sets are interned per side, so the look-up compares identities), from
+    # the left set's partners by right block, found once per left set
     routes: dict[tuple[frozenset[str], frozenset[str]], _Route] = {}
+    partners: dict[frozenset[str], dict[str, _Route]] = {}
     for seen, (ours, theirs) in enumerate(matches):
         if seen % _FULL_CHECK == 0:
             if seen % _TRIM == 0:
@@ -294,18 +299,27 @@ def _join_slice(
                 return  # a low-cardinality slice whose every subscription is withheld: stop
         route = routes.get((ours.blocks, theirs.blocks))
         if route is None:
-            route = routes[(ours.blocks, theirs.blocks)] = _route(by_left, ours.blocks, theirs.blocks)
+            by_right = partners.get(ours.blocks)
+            if by_right is None:
+                by_right = partners[ours.blocks] = _partners(by_left, ours.blocks)
+            if len(routes) >= _ROUTES:
+                routes.clear()
+            route = routes[(ours.blocks, theirs.blocks)] = _route(by_right, theirs.blocks)
         if not route:
             continue
         pair = (ours.ref, theirs.ref)
         gap = theirs.time - ours.time
         same_message: bool | None = None if same_feed else False
-        joined: dict[tuple[str, str], bool] | None = None  # each value join once per pair
-        for rest, buckets in route:  # each conjunction once: the route has it once
+        checked: dict[int, bool] | None = None  # each conjunction once per pair
+        joined: dict[tuple[str, str], bool]  # each value join once per pair
+        for rest, buckets in route:
             if rest:
-                if joined is None:
-                    joined = {}
-                if not _rest_hold(ours, theirs, rest_joins[rest], joined):
+                if checked is None:
+                    checked, joined = {}, {}
+                holds = checked.get(rest)
+                if holds is None:
+                    holds = checked[rest] = _rest_hold(ours, theirs, rest_joins[rest], joined)
+                if not holds:
                     continue
             for followed_by, left_first, spans, lists in buckets:
                 ahead = gap if left_first else -gap
@@ -336,18 +350,35 @@ def _by_rest(numbers: Iterable[int], rests: Sequence[int], targets: Sequence[_Ta
     return list(by_rest.items())
 
 
-def _route(
-    by_left: Mapping[str, Mapping[str, _Route]], lefts: frozenset[str], rights: frozenset[str]
-) -> _Route:
-    """The groups of a slice whose left block is one of ``lefts`` and right block one of ``rights``
-    (a pair's two nodes' block sets), by their other value joins."""
-    by_rest: dict[int, list[_Bucket]] = {}
-    for left_block in sorted(lefts & by_left.keys()):
-        partners = by_left[left_block]
-        for right_block in sorted(rights & partners.keys()):
-            for rest, buckets in partners[right_block]:
-                by_rest.setdefault(rest, []).extend(buckets)
-    return list(by_rest.items())
+def _partners(by_left: Mapping[str, Mapping[str, _Route]], lefts: frozenset[str]) -> dict[str, _Route]:
+    """The groups of a slice whose left block is one of ``lefts`` (a left node's block set), by
+    their right block."""
+    found: dict[str, _Route] = {}
+    for left_block in lefts & by_left.keys():
+        for right_block, route in by_left[left_block].items():
+            known = found.get(right_block)
+            if known is None:
+                found[right_block] = route
+            else:
+                found[right_block] = known + route
+    return found
+
+
+def _route(by_right: Mapping[str, _Route], rights: frozenset[str]) -> _Route:
+    """The groups of a left node's partners (:func:`_partners`) whose right block is one of
+    ``rights`` (a right node's block set). A pair list is in one group: it is found once; the order
+    the groups are met in does not matter (each list gets at most this one pair)."""
+    route: _Route = []
+    if len(rights) < len(by_right):
+        for right_block in rights:
+            found = by_right.get(right_block)
+            if found is not None:
+                route += found
+    else:
+        for right_block, found in by_right.items():
+            if right_block in rights:
+                route += found
+    return route
 
 
 def _rest_hold(
