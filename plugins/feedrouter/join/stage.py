@@ -270,9 +270,11 @@ _Target = tuple[_Bucket, ...]
 #: The groups a pair of two nodes' block sets serves, by the other value joins they must check
 #: (each conjunction's number, 0: none), their buckets together.
 _Route = list[tuple[int, list[_Bucket]]]
-#: The most routes (pairs of block sets) a slice keeps: where nodes' block sets are nearly all
-#: different (thousands of blocks over one binding path), a route is rarely met twice.
+#: The most routes (pairs of block sets) and left block sets' partners a slice keeps: where nodes'
+#: block sets are nearly all different (thousands of blocks over one binding path), a route is
+#: rarely met twice, and a left node's pairs come one after another (:meth:`_Window.matches`).
 _ROUTES = 65536
+_PARTNERS = 1024
 
 
 def _join_slice(
@@ -301,6 +303,8 @@ def _join_slice(
         if route is None:
             by_right = partners.get(ours.blocks)
             if by_right is None:
+                if len(partners) >= _PARTNERS:
+                    partners.clear()
                 by_right = partners[ours.blocks] = _partners(by_left, ours.blocks)
             if len(routes) >= _ROUTES:
                 routes.clear()

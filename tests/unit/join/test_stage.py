@@ -135,15 +135,18 @@ def test_a_slice_whose_subscriptions_are_all_past_the_cap_stops_enumerating(
 
 def brute_force(plan: JoinPlan, when: datetime, store: dict) -> list:
     """A subscription's pairs delivered in ``when``, every node pair of the store checked alone."""
-    nodes = [
-        ((h, m, n), hw.values[(m, n)], hw.messages[m].time)
-        for (_, h), hw in sorted(store.items())
-        for m, n in hw.roots.get(plan.blocks[0], ())
-        if hw.messages[m].time is not None
-    ]
+
+    def nodes(block: str) -> list:
+        return [
+            ((h, m, n), hw.values[(m, n)], hw.messages[m].time)
+            for (_, h), hw in sorted(store.items())
+            for m, n in hw.roots.get(block, ())
+            if hw.messages[m].time is not None
+        ]
+
     found = []
-    for left, left_values, left_time in nodes:
-        for right, right_values, right_time in nodes:
+    for left, left_values, left_time in nodes(plan.blocks[0]):
+        for right, right_values, right_time in nodes(plan.blocks[1]):
             if when not in (left[0], right[0]) or max(left[0], right[0]) != when:
                 continue
             if not all(set(left_values[a]) & set(right_values[b]) for a, b in plan.joins):
@@ -269,3 +272,41 @@ def test_a_list_past_the_cap_is_cut_as_the_slice_goes_and_keeps_its_first_pairs(
     assert found["narrow"].withheld is None and found["narrow"].pairs == brute_force(narrow, H0, store)
     assert len(found["narrow"].pairs) == 1
     assert longest[0] <= 6 + 8  # the cap, one more, and at most one pair per match since the last cut
+
+
+def test_the_pairs_are_the_same_when_the_routes_are_forgotten_at_every_pair(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The slice's caches of routes and of left block sets' partners are bounded; cleared at every
+    new one, the stage finds the same pairs (three blocks, so nodes have different block sets)."""
+    import feedrouter.join.stage as stage_module
+
+    bindings = ["//item", '//item[n != "a3"]', '//item[n != "b25"]']
+    joins = JoinSet()
+    for i in range(24):
+        left, right = bindings[i % 3], bindings[(i // 3) % 3]
+        text = PROLOG + (
+            f"for $a in fr:stream(){left}, $b in fr:stream(){right} where $a/k = $b/k "
+            f"and fr:{('followed-by', 'within')[i % 2]}($a, $b, 'PT{1 + (i * 37) % 100}M') return <p/>"
+        )
+        joins.add(f"s{i}", parse(text), "f")
+    stage = JoinStage(joins.plans.values(), joins.specs)
+    blocks = {spec.text: block for block, spec in joins.specs.items()}
+    store = {}
+    for when, names in ((H0, ["a0", "a3", "a10", "a47"]), (H1, ["b3", "b25", "b59", "b5"])):
+        found = HourWitnesses("f", when, tuple(joins.specs))
+        for number, name in enumerate(names):
+            found.messages.append(MessageRef(f"{name}.xml", 0, when + timedelta(minutes=int(name[1:]))))
+            for binding, block in blocks.items():
+                if name not in binding:
+                    found.roots.setdefault(block, []).append((number, 0))
+            found.values[(number, 0)] = {"k": ("x",)}
+            found.fragments[(number, 0)] = {}
+        store[("f", when)] = found
+    read = lambda feed, h: store.get((feed, h))  # noqa: E731
+    kept = stage.pairs(H1, read)
+    for plan in stage.plans:
+        assert kept[plan.sid] == brute_force(plan, H1, store), plan.sid
+    monkeypatch.setattr(stage_module, "_ROUTES", 1)
+    monkeypatch.setattr(stage_module, "_PARTNERS", 1)
+    assert stage.pairs(H1, read) == kept and sum(map(len, kept.values())) > 40
