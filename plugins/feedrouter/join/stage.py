@@ -362,9 +362,9 @@ def _partners(by_left: Mapping[str, Mapping[str, _Route]], lefts: frozenset[str]
         for right_block, route in by_left[left_block].items():
             known = found.get(right_block)
             if known is None:
-                found[right_block] = route
+                found[right_block] = route[:]  # extended below: by_left's own lists stay as they are
             else:
-                found[right_block] = known + route
+                known += route
     return found
 
 
