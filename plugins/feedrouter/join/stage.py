@@ -43,8 +43,9 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _MICROSECOND = timedelta(microseconds=1)
 #: Matches enumerated between two checks whether a slice's subscriptions are all past their cap.
 _FULL_CHECK = 4096
-#: Matches enumerated between two trims of a slice's pair lists to the cap: a list holds at most
-#: this many pairs past it (one per match), instead of every append checking its length.
+#: Matches enumerated between two trims of a slice's pair lists to the cap (a multiple of
+#: :data:`_FULL_CHECK`): a list holds at most this many pairs past it (one per match), instead of
+#: every append checking its length.
 _TRIM = 65536
 
 
