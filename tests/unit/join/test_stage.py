@@ -3,6 +3,7 @@ hour a pair is delivered in, the cap, the order of the results."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -33,7 +34,7 @@ def stage_of(texts: dict[str, str], cap: int = 1000) -> tuple[JoinStage, str]:
     return JoinStage(joins.plans.values(), joins.specs, max_pairs=cap), block
 
 
-def hour(when: datetime, block: str, items: list[tuple[str, str, int | None]]) -> HourWitnesses:
+def hour(when: datetime, block: str, items: Sequence[tuple[str, str, int | None]]) -> HourWitnesses:
     """One message per item: (key value, name, minutes after the hour's start or None: no time)."""
     found = HourWitnesses("f", when, (block,))
     for number, (key, name, minutes) in enumerate(items):
@@ -52,7 +53,7 @@ def count_matches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     enumerated = [0]
     original = stage_module._Window.matches
 
-    def counted(self, *args):  # type: ignore[no-untyped-def]
+    def counted(self, *args):
         for found in original(self, *args):
             enumerated[0] += 1
             yield found
