@@ -84,7 +84,7 @@ class JoinStage:
 
     def pairs(self, hour: datetime, store: WitnessStore) -> dict[str, list[Pair]]:
         """Every subscription's qualifying pairs delivered in ``hour``, in XQuery's order; past the
-        cap, only ``max_pairs + 1`` of them (the subscription is withheld: low-cardinality joins can
+        cap, only its first ``max_pairs + 1`` (the subscription is withheld: low-cardinality joins can
         give 10⁸ pairs, which are never held).
 
         Set-oriented, as paper 001's one query per template: for each value slice (the feeds and the
@@ -269,7 +269,8 @@ _Bucket = tuple[bool, bool, tuple[int, ...], tuple[list[Pair], ...]]
 #: One group a pair can serve: its buckets.
 _Target = tuple[_Bucket, ...]
 #: The groups a pair of two nodes' block sets serves, by the other value joins they must check
-#: (each conjunction's number, 0: none), their buckets together.
+#: (each conjunction's number, 0: none; one may come more than once, from different block pairs,
+#: and is checked once per pair), with their buckets.
 _Route = list[tuple[int, list[_Bucket]]]
 #: The most routes (pairs of block sets) and left block sets' partners a slice keeps: where nodes'
 #: block sets are nearly all different (thousands of blocks over one binding path), a route is
