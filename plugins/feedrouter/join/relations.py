@@ -14,12 +14,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+import numpy.typing as npt
 
 from feedrouter.join.selections import WitnessPlans
 from feedrouter.join.witness import WitnessRow
 
 ONE_HOUR = timedelta(hours=1)
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_MICROSECOND = timedelta(microseconds=1)
 
 
 @dataclass(frozen=True)
@@ -102,7 +107,8 @@ class HourWitnesses:
     values: dict[tuple[int, int], dict[str, tuple[str, ...]]] = field(default_factory=dict)
     fragments: dict[tuple[int, int], dict[str, bytes]] = field(default_factory=dict)
     _indexes: dict[str, dict[str, list[tuple[int, int]]]] = field(default_factory=dict, repr=False)
-    _memberships: dict[tuple[int, int], frozenset[str]] | None = field(default=None, repr=False)
+    _entries: dict[str, LeafEntries] = field(default_factory=dict, repr=False)
+    _arrays: HourArrays | None = field(default=None, repr=False)
 
     def add(
         self,
@@ -129,22 +135,25 @@ class HourWitnesses:
     def forget(self) -> None:
         """Drop the derived views (value indexes, memberships): they are rebuilt on next use."""
         self._indexes.clear()
-        self._memberships = None
+        self._entries.clear()
+        self._arrays = None
 
     def time_of(self, node: tuple[int, int]) -> datetime | None:
         return self.messages[node[0]].time
 
-    def memberships(self) -> dict[tuple[int, int], frozenset[str]]:
-        """Each node of a message with a usable event time -> the blocks that bound it (the other
-        half of the hour's view cache: which subscriptions a matched node can serve), built once."""
-        found = self._memberships
+    def arrays(self) -> HourArrays:
+        """The hour's joinable nodes as stage 2 reads them (the other half of the hour's view
+        cache: which nodes each block bound, and when), built once."""
+        found = self._arrays
         if found is None:
-            sets: dict[tuple[int, int], set[str]] = {}
-            for block, nodes in self.roots.items():
-                for node in nodes:
-                    if self.messages[node[0]].time is not None:
-                        sets.setdefault(node, set()).add(block)
-            found = self._memberships = {node: frozenset(blocks) for node, blocks in sets.items()}
+            found = self._arrays = HourArrays.of(self)
+        return found
+
+    def leaf_entries(self, leaf: str) -> LeafEntries:
+        """The joinable nodes' values of ``leaf`` as arrays, built once per leaf."""
+        found = self._entries.get(leaf)
+        if found is None:
+            found = self._entries[leaf] = LeafEntries.of(self.value_index(leaf), self.arrays().position)
         return found
 
     def value_index(self, leaf: str) -> dict[str, list[tuple[int, int]]]:
@@ -157,3 +166,58 @@ class HourWitnesses:
                     index.setdefault(value, []).append(node)
             self._indexes[leaf] = index
         return index
+
+
+@dataclass(frozen=True)
+class HourArrays:
+    """An hour's joinable nodes (a block bound them, their message has a usable event time) in
+    stream order, a node's position in :attr:`refs` being its number in every array."""
+
+    refs: list[tuple[datetime, int, int]]  # (hour, message number, element id): a pair's nodes
+    position: dict[tuple[int, int], int]
+    times: npt.NDArray[np.int64]  # the message's event time, microseconds since the epoch
+    messages: npt.NDArray[np.int64]  # the message's number in the hour
+    blocks: dict[str, npt.NDArray[np.int64]]  # block -> the positions it bound, ascending
+
+    @classmethod
+    def of(cls, hw: HourWitnesses) -> HourArrays:
+        def timed(node: tuple[int, int]) -> bool:
+            return hw.messages[node[0]].time is not None
+
+        nodes = sorted({node for roots in hw.roots.values() for node in roots if timed(node)})
+        position = {node: number for number, node in enumerate(nodes)}
+        times = [hw.messages[m].time for m, _ in nodes]
+        return cls(
+            refs=[(hw.hour, *node) for node in nodes],
+            position=position,
+            times=np.array([(t - _EPOCH) // _MICROSECOND for t in times if t is not None], np.int64),
+            messages=np.array([m for m, _ in nodes], np.int64),
+            blocks={
+                block: np.unique(np.array([position[n] for n in roots if n in position], np.int64))
+                for block, roots in hw.roots.items()
+            },
+        )
+
+
+@dataclass(frozen=True)
+class LeafEntries:
+    """An hour's joinable nodes' values of one leaf: ``values[i]`` is held by ``counts[i]`` nodes,
+    whose positions (:class:`HourArrays`) come next in ``positions``, ascending (a node once per
+    distinct value it has)."""
+
+    values: list[str]
+    counts: npt.NDArray[np.int64]
+    positions: npt.NDArray[np.int64]
+
+    @classmethod
+    def of(
+        cls, index: Mapping[str, list[tuple[int, int]]], position: Mapping[tuple[int, int], int]
+    ) -> LeafEntries:
+        values, counts, positions = [], [], []
+        for value, nodes in index.items():
+            mine = sorted(p for node in nodes if (p := position.get(node)) is not None)
+            if mine:
+                values.append(value)
+                counts.append(len(mine))
+                positions += mine
+        return cls(values, np.array(counts, np.int64), np.array(positions, np.int64))

@@ -11,18 +11,25 @@ Shared work (paper 001): subscriptions with the same blocks and value joins shar
 pairs, computed once per hour from the value index of their most selective join (the hour's view
 cache, leaf and value to nodes: a value semi-join before anything else, Algorithm 4), the other
 joins checked on those candidates only; subscriptions that differ only in their temporal term share
-those candidates, and a pair finds the windows it satisfies by bisection. A subscription's result
-for the hour is one item per pair, in XQuery's order (the first binding's stream and document
-order, then the second's), assembled from the fragments stage 1 rendered.
+those candidates. A subscription's result for the hour is one item per pair, in XQuery's order (the
+first binding's stream and document order, then the second's), assembled from the fragments stage
+1 rendered.
+
+The relational work is done as paper 001 does it, set at a time: a slice's matches are arrays of
+node numbers (NumPy), and a group takes its pairs from them with a few array operations (its
+blocks' nodes, its other joins' values, its windows) instead of one Python step per pair and
+group; the pairs' tuples are made once per match, whatever number of lists they go to.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
-from functools import partial
+from datetime import datetime, timedelta
+from itertools import count
+
+import numpy as np
+import numpy.typing as npt
 
 from feedrouter import heap
 from feedrouter.join.plan import LEFT, BlockSpec, Code, JoinPlan, Use
@@ -38,15 +45,7 @@ Pair = tuple[NodeRef, NodeRef]
 WitnessStore = Callable[[str, datetime], "HourWitnesses | None"]
 
 DEFAULT_MAX_PAIRS = 100_000
-_NONE: frozenset[str] = frozenset()
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _MICROSECOND = timedelta(microseconds=1)
-#: Matches enumerated between two checks whether a slice's subscriptions are all past their cap.
-_FULL_CHECK = 4096
-#: Matches enumerated between two trims of a slice's pair lists to the cap (a multiple of
-#: :data:`_FULL_CHECK`): a list holds at most this many pairs past it (one per match), instead of
-#: every append checking its length.
-_TRIM = 65536
 
 
 @dataclass
@@ -92,7 +91,7 @@ class JoinStage:
         enumerated once, from the two sides' value indexes, and each is handed to the subscriptions
         whose blocks bound both nodes; the work follows the matches, not the number of subscriptions.
         """
-        with heap.paused():  # millions of small objects, none of them garbage: no full collections
+        with heap.paused(keep=True):  # millions of small objects, none of them garbage
             return self._pairs(hour, store)
 
     def _pairs(self, hour: datetime, store: WitnessStore) -> dict[str, list[Pair]]:
@@ -103,8 +102,8 @@ class JoinStage:
         kept: list[list[list[Pair]]] = [[[] for _ in same] for same in sames]
         targets = [_Temporal.of(same).target(lists) for same, lists in zip(sames, kept, strict=True)]
         slices: dict[tuple[tuple[str, str], tuple[str, str]], dict[tuple[str, str], list[int]]] = {}
-        # each group's value joins besides the driving one, numbered (0: none) so that a pair
-        # checks each such conjunction once, whatever number of groups share it
+        # each group's value joins besides the driving one, numbered (0: none): the groups of a
+        # pair of blocks that share such a conjunction check it once
         rest_ids: dict[tuple[tuple[str, str], ...], int] = {(): 0}
         rests: list[int] = []
         for number, group in enumerate(groups):
@@ -114,37 +113,22 @@ class JoinStage:
             rests.append(rest_ids.setdefault(others, len(rest_ids)))
             slices.setdefault((plan.feeds, drive), {}).setdefault(plan.blocks, []).append(number)
         rest_joins = list(rest_ids)
+        streams = _Streams(window, hours)
         for (feeds, leaves), by_blocks in slices.items():
             by_left: dict[str, dict[str, _Route]] = {}
             for (left_block, right_block), numbers in by_blocks.items():
                 by_left.setdefault(left_block, {})[right_block] = _by_rest(numbers, rests, targets)
-            rights = frozenset(right for _, right in by_blocks)
-            numbers = [n for ns in by_blocks.values() for n in ns]
-            lists = [pairs for n in numbers for pairs in kept[n]]
-            _join_slice(
-                window.matches(feeds, leaves, hours, (frozenset(by_left), rights)),
-                feeds[0] == feeds[1],
-                by_left,
-                rest_joins,
-                partial(self._all_past_cap, lists),
-                partial(self._trim, lists),
-            )
-            self._trim(lists)
+            lists = [pairs for ns in by_blocks.values() for n in ns for pairs in kept[n]]
+            slice_ = _Slice(streams, feeds, leaves, rest_joins, self.max_pairs + 1)
+            for chunk in slice_.chunks():
+                slice_.serve(chunk, by_left)
+                if all(len(pairs) > self.max_pairs for pairs in lists):
+                    break  # a low-cardinality slice whose every subscription is withheld: stop
         found: dict[str, list[Pair]] = {}
         for same, lists in zip(sames, kept, strict=True):
             for plans, pairs in zip(same, lists, strict=True):  # in order: see _Window.matches
                 found.update((plan.sid, pairs) for plan in plans)
         return found
-
-    def _all_past_cap(self, lists: list[list[Pair]]) -> bool:
-        return all(len(pairs) > self.max_pairs for pairs in lists)
-
-    def _trim(self, lists: list[list[Pair]]) -> None:
-        """Cut each list to its first ``max_pairs + 1`` pairs (enough to say it is past the cap)."""
-        kept = self.max_pairs + 1
-        for pairs in lists:
-            if len(pairs) > kept:
-                del pairs[kept:]
 
     def deliver(
         self, hour: datetime, store: WitnessStore, pairs: Mapping[str, list[Pair]]
@@ -208,50 +192,6 @@ class _Window:
             self._estimates[key] = found
         return found
 
-    def matches(
-        self,
-        feeds: tuple[str, str],
-        leaves: tuple[str, str],
-        hours: Sequence[datetime],
-        blocks: tuple[frozenset[str], frozenset[str]],
-    ) -> Iterator[tuple[_Node, _Node]]:
-        """The node pairs whose leaves share a value, one of them of this hour, each side bound by
-        one of ``blocks`` (the slice's; other nodes serve none of its subscriptions): the value
-        semi-join of the two sides from the hours' value indexes, each pair once.
-
-        In XQuery's order (left node, then right node, each in stream and document order): the left
-        nodes in order, each probing the right side's value index hour by hour, whose node lists are
-        in order already. Every pair list of a slice's subscriptions is then filled in order, and
-        none is sorted afterwards (sorting them cost more than finding the pairs on dense
-        populations: tuples of datetimes compared hundreds of millions of times)."""
-        sides = (
-            _Side(self, feeds[LEFT], leaves[LEFT], blocks[LEFT]),
-            _Side(self, feeds[1], leaves[1], blocks[1]),
-        )
-        right = sides[1]
-        for left_hour in hours:
-            left_index = sides[LEFT].index(left_hour)
-            if not left_index:
-                continue
-            probes = [
-                (right_hour, index)
-                for right_hour in (hours if left_hour == self.hour else [self.hour])
-                if (index := right.index(right_hour))
-            ]
-            shared = set().union(*(left_index.keys() & index.keys() for _, index in probes))
-            for node in sides[LEFT].ordered(left_hour, shared):
-                values = node.values
-                if len(values) == 1:
-                    value = values[0]
-                    for right_hour, index in probes:
-                        ids = index.get(value)
-                        if ids is not None:
-                            for partner in right.nodes(right_hour, value, ids):
-                                yield node, partner
-                else:
-                    for right_hour, index in probes:
-                        yield from _partners_of_many(node, right, right_hour, index)
-
     def fragments(
         self, feeds: tuple[str, str], pair: Pair
     ) -> tuple[Mapping[str, bytes], Mapping[str, bytes]]:
@@ -262,90 +202,369 @@ class _Window:
         return sides[0], sides[1]
 
 
-#: The temporal variants of one group of one kind and orientation, as the pair loop reads them:
-#: (FOLLOWED BY?, left binding first?, their windows ascending in microseconds, their pair lists in
-#: that order): the variants a pair satisfies are those from a bisection on.
+#: The temporal variants of one group of one kind and orientation: (FOLLOWED BY?, left binding
+#: first?, their windows ascending in microseconds, their pair lists in that order).
 _Bucket = tuple[bool, bool, tuple[int, ...], tuple[list[Pair], ...]]
 #: One group a pair can serve: its buckets.
 _Target = tuple[_Bucket, ...]
-#: The groups a pair of two nodes' block sets serves, by the other value joins they must check
-#: (each conjunction's number, 0: none; one may come more than once, from different block pairs,
-#: and is checked once per pair), with their buckets.
+#: The groups of one pair of blocks, by the other value joins their pairs must satisfy (each
+#: conjunction's number, 0: none), with their buckets.
 _Route = list[tuple[int, list[_Bucket]]]
-#: The most routes (pairs of block sets) and left block sets' partners a slice keeps: where nodes'
-#: block sets are nearly all different (thousands of blocks over one binding path), a route is
-#: rarely met twice, and a left node's pairs come one after another (:meth:`_Window.matches`).
-_ROUTES = 65536
-_PARTNERS = 1024
+#: The most matches of a slice enumerated at once (a chunk: about 40 bytes each in its arrays); a
+#: left node's matches are never split between two chunks.
+_CHUNK = 1 << 22
+#: Pairs chosen for pair lists in a chunk before their tuples are made and the lists extended.
+_PENDING = 1 << 24
+#: Above this many candidates from the left side, a group looks at the right side's count too.
+_LOOK_RIGHT = 1 << 12
+
+Ints = npt.NDArray[np.int64]
+Bools = npt.NDArray[np.bool_]
+_EMPTY: Ints = np.zeros(0, np.int64)
 
 
-def _join_slice(
-    matches: Iterable[tuple[_Node, _Node]],
-    same_feed: bool,
-    by_left: Mapping[str, Mapping[str, _Route]],
-    rest_joins: Sequence[tuple[tuple[str, str], ...]],
-    all_capped: Callable[[], bool],
-    trim: Callable[[], None],
-) -> None:
-    """Hand each matched pair of a value slice to the groups whose blocks bound both nodes, whose
-    other value joins hold for it and whose temporal variants it satisfies (appended to their
-    pair lists, which ``trim`` cuts to the cap every :data:`_TRIM` matches)."""
-    # the groups a pair serves depend on its two nodes' block sets only: found once per
-    # combination (nodes' sets are interned per side, so the look-up compares identities), from
-    # the left set's partners by right block, found once per left set
-    routes: dict[tuple[frozenset[str], frozenset[str]], _Route] = {}
-    partners: dict[frozenset[str], dict[str, _Route]] = {}
-    for seen, (ours, theirs) in enumerate(matches):
-        if seen % _FULL_CHECK == 0:
-            if seen % _TRIM == 0:
-                trim()
-            if all_capped():
-                return  # a low-cardinality slice whose every subscription is withheld: stop
-        route = routes.get((ours.blocks, theirs.blocks))
-        if route is None:
-            by_right = partners.get(ours.blocks)
-            if by_right is None:
-                if len(partners) >= _PARTNERS:
-                    partners.clear()
-                by_right = partners[ours.blocks] = _partners(by_left, ours.blocks)
-            if len(routes) >= _ROUTES:
-                routes.clear()
-            route = routes[(ours.blocks, theirs.blocks)] = _route(by_right, theirs.blocks)
-        if not route:
-            continue
-        pair = (ours.ref, theirs.ref)
-        gap = theirs.time - ours.time
-        same_message: bool | None = None if same_feed else False
-        checked: dict[int, bool] | None = None  # each conjunction once per pair
-        joined: dict[tuple[str, str], bool]  # each value join once per pair
-        for rest, buckets in route:
-            if rest:
-                if checked is None:
-                    checked, joined = {}, {}
-                holds = checked.get(rest)
-                if holds is None:
-                    holds = checked[rest] = _rest_hold(ours, theirs, rest_joins[rest], joined)
-                if not holds:
+class _Stream:
+    """One feed's joinable nodes over the window, numbered in stream order (hours ascending, then
+    each hour's order), as arrays: the numbering every slice over the feed uses."""
+
+    def __init__(
+        self, window: _Window, feed: str, hours: Sequence[datetime], vocabulary: _Vocabulary
+    ) -> None:
+        self.vocabulary = vocabulary
+        parts = []
+        offset = 0
+        for number, hour in enumerate(hours):
+            hw = window.witnesses(feed, hour)
+            if hw is None:
+                continue
+            arrays = hw.arrays()
+            parts.append((hw, arrays, offset, number))
+            offset += len(arrays.refs)
+        self._parts = parts
+        self.size = offset
+        #: the first node of the window's own hour: the nodes before it pair only with its nodes
+        self.current = parts[-1][2] if parts and parts[-1][0].hour == window.hour else offset
+        self.refs = _objects([ref for _, arrays, _, _ in parts for ref in arrays.refs])
+        self.times: Ints = np.concatenate([a.times for _, a, _, _ in parts] or [_EMPTY])
+        # a message's number in the window: the hour's number above its number in the hour
+        self.messages: Ints = np.concatenate(
+            [a.messages + (number << 32) for _, a, _, number in parts] or [_EMPTY]
+        )
+        self._members: dict[str, Ints] = {}
+        self._entries: dict[str, tuple[Ints, Ints]] = {}
+
+    def members(self, block: str) -> Ints:
+        """The nodes ``block`` bound, ascending."""
+        found = self._members.get(block)
+        if found is None:
+            found = self._members[block] = np.concatenate(
+                [a.blocks[block] + offset for _, a, offset, _ in self._parts if block in a.blocks] or [_EMPTY]
+            )
+        return found
+
+    def entries(self, leaf: str) -> tuple[Ints, Ints]:
+        """(node, value number) for each distinct value of ``leaf`` each node has, sorted by node
+        then value; values numbered by the run's vocabulary (every leaf's and feed's: a value
+        join compares strings, whatever leaves they come from)."""
+        found = self._entries.get(leaf)
+        if found is None:
+            nodes, values = self._entries_of(leaf)
+            order = np.lexsort((values, nodes))
+            found = self._entries[leaf] = (nodes[order], values[order])
+        return found
+
+    def _entries_of(self, leaf: str) -> tuple[Ints, Ints]:
+        nodes, values = [], []
+        for hw, _, offset, _ in self._parts:
+            found = hw.leaf_entries(leaf)
+            values.append(np.repeat(self.vocabulary.numbers(found.values), found.counts))
+            nodes.append(found.positions + offset)
+        return np.concatenate(nodes or [_EMPTY]), np.concatenate(values or [_EMPTY])
+
+
+class _Vocabulary:
+    """A number for each value string of one run (not dense: each look-up offers the next number,
+    which a known value declines; all of it in C)."""
+
+    def __init__(self) -> None:
+        self._numbers: dict[str, int] = {}
+        self._next = count()
+
+    def numbers(self, values: Sequence[str]) -> Ints:
+        return np.fromiter(map(self._numbers.setdefault, values, self._next), np.int64, len(values))
+
+
+def _objects(items: list[object]) -> npt.NDArray[np.object_]:
+    """An array of Python objects (tuples stay whole: NumPy would read them as rows)."""
+    return np.fromiter(items, object, len(items))
+
+
+class _Streams:
+    """The streams of one run of stage 2, each made once, and each join's values as arrays."""
+
+    def __init__(self, window: _Window, hours: Sequence[datetime]) -> None:
+        self.window, self.hours = window, hours
+        self._streams: dict[str, _Stream] = {}
+        self._columns: dict[tuple[str, str, int], list[Ints]] = {}
+        self.vocabulary = _Vocabulary()
+
+    def stream(self, feed: str) -> _Stream:
+        found = self._streams.get(feed)
+        if found is None:
+            found = self._streams[feed] = _Stream(self.window, feed, self.hours, self.vocabulary)
+        return found
+
+    def columns(self, feed: str, leaf: str, absent: int) -> list[Ints]:
+        """Each node's values of ``leaf`` as value numbers, one array per column (a node's first
+        value, its second...; ``absent`` where it has no more): two nodes' values meet when a column
+        of one equals a column of the other where they differ on absent (-1 on a join's left
+        side, -2 on its right: never equal)."""
+        key = (feed, leaf, absent)
+        found = self._columns.get(key)
+        if found is None:
+            stream = self.stream(feed)
+            nodes, values = stream.entries(leaf)
+            counts = np.bincount(nodes, minlength=stream.size)
+            firsts = np.cumsum(counts) - counts
+            ranks = np.arange(len(nodes)) - firsts[nodes]
+            found = []
+            for rank in range(max(int(counts.max(initial=0)), 1)):
+                column = np.full(stream.size, absent, np.int64)
+                taken = ranks == rank
+                column[nodes[taken]] = values[taken]
+                found.append(column)
+            self._columns[key] = found
+        return found
+
+
+@dataclass
+class _Chunk:
+    """Matches of a slice, in XQuery's order (left node, then right node, each in stream order)."""
+
+    lefts: Ints
+    rights: Ints
+    gaps: Ints  # the right node's event time minus the left's, microseconds
+    same_message: Bools | None  # None when the two sides are different feeds
+    right_size: int  # the right stream's nodes
+    _by_left: Ints | None = None
+    _by_right: tuple[Ints, Ints] | None = None
+
+    def __len__(self) -> int:
+        return len(self.lefts)
+
+    def from_left(self, nodes: Ints) -> tuple[Ints, Ints]:
+        """The first match of each of ``nodes`` (left nodes of the chunk's range) and their
+        numbers of matches."""
+        low = self.lefts[0]
+        if self._by_left is None:
+            self._by_left = np.searchsorted(self.lefts, np.arange(low, self.lefts[-1] + 2))
+        firsts = self._by_left[nodes - low]
+        return firsts, self._by_left[nodes - low + 1] - firsts
+
+    def from_right(self, nodes: Ints) -> tuple[Ints, Ints, Ints]:
+        """As :meth:`from_left` for right nodes, in the order of :attr:`rights` sorted (the third)."""
+        if self._by_right is None:
+            order = np.argsort(self.rights, kind="stable")
+            firsts = np.zeros(self.right_size + 1, np.int64)
+            np.cumsum(np.bincount(self.rights, minlength=self.right_size), out=firsts[1:])
+            self._by_right = (order, firsts)
+        order, by_right = self._by_right
+        firsts = by_right[nodes]
+        return firsts, by_right[nodes + 1] - firsts, order
+
+
+def _spans(firsts: Ints, counts: Ints) -> Ints:
+    """The indexes ``firsts[i] .. firsts[i] + counts[i] - 1`` for every ``i``, in that order."""
+    total = int(counts.sum())
+    if not total:
+        return _EMPTY
+    ends = np.cumsum(counts)
+    return np.repeat(firsts - (ends - counts), counts) + np.arange(total)
+
+
+class _Slice:
+    """A value slice's matches (paper 001's value semi-join: the pairs of nodes of the two sides'
+    streams that share a value of the driving join's leaves, one of them of the window's own hour)
+    and the groups they serve, as array operations over chunks of matches."""
+
+    def __init__(
+        self,
+        streams: _Streams,
+        feeds: tuple[str, str],
+        leaves: tuple[str, str],
+        rest_joins: Sequence[tuple[tuple[str, str], ...]],
+        keep: int,
+    ) -> None:
+        self.streams, self.feeds, self.rest_joins, self.keep = streams, feeds, rest_joins, keep
+        self.left, self.right = streams.stream(feeds[LEFT]), streams.stream(feeds[1])
+        self.same_feed = feeds[LEFT] == feeds[1]
+        self.leaves = leaves
+        self._marks = (np.zeros(self.left.size, np.bool_), np.zeros(self.right.size, np.bool_))
+
+    def chunks(self) -> Iterator[_Chunk]:
+        """The matches in XQuery's order, in chunks of about :data:`_CHUNK`: each left node (in
+        stream order) with the right nodes holding one of its values (in stream order), all of the
+        window's for a node of its own hour, the own hour's only for an earlier one; a pair once,
+        however many values its two nodes share."""
+        left, right = self.left, self.right
+        lefts, values = left.entries(self.leaves[LEFT])
+        rights, right_values = right.entries(self.leaves[1])
+        if not len(lefts) or not len(rights):
+            return
+        size = right.size
+        order = np.lexsort((rights, right_values))
+        keys = right_values[order] * size + rights[order]  # by value, then node: one run per value
+        rights = rights[order]
+        earliest = np.where(lefts >= left.current, 0, right.current)
+        firsts = np.searchsorted(keys, values * size + earliest)
+        counts = np.searchsorted(keys, values * size + size) - firsts
+        several = np.zeros(left.size, np.bool_)  # left nodes with more than one value
+        several[lefts[1:][lefts[1:] == lefts[:-1]]] = True
+        ends = np.cumsum(counts)
+        start = 0
+        while start < len(lefts):
+            stop = int(np.searchsorted(ends, (ends[start - 1] if start else 0) + _CHUNK, "right"))
+            stop = max(stop, start + 1)
+            stop = int(np.searchsorted(lefts, lefts[stop - 1], "right"))  # the node's last entry
+            taken = slice(start, stop)
+            start = stop
+            chosen = _spans(firsts[taken], counts[taken])
+            if not len(chosen):
+                continue
+            ours = np.repeat(lefts[taken], counts[taken])
+            theirs = rights[chosen]
+            if several[lefts[taken]].any():
+                ours, theirs = _distinct_in_order(ours, theirs, several, size)
+            yield _Chunk(
+                ours,
+                theirs,
+                right.times[theirs] - left.times[ours],
+                left.messages[ours] == right.messages[theirs] if self.same_feed else None,
+                size,
+            )
+
+    def serve(self, chunk: _Chunk, by_left: Mapping[str, Mapping[str, _Route]]) -> None:
+        """Append each match of ``chunk`` to the pair lists of the groups it serves: those whose
+        blocks bound its two nodes, whose other value joins hold for it and whose temporal
+        variants it satisfies (each list up to ``keep`` pairs)."""
+        chosen: list[tuple[list[Pair], Ints]] = []
+        pending = 0
+        low, high = chunk.lefts[0], chunk.lefts[-1]
+        for left_block, routes in by_left.items():
+            ours = self.left.members(left_block)
+            ours = ours[np.searchsorted(ours, low) : np.searchsorted(ours, high, "right")]
+            if not len(ours):
+                continue
+            firsts, counts = chunk.from_left(ours)
+            found = int(counts.sum())
+            if not found:
+                continue
+            for right_block, route in routes.items():
+                if not any(len(pairs) < self.keep for _, b in route for *_, lists in b for pairs in lists):
                     continue
-            for followed_by, left_first, spans, lists in buckets:
-                ahead = gap if left_first else -gap
-                if followed_by:
-                    if ahead <= 0:
-                        continue
-                else:
-                    if same_message is None:
-                        same_message = ours.ref[:2] == theirs.ref[:2]
-                    if same_message:
-                        continue
-                    if ahead < 0:
-                        ahead = -ahead
-                if ahead > spans[-1]:  # outside the widest window
-                    continue
-                if len(lists) == 1:
-                    lists[0].append(pair)
-                else:
-                    for pairs in lists[bisect_left(spans, ahead) :]:
-                        pairs.append(pair)
+                candidates = self._candidates(chunk, ours, firsts, counts, found, right_block)
+                for rest, buckets in route:
+                    served = candidates
+                    if rest and len(served):
+                        served = served[self._rest_holds(chunk, served, self.rest_joins[rest])]
+                    if len(served):
+                        pending += self._choose(chunk, served, buckets, chosen)
+                if pending > _PENDING:
+                    self._extend(chunk, chosen)
+                    chosen, pending = [], 0
+        self._extend(chunk, chosen)
+
+    def _candidates(
+        self, chunk: _Chunk, ours: Ints, firsts: Ints, counts: Ints, found: int, right_block: str
+    ) -> Ints:
+        """The matches whose left node is one of ``ours`` (a left block's, with their first
+        matches and counts) and whose right node the right block bound, ascending: from the side
+        with fewer matches, the other side's block checked on them."""
+        theirs = self.right.members(right_block)
+        if found > _LOOK_RIGHT:
+            right_firsts, right_counts, order = chunk.from_right(theirs)
+            if int(right_counts.sum()) < found:
+                candidates = np.sort(order[_spans(right_firsts, right_counts)])
+                return candidates[self._marked(LEFT, ours, chunk.lefts[candidates])]
+        candidates = _spans(firsts, counts)
+        return candidates[self._marked(1, theirs, chunk.rights[candidates])]
+
+    def _marked(self, side: int, members: Ints, nodes: Ints) -> Bools:
+        """Which of ``nodes`` are ``members`` (one reused mark per node of the side's stream)."""
+        marks = self._marks[side]
+        marks[members] = True
+        found = marks[nodes]
+        marks[members] = False
+        return found
+
+    def _rest_holds(self, chunk: _Chunk, served: Ints, rest: tuple[tuple[str, str], ...]) -> Bools:
+        """Which matches satisfy every other value join (XQuery's general comparison: some value
+        of the one equal to some value of the other)."""
+        lefts, rights = chunk.lefts[served], chunk.rights[served]
+        holds: Bools | None = None
+        for join in rest:
+            ours = self.streams.columns(self.feeds[LEFT], join[LEFT], -1)
+            theirs = self.streams.columns(self.feeds[1], join[1], -2)
+            mine = [column[lefts] for column in ours]
+            meets: Bools | None = None
+            for column in theirs:
+                yours = column[rights]
+                for values in mine:
+                    found = values == yours
+                    meets = found if meets is None else meets | found
+            assert meets is not None  # every side has a column
+            holds = meets if holds is None else holds & meets
+        assert holds is not None  # a rest has a join
+        return holds
+
+    def _choose(
+        self, chunk: _Chunk, served: Ints, buckets: Sequence[_Bucket], chosen: list[tuple[list[Pair], Ints]]
+    ) -> int:
+        """Choose, for each temporal variant of a group, the matches whose gap it admits."""
+        gaps = chunk.gaps[served]
+        added = 0
+        for followed_by, left_first, spans, lists in buckets:
+            ahead = gaps if left_first else -gaps
+            if followed_by:
+                admitted = (ahead > 0) & (ahead <= spans[-1])
+            else:
+                ahead = np.abs(ahead)
+                admitted = ahead <= spans[-1]
+                if chunk.same_message is not None:
+                    admitted &= ~chunk.same_message[served]
+            within, ahead = served[admitted], ahead[admitted]
+            for span, pairs in zip(spans, lists, strict=True):
+                room = self.keep - len(pairs)
+                if room > 0 and len(within):
+                    picked = (within if span == spans[-1] else within[ahead <= span])[:room]
+                    chosen.append((pairs, picked))
+                    added += len(picked)
+        return added
+
+    def _extend(self, chunk: _Chunk, chosen: list[tuple[list[Pair], Ints]]) -> None:
+        """Make the chosen matches' pairs (one tuple per match, shared by every list it goes to)
+        and append them to their lists."""
+        if not chosen:
+            return
+        used = np.zeros(len(chunk), np.bool_)
+        for _, picked in chosen:
+            used[picked] = True
+        numbers = np.flatnonzero(used)
+        ours, theirs = self.left.refs[chunk.lefts[numbers]], self.right.refs[chunk.rights[numbers]]
+        made = _objects(list(zip(ours, theirs, strict=True)))
+        rank = np.cumsum(used) - 1
+        for pairs, picked in chosen:
+            pairs += made[rank[picked]].tolist()
+
+
+def _distinct_in_order(ours: Ints, theirs: Ints, several: Bools, size: int) -> tuple[Ints, Ints]:
+    """Matches of left nodes with several values come once per value they share, value by value:
+    once each, in order (the others are in order already)."""
+    keys = ours * size + theirs
+    many = several[ours]
+    keys = np.concatenate((keys[~many], np.unique(keys[many])))
+    keys.sort(kind="stable")
+    return keys // size, keys % size
 
 
 def _by_rest(numbers: Iterable[int], rests: Sequence[int], targets: Sequence[_Target]) -> _Route:
@@ -354,121 +573,6 @@ def _by_rest(numbers: Iterable[int], rests: Sequence[int], targets: Sequence[_Ta
     for number in numbers:
         by_rest.setdefault(rests[number], []).extend(targets[number])
     return list(by_rest.items())
-
-
-def _partners(by_left: Mapping[str, Mapping[str, _Route]], lefts: frozenset[str]) -> dict[str, _Route]:
-    """The groups of a slice whose left block is one of ``lefts`` (a left node's block set), by
-    their right block."""
-    found: dict[str, _Route] = {}
-    for left_block in lefts & by_left.keys():
-        for right_block, route in by_left[left_block].items():
-            known = found.get(right_block)
-            if known is None:
-                found[right_block] = route[:]  # extended below: by_left's own lists stay as they are
-            else:
-                known += route
-    return found
-
-
-def _route(by_right: Mapping[str, _Route], rights: frozenset[str]) -> _Route:
-    """The groups of a left node's partners (:func:`_partners`) whose right block is one of
-    ``rights`` (a right node's block set). A pair list is in one group: it is found once; the order
-    the groups are met in does not matter (each list gets at most this one pair)."""
-    route: _Route = []
-    if len(rights) < len(by_right):
-        for right_block in rights:
-            found = by_right.get(right_block)
-            if found is not None:
-                route += found
-    else:
-        for right_block, found in by_right.items():
-            if right_block in rights:
-                route += found
-    return route
-
-
-def _rest_hold(
-    ours: _Node, theirs: _Node, rest: tuple[tuple[str, str], ...], checked: dict[tuple[str, str], bool]
-) -> bool:
-    """Whether a group's value joins besides the driving one hold for the pair (XQuery's general
-    comparison: some value equal), each join checked once per pair whatever groups share it."""
-    for join in rest:
-        holds = checked.get(join)
-        if holds is None:
-            mine = ours.leaves.get(join[0], ())
-            holds = checked[join] = bool(mine) and not set(mine).isdisjoint(theirs.leaves.get(join[1], ()))
-        if not holds:
-            return False
-    return True
-
-
-def _partners_of_many(
-    node: _Node, right: _Side, hour: datetime, index: Mapping[str, list[tuple[int, int]]]
-) -> Iterator[tuple[_Node, _Node]]:
-    """The pairs of a left node with more than one value (two categories) and one right hour: the
-    partners of each of its values, each once, in stream order."""
-    partners: dict[tuple[int, int], _Node] = {}
-    for value in dict.fromkeys(node.values):
-        ids = index.get(value)
-        if ids is not None:
-            for partner in right.nodes(hour, value, ids):
-                partners.setdefault(partner.ref[1:], partner)
-    for key in sorted(partners):
-        yield node, partners[key]
-
-
-@dataclass(frozen=True)
-class _Node:
-    """A node on one side of a value slice: its reference, the blocks of the slice that bound it,
-    its message's event time, its values of the slice's leaf and of every leaf."""
-
-    ref: NodeRef
-    blocks: frozenset[str]
-    time: int  # microseconds since the epoch: a pair's gap is one integer subtraction
-    values: tuple[str, ...]
-    leaves: Mapping[str, tuple[str, ...]]
-
-
-class _Side:
-    """One side of a value slice (a feed, a leaf, the slice's blocks on that side) over the window:
-    per hour and value, the nodes that can serve the slice, each made once."""
-
-    def __init__(self, window: _Window, feed: str, leaf: str, blocks: frozenset[str]) -> None:
-        self.window, self.feed, self.leaf, self.blocks = window, feed, leaf, blocks
-        self._nodes: dict[tuple[datetime, str], list[_Node]] = {}
-        self._sets: dict[frozenset[str], frozenset[str]] = {}  # equal block sets: one object
-
-    def index(self, hour: datetime) -> dict[str, list[tuple[int, int]]]:
-        hw = self.window.witnesses(self.feed, hour)
-        return hw.value_index(self.leaf) if hw is not None else {}
-
-    def nodes(self, hour: datetime, value: str, ids: list[tuple[int, int]]) -> list[_Node]:
-        """The nodes of ``ids`` (the hour's value index's for ``value``) that serve the slice."""
-        key = (hour, value)
-        found = self._nodes.get(key)
-        if found is None:
-            found = self._nodes[key] = self._made(hour, ids)
-        return found
-
-    def ordered(self, hour: datetime, values: Iterable[str]) -> list[_Node]:
-        """The hour's nodes that serve the slice and have one of ``values``, in stream order."""
-        index = self.index(hour)
-        return self._made(hour, sorted({node for value in values for node in index[value]}))
-
-    def _made(self, hour: datetime, ids: Iterable[tuple[int, int]]) -> list[_Node]:
-        hw = self.window.witnesses(self.feed, hour)
-        assert hw is not None  # the caller found the nodes there
-        members, found = hw.memberships(), []
-        for node in ids:
-            mine = members.get(node, _NONE) & self.blocks  # untimed nodes have no memberships
-            if mine:
-                time = hw.messages[node[0]].time
-                assert time is not None
-                leaves = hw.values[node]
-                mine = self._sets.setdefault(mine, mine)
-                micros = (time - _EPOCH) // _MICROSECOND
-                found.append(_Node((hour, *node), mine, micros, leaves.get(self.leaf, ()), leaves))
-        return found
 
 
 @dataclass(frozen=True)

@@ -51,14 +51,14 @@ def count_matches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     import feedrouter.join.stage as stage_module
 
     enumerated = [0]
-    original = stage_module._Window.matches
+    original = stage_module._Slice.chunks
 
-    def counted(self, *args):
-        for found in original(self, *args):
-            enumerated[0] += 1
-            yield found
+    def counted(self):
+        for chunk in original(self):
+            enumerated[0] += len(chunk)
+            yield chunk
 
-    monkeypatch.setattr(stage_module._Window, "matches", counted)
+    monkeypatch.setattr(stage_module._Slice, "chunks", counted)
     return enumerated
 
 
@@ -126,12 +126,12 @@ def test_a_slice_whose_subscriptions_are_all_past_the_cap_stops_enumerating(
 ) -> None:
     import feedrouter.join.stage as stage_module
 
-    monkeypatch.setattr(stage_module, "_FULL_CHECK", 1)
+    monkeypatch.setattr(stage_module, "_CHUNK", 1)  # a chunk per left node: 30 matches each
     stage, block = stage_of({"s": join("within")}, cap=2)
     store = {("f", H0): hour(H0, block, [("x", str(i), i) for i in range(30)])}  # 870 pairs
     enumerated = count_matches(monkeypatch)
     found = stage.run(H0, lambda feed, h: store.get((feed, h)))["s"]
-    assert found.withheld is not None and enumerated[0] < 10
+    assert found.withheld is not None and enumerated[0] == 30  # the first node's chunk gave 3
 
 
 def brute_force(plan: JoinPlan, when: datetime, store: dict) -> list:
@@ -245,41 +245,41 @@ def test_nodes_with_several_values_pair_once_each_in_order_without_a_sort() -> N
             assert found_pairs[plan.sid] == expected and expected, plan.sid
 
 
-def test_a_list_past_the_cap_is_cut_as_the_slice_goes_and_keeps_its_first_pairs(
+def test_a_list_past_the_cap_keeps_its_first_pairs_and_never_grows_past_them(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A broad subscription past its cap beside a narrow one (so the slice is not stopped): its
-    list never holds more than the cap plus one pair per match since the last cut, and ends with
-    its first ``cap + 1`` pairs in order; the narrow one gets all of its pairs."""
+    """A broad subscription past its cap beside a narrow one (so the slice is not stopped), over
+    chunks of a few matches: its list never holds more than ``cap + 1`` pairs, the first in
+    order; the narrow one gets all of its pairs."""
     import feedrouter.join.stage as stage_module
 
-    monkeypatch.setattr(stage_module, "_FULL_CHECK", 4)
-    monkeypatch.setattr(stage_module, "_TRIM", 8)
+    monkeypatch.setattr(stage_module, "_CHUNK", 4)
     stage, block = stage_of({"broad": join("within", "PT2H"), "narrow": join("followed-by", "PT1M")}, cap=5)
     minutes = [0, 1, *range(10, 64, 3)]  # 20 items: 380 pairs for the broad one, 1 for the narrow
     store = {("f", H0): hour(H0, block, [("x", str(m), m) for m in minutes])}
     longest = [0]
-    original = JoinStage._trim
+    original = stage_module._Slice._extend
 
-    def watched(self: JoinStage, lists: list) -> None:
-        longest[0] = max([longest[0], *map(len, lists)])
-        original(self, lists)
+    def watched(self, chunk, chosen) -> None:
+        original(self, chunk, chosen)
+        longest[0] = max([longest[0], *(len(pairs) for pairs, _ in chosen)])
 
-    monkeypatch.setattr(JoinStage, "_trim", watched)
+    monkeypatch.setattr(stage_module._Slice, "_extend", watched)
     found = stage.run(H0, lambda feed, h: store.get((feed, h)))
     broad, narrow = (next(p for p in stage.plans if p.sid == sid) for sid in ("broad", "narrow"))
     assert found["broad"].withheld is not None and found["broad"].count == 6
     assert stage.pairs(H0, lambda feed, h: store.get((feed, h)))["broad"] == brute_force(broad, H0, store)[:6]
     assert found["narrow"].withheld is None and found["narrow"].pairs == brute_force(narrow, H0, store)
     assert len(found["narrow"].pairs) == 1
-    assert longest[0] <= 6 + 8  # the cap, one more, and at most one pair per match since the last cut
+    assert longest[0] == 6  # the cap and one more
 
 
-def test_the_pairs_are_the_same_when_the_routes_are_forgotten_at_every_pair(
+def test_the_pairs_are_the_same_whichever_side_a_group_finds_its_candidates_from(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The slice's caches of routes and of left block sets' partners are bounded; cleared at every
-    new one, the stage finds the same pairs (three blocks, so nodes have different block sets)."""
+    """A group's candidates come from its left block's matches, or from its right block's when
+    those are fewer; in chunks of one left node each, from either side, with the pairs made after
+    every group, the stage finds the same pairs (three blocks, so nodes have different block sets)."""
     import feedrouter.join.stage as stage_module
 
     bindings = ["//item", '//item[n != "a3"]', '//item[n != "b25"]']
@@ -308,6 +308,9 @@ def test_the_pairs_are_the_same_when_the_routes_are_forgotten_at_every_pair(
     kept = stage.pairs(H1, read)
     for plan in stage.plans:
         assert kept[plan.sid] == brute_force(plan, H1, store), plan.sid
-    monkeypatch.setattr(stage_module, "_ROUTES", 1)
-    monkeypatch.setattr(stage_module, "_PARTNERS", 1)
-    assert stage.pairs(H1, read) == kept and sum(map(len, kept.values())) > 40
+    assert sum(map(len, kept.values())) > 40
+    monkeypatch.setattr(stage_module, "_CHUNK", 1)
+    monkeypatch.setattr(stage_module, "_PENDING", 0)
+    assert stage.pairs(H1, read) == kept
+    monkeypatch.setattr(stage_module, "_LOOK_RIGHT", 0)
+    assert stage.pairs(H1, read) == kept
