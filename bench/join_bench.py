@@ -664,10 +664,13 @@ most selective join, kept from hour to hour, so an hour costs its own messages' 
 its state of the earlier hours is built untimed). `per-rule window query`: each subscription as a
 batch query over its window every hour. Both share nothing but stage 1; a uniform sample runs both,
 their pairs asserted equal to the stage's, and the population's time is N x the sample's mean.
-Each pair list is filled in XQuery's order as the pairs are found (no sort afterwards). No engine
-can beat the size of its output: where each subscription receives hundreds of pairs an hour (A:
-300 million appends to 78,000 lists, one Python step per pair and group it serves), the shared
-stage's cost follows those pairs, and the ratio with them."""
+The stage works set at a time, as paper 001's relational stage does: a value slice's matches are
+arrays of node numbers (NumPy), each group takes its pairs from them with a few array operations
+(its blocks' nodes, its other value joins, its windows), a pair's tuple is made once whatever
+lists it goes to, and each list is filled in XQuery's order (no sort afterwards). What is left
+follows the output: where each subscription receives hundreds of pairs an hour (A: 300 million
+list entries in the hour), the shared stage's cost is mostly those entries, and the ratio with
+them."""
 
 STAGE1_TEXT = """\
 One hour's first messages of each feed (hour 12), `route_outcome` by a router with the ordinary
