@@ -119,14 +119,15 @@ class JoinStage:
             for (left_block, right_block), numbers in by_blocks.items():
                 by_left.setdefault(left_block, {})[right_block] = _by_rest(numbers, rests, targets)
             lists = [pairs for ns in by_blocks.values() for n in ns for pairs in kept[n]]
-            slice_ = _Slice(streams, feeds, leaves, rest_joins, self.max_pairs + 1)
+            blocks = (frozenset(by_left), frozenset(right for _, right in by_blocks))
+            slice_ = _Slice(streams, feeds, leaves, blocks, rest_joins, self.max_pairs + 1)
             for chunk in slice_.chunks():
                 slice_.serve(chunk, by_left)
                 if all(len(pairs) > self.max_pairs for pairs in lists):
                     break  # a low-cardinality slice whose every subscription is withheld: stop
         found: dict[str, list[Pair]] = {}
         for same, lists in zip(sames, kept, strict=True):
-            for plans, pairs in zip(same, lists, strict=True):  # in order: see _Window.matches
+            for plans, pairs in zip(same, lists, strict=True):  # in order: see _Slice.chunks
                 found.update((plan.sid, pairs) for plan in plans)
         return found
 
@@ -262,16 +263,35 @@ class _Stream:
             )
         return found
 
-    def entries(self, leaf: str) -> tuple[Ints, Ints]:
+    def entries(self, leaf: str, blocks: Iterable[str] = ()) -> tuple[Ints, Ints]:
         """(node, value number) for each distinct value of ``leaf`` each node has, sorted by node
         then value; values numbered by the run's vocabulary (every leaf's and feed's: a value
-        join compares strings, whatever leaves they come from)."""
+        join compares strings, whatever leaves they come from). With ``blocks``, only the nodes
+        one of them bound (the others serve no subscription of a slice: enumerating their matches
+        would cost what a low-cardinality leaf gives the whole feed)."""
         found = self._entries.get(leaf)
         if found is None:
             nodes, values = self._entries_of(leaf)
             order = np.lexsort((values, nodes))
             found = self._entries[leaf] = (nodes[order], values[order])
-        return found
+        bound = self.bound(blocks) if blocks else None
+        if bound is None:
+            return found
+        taken = bound[found[0]]
+        return found[0][taken], found[1][taken]
+
+    def bound(self, blocks: Iterable[str]) -> Bools | None:
+        """Which nodes one of ``blocks`` bound (None: all of them, as a block without conditions
+        does; found first, so that a slice over one does not mark every node once per block)."""
+        chosen = sorted(blocks, key=lambda block: -len(self.members(block)))
+        if not chosen or len(self.members(chosen[0])) == self.size:
+            return None
+        marks = np.zeros(self.size, np.bool_)
+        for number, block in enumerate(chosen, 1):
+            marks[self.members(block)] = True
+            if number % 64 == 0 and marks.all():
+                return None
+        return marks
 
     def _entries_of(self, leaf: str) -> tuple[Ints, Ints]:
         nodes, values = [], []
@@ -392,13 +412,14 @@ class _Slice:
         streams: _Streams,
         feeds: tuple[str, str],
         leaves: tuple[str, str],
+        blocks: tuple[frozenset[str], frozenset[str]],
         rest_joins: Sequence[tuple[tuple[str, str], ...]],
         keep: int,
     ) -> None:
         self.streams, self.feeds, self.rest_joins, self.keep = streams, feeds, rest_joins, keep
         self.left, self.right = streams.stream(feeds[LEFT]), streams.stream(feeds[1])
         self.same_feed = feeds[LEFT] == feeds[1]
-        self.leaves = leaves
+        self.leaves, self.blocks = leaves, blocks
         self._marks = (np.zeros(self.left.size, np.bool_), np.zeros(self.right.size, np.bool_))
 
     def chunks(self) -> Iterator[_Chunk]:
@@ -407,8 +428,8 @@ class _Slice:
         window's for a node of its own hour, the own hour's only for an earlier one; a pair once,
         however many values its two nodes share."""
         left, right = self.left, self.right
-        lefts, values = left.entries(self.leaves[LEFT])
-        rights, right_values = right.entries(self.leaves[1])
+        lefts, values = left.entries(self.leaves[LEFT], self.blocks[LEFT])
+        rights, right_values = right.entries(self.leaves[1], self.blocks[1])
         if not len(lefts) or not len(rights):
             return
         size = right.size

@@ -314,3 +314,40 @@ def test_the_pairs_are_the_same_whichever_side_a_group_finds_its_candidates_from
     assert stage.pairs(H1, read) == kept
     monkeypatch.setattr(stage_module, "_LOOK_RIGHT", 0)
     assert stage.pairs(H1, read) == kept
+
+
+def test_a_slice_enumerates_only_the_nodes_its_blocks_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Thirty items share one value; a subscription binds one of them on its left side: its slice
+    pairs that one node with the others, not every node with every other (the nodes of a broad
+    block of another slice serve none of its subscriptions)."""
+    texts = {
+        "narrow": PROLOG
+        + (
+            'for $a in fr:stream()//item[n = "i3"], $b in fr:stream()//item where $a/k = $b/k '
+            "and fr:within($a, $b, 'PT2H') return <p/>"
+        ),
+        "broad": PROLOG
+        + (
+            "for $a in fr:stream()//item, $b in fr:stream()//item where $a/t = $b/t "
+            "and fr:within($a, $b, 'PT2H') return <p/>"
+        ),
+    }
+    joins = JoinSet()
+    for sid, text in texts.items():
+        joins.add(sid, parse(text), "f")
+    stage = JoinStage(joins.plans.values(), joins.specs)
+    found = HourWitnesses("f", H0, tuple(joins.specs))
+    for number in range(30):
+        found.messages.append(MessageRef(f"i{number}.xml", 0, H0 + timedelta(minutes=number)))
+        for block, spec in joins.specs.items():
+            if "i3" not in spec.text or number == 3:
+                found.roots.setdefault(block, []).append((number, 0))
+        found.values[(number, 0)] = {"k": ("x",), "t": (f"t{number}",)}
+        found.fragments[(number, 0)] = {}
+    store = {("f", H0): found}
+    enumerated = count_matches(monkeypatch)
+    kept = stage.pairs(H0, lambda feed, h: store.get((feed, h)))
+    for plan in stage.plans:
+        assert kept[plan.sid] == brute_force(plan, H0, store), plan.sid
+    assert len(kept["narrow"]) == 29 and len(kept["broad"]) == 0
+    assert enumerated[0] == 30 + 30  # the narrow slice: i3 with all 30; the broad: each with itself
