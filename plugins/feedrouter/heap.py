@@ -59,7 +59,8 @@ def paused(*, keep: bool = False) -> Iterator[None]:
     With ``keep``, what exists at the end is frozen (:func:`settle` without its collection): the
     caller keeps what the block made, and the first young collection after it would otherwise
     walk all of it (a join stage's hour of 300 million pairs: 15 s). :func:`release` hands it
-    back; unreleased, it is still freed when its last reference goes.
+    back; unreleased, it is still freed when its last reference goes (only reference cycles
+    among it wait for a release).
     """
     was_enabled = gc.isenabled()
     gc.disable()
