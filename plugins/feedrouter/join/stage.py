@@ -216,6 +216,9 @@ _Route = list[tuple[int, list[_Bucket]]]
 _CHUNK = 1 << 22
 #: Pairs chosen for pair lists in a chunk before their tuples are made and the lists extended.
 _PENDING = 1 << 24
+#: The most columns of values a leaf gets per node (:meth:`_Streams.columns`): a node with more is
+#: checked on its own, so that one document's thousand categories cost no column per node.
+_COLUMNS = 4
 #: Above this many candidates from the left side, a group looks at the right side's count too.
 _LOOK_RIGHT = 1 << 12
 
@@ -325,7 +328,7 @@ class _Streams:
     def __init__(self, window: _Window, hours: Sequence[datetime]) -> None:
         self.window, self.hours = window, hours
         self._streams: dict[str, _Stream] = {}
-        self._columns: dict[tuple[str, str, int], list[Ints]] = {}
+        self._columns: dict[tuple[str, str, int], _Columns] = {}
         self.vocabulary = _Vocabulary()
 
     def stream(self, feed: str) -> _Stream:
@@ -334,11 +337,12 @@ class _Streams:
             found = self._streams[feed] = _Stream(self.window, feed, self.hours, self.vocabulary)
         return found
 
-    def columns(self, feed: str, leaf: str, absent: int) -> list[Ints]:
+    def columns(self, feed: str, leaf: str, absent: int) -> _Columns:
         """Each node's values of ``leaf`` as value numbers, one array per column (a node's first
         value, its second...; ``absent`` where it has no more): two nodes' values meet when a column
         of one equals a column of the other where they differ on absent (-1 on a join's left
-        side, -2 on its right: never equal)."""
+        side, -2 on its right: never equal). At most :data:`_COLUMNS` columns, whatever one
+        document holds: a node with more values keeps all of them in ``many``."""
         key = (feed, leaf, absent)
         found = self._columns.get(key)
         if found is None:
@@ -347,13 +351,33 @@ class _Streams:
             counts = np.bincount(nodes, minlength=stream.size)
             firsts = np.cumsum(counts) - counts
             ranks = np.arange(len(nodes)) - firsts[nodes]
-            found = []
-            for rank in range(max(int(counts.max(initial=0)), 1)):
+            columns = []
+            for rank in range(min(max(int(counts.max(initial=0)), 1), _COLUMNS)):
                 column = np.full(stream.size, absent, np.int64)
                 taken = ranks == rank
                 column[nodes[taken]] = values[taken]
-                found.append(column)
-            self._columns[key] = found
+                columns.append(column)
+            crowded = np.flatnonzero(counts > _COLUMNS)
+            many = {
+                int(node): frozenset(values[firsts[node] : firsts[node] + counts[node]].tolist())
+                for node in crowded
+            }
+            found = self._columns[key] = _Columns(columns, counts > _COLUMNS, many)
+        return found
+
+
+@dataclass(frozen=True)
+class _Columns:
+    """A leaf's values per node of a stream (:meth:`_Streams.columns`)."""
+
+    columns: list[Ints]
+    crowded: Bools  # the nodes with more values than columns
+    many: dict[int, frozenset[int]]  # their values
+
+    def values_of(self, node: int) -> frozenset[int]:
+        found = self.many.get(node)
+        if found is None:
+            found = frozenset(int(column[node]) for column in self.columns) - {-1, -2}
         return found
 
 
@@ -526,14 +550,17 @@ class _Slice:
         for join in rest:
             ours = self.streams.columns(self.feeds[LEFT], join[LEFT], -1)
             theirs = self.streams.columns(self.feeds[1], join[1], -2)
-            mine = [column[lefts] for column in ours]
+            mine = [column[lefts] for column in ours.columns]
             meets: Bools | None = None
-            for column in theirs:
+            for column in theirs.columns:
                 yours = column[rights]
                 for values in mine:
                     found = values == yours
                     meets = found if meets is None else meets | found
             assert meets is not None  # every side has a column
+            crowded = np.flatnonzero(ours.crowded[lefts] | theirs.crowded[rights])
+            for at in crowded.tolist():  # a node with more values than columns: all of them
+                meets[at] = not ours.values_of(int(lefts[at])).isdisjoint(theirs.values_of(int(rights[at])))
             holds = meets if holds is None else holds & meets
         assert holds is not None  # a rest has a join
         return holds

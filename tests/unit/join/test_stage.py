@@ -351,3 +351,32 @@ def test_a_slice_enumerates_only_the_nodes_its_blocks_bound(monkeypatch: pytest.
         assert kept[plan.sid] == brute_force(plan, H0, store), plan.sid
     assert len(kept["narrow"]) == 29 and len(kept["broad"]) == 0
     assert enumerated[0] == 30 + 30  # the narrow slice: i3 with all 30; the broad: each with itself
+
+
+@pytest.mark.parametrize("columns", [1, 2, 4])
+def test_a_node_with_more_values_than_columns_is_checked_on_all_of_them(
+    monkeypatch: pytest.MonkeyPatch, columns: int
+) -> None:
+    """The other value join's values are held in a few columns per node; a node with more (one
+    document can hold thousands) is checked on every value it has: the same pairs as brute force."""
+    import feedrouter.join.stage as stage_module
+
+    monkeypatch.setattr(stage_module, "_COLUMNS", columns)
+    text = PROLOG + (
+        "for $a in fr:stream()//item, $b in fr:stream()//item where $a/k = $b/k "
+        "and $a/t = $b/t and fr:within($a, $b, 'PT2H') return <p/>"
+    )
+    stage, block = stage_of({"s": text})
+    tags = [("a", "b"), ("b", "c", "d"), ("e", "f", "g", "a", "c"), (), ("x", "y", "z", "w", "g")]
+    found = HourWitnesses("f", H0, (block,))
+    for number in range(20):  # k: 5 nodes each (the driving join); t: shared by many
+        found.messages.append(MessageRef(f"m{number}.xml", 0, H0 + timedelta(minutes=number)))
+        found.roots.setdefault(block, []).append((number, 0))
+        found.values[(number, 0)] = {"k": (f"k{number % 4}",), "t": tags[number % len(tags)]}
+        found.fragments[(number, 0)] = {}
+    store = {("f", H0): found}
+    (plan,) = stage.plans
+    enumerated = count_matches(monkeypatch)
+    kept = stage.pairs(H0, lambda feed, h: store.get((feed, h)))["s"]
+    assert kept == brute_force(plan, H0, store) and kept
+    assert enumerated[0] == 4 * 5 * 5  # driven by k: t is the join checked on the columns
