@@ -43,6 +43,7 @@ from feedrouter.join.plan import BlockSpec, Fragment, block_spec, path_text
 from feedrouter.join.witness import WitnessRow
 from feedrouter.lang import ast
 from feedrouter.plan.functions import matches_literal
+from feedrouter.plan.index import Keywords
 from feedrouter.plan.values import comparator
 
 _log = logging.getLogger(__name__)
@@ -306,66 +307,18 @@ def _atom_source(test: Test, constant: Callable[[object], str]) -> str:
 Indexed = tuple[str, Test | None]
 
 
-class NeedleFinder:
-    """The needles of one match function that a string satisfies, without trying each.
-
-    ``contains`` needles are filed under one substring of :data:`GRAM` characters each, the one
-    fewest needles share (identifier-like needles, ``topic123``/``topic456``, would all share a
-    prefix), with its offset in the needle: each such substring of the string looks its needles up,
-    compared where they would start. Shorter needles are tried one by one. ``starts-with`` and
-    ``ends-with`` needles are filed by themselves: the string's prefix or suffix of each of their
-    lengths looks them up.
-    """
-
-    GRAM = 3
+class NeedleFinder(Keywords):
+    """The needles of one match function that a string satisfies, without trying each (the
+    selection index's :class:`~feedrouter.plan.index.Keywords`: ``contains`` needles found in one
+    scan by an Aho-Corasick automaton, ``starts-with``/``ends-with`` ones by the string's prefix or
+    suffix of each of their lengths)."""
 
     def __init__(self, name: str, needles: Iterable[str]) -> None:
-        self.name = name
-        self.short: list[str] = []
-        self.by_gram: dict[str, list[tuple[str, int]]] = {}
-        self.affixes: set[str] = set()
-        if name == "contains":
-            self._file_contained(list(needles))
-        else:
-            self.affixes.update(needles)
-        self.lengths = sorted({len(needle) for needle in self.affixes})
-
-    def _file_contained(self, needles: Sequence[str]) -> None:
-        gram = self.GRAM
-        shared = Counter(g for needle in needles for g in set(_grams(needle, gram)))
-        for needle in needles:
-            if len(needle) < gram:
-                self.short.append(needle)
-                continue
-            grams = _grams(needle, gram)
-            offset = min(range(len(grams)), key=lambda i: (shared[grams[i]], i))
-            self.by_gram.setdefault(grams[offset], []).append((needle, offset))
+        self.needles = frozenset(needles)
+        super().__init__(name, self.needles)
 
     def find(self, string: str) -> set[str]:
-        if self.name == "contains":
-            return self._contained(string)
-        found: set[str] = set()
-        for length in self.lengths:
-            if length > len(string):
-                break
-            key = string[:length] if self.name == "starts-with" else string[len(string) - length :]
-            if key in self.affixes:
-                found.add(key)
-        return found
-
-    def _contained(self, string: str) -> set[str]:
-        found = {needle for needle in self.short if needle in string}
-        by_gram, gram = self.by_gram, self.GRAM
-        for start in range(len(string) - gram + 1):
-            for needle, offset in by_gram.get(string[start : start + gram], ()):
-                if start >= offset and string.startswith(needle, start - offset):
-                    found.add(needle)
-        return found
-
-
-def _grams(text: str, size: int) -> list[str]:
-    """The substrings of ``size`` characters of ``text``, by offset."""
-    return [text[i : i + size] for i in range(len(text) - size + 1)]
+        return self.hits((string,), self.needles)
 
 
 @dataclass
@@ -389,16 +342,22 @@ class Served:
             values, node = row.values, row.node
             found = decide(values)
             for position, by_value in index:
-                for value in set(values[position]):
+                strings = values[position]
+                for value in strings if len(strings) < 2 else dict.fromkeys(strings):
                     bucket = by_value.get(value)
                     if bucket is not None:
-                        found += bucket(values)
+                        found += bucket.blocks
+                        if bucket.decide is not None:
+                            found += bucket.decide(values)
             for position, finder, by_needle in needles:
                 strings = values[position]
                 if len(strings) > 1:
                     continue  # the call's argument is more than one item: false (plan.evaluate)
                 for needle in finder.find(strings[0] if strings else ""):
-                    found += by_needle[needle](values)
+                    bucket = by_needle[needle]
+                    found += bucket.blocks
+                    if bucket.decide is not None:
+                        found += bucket.decide(values)
             if found:
                 kept.append(row)
                 for block in found:
@@ -424,7 +383,16 @@ class Served:
         return {key: value for key, value in self.__dict__.items() if key != "_compiled"}
 
 
-_Buckets = dict[str, Callable[[Values], list[str]]]
+@dataclass(frozen=True)
+class _Bucket:
+    """The blocks filed under one key: those with no other test (bound outright) and a function
+    of the row giving those of the others whose tests hold (None: there are none)."""
+
+    blocks: list[str]
+    decide: Callable[[Values], list[str]] | None
+
+
+_Buckets = dict[str, _Bucket]
 _Checks = tuple[
     Callable[[Values], list[str]],
     list[tuple[int, _Buckets]],
@@ -432,8 +400,8 @@ _Checks = tuple[
 ]
 
 
-def _checking(by_key: dict[str, list[Indexed]]) -> dict[str, Callable[[Values], list[str]]]:
-    """Per key, a function of a row giving the blocks filed under it whose other tests hold."""
+def _checking(by_key: dict[str, list[Indexed]]) -> _Buckets:
+    """Per key, the blocks filed under it (:class:`_Bucket`)."""
     return {key: _bucket(entries) for key, entries in by_key.items()}
 
 
@@ -441,13 +409,17 @@ def _checking(by_key: dict[str, list[Indexed]]) -> dict[str, Callable[[Values], 
 SMALL_BUCKET = 8
 
 
-def _bucket(entries: Sequence[Indexed]) -> Callable[[Values], list[str]]:
-    if len(entries) > SMALL_BUCKET:  # keys common to many blocks (a frequent word): few of them
+def _bucket(entries: Sequence[Indexed]) -> _Bucket:
+    bound = [block for block, test in entries if test is None]
+    tested = [(block, test) for block, test in entries if test is not None]
+    if not tested:
+        return _Bucket(bound, None)
+    if len(tested) > SMALL_BUCKET:  # keys common to many blocks (a frequent word): few of them
         groups: dict[Test | None, list[str]] = {}
-        for block, test in entries:
+        for block, test in tested:
             groups.setdefault(test, []).append(block)
-        return decider(list(groups.items()))
-    return _one_by_one([(test, [block]) for block, test in entries])
+        return _Bucket(bound, decider(list(groups.items())))
+    return _Bucket(bound, _one_by_one([(test, [block]) for block, test in tested]))
 
 
 @dataclass

@@ -13,7 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from feedrouter.output.factory import render_items_within
+from lxml import etree
+
+from feedrouter.output.factory import attribute_value, render_items_within
 from feedrouter.plan.context import DocumentContext, element_string
 from feedrouter.plan.results import ReturnItem, TreeReader
 
@@ -70,9 +72,10 @@ class _RowReader:
 
     Items whose paths allow it are read off the node's children (:class:`~feedrouter.plan.results.
     TreeReader`): a message binds a block's path once or twice, too few for the GroupBy of each
-    path's stream to pay; a plain child element (``author``) straight from the node's children by
-    name. Others take the general path, their values and fragments cached per node and item: every
-    block binding the node shares them.
+    path's stream to pay. A plain child element (``author``) is the common case, for leaves and
+    fragments alike: its values, its copies and its values in an attribute come straight from the
+    node's children by name, one look-up each. Others take the general path, their values and
+    fragments cached per node and item: every block binding the node shares them.
     """
 
     __slots__ = ("fragments", "leaves")
@@ -80,7 +83,7 @@ class _RowReader:
     def __init__(self, returns: tuple[ReturnItem, ...], leaves: int, default_ns: tuple[str, ...]) -> None:
         self.leaves = [(item, item.tree_reader, _child_tag(item.tree_reader)) for item in returns[:leaves]]
         self.fragments = [
-            (item, ns, None if ns else item.tree_reader)
+            (item, ns, *_fragment_reading(item, ns))
             for item, ns in zip(returns[leaves:], default_ns, strict=True)
         ]
 
@@ -99,27 +102,79 @@ class _RowReader:
                 else:
                     if children is None:
                         children = ctx.children_named(element)
-                    strings = tuple([element_string(el) for el in children.get(tag, ())])
+                    found = children.get(tag)
+                    strings = tuple(map(element_string, found)) if found else ()
                 length = sum(map(len, strings))
             values.append(strings)
             size += length
         fragments = []
-        known = ctx.caches.witness_fragments
-        for item, ns, reader in self.fragments:
-            data = known.get((item, ns, node))
+        for item, ns, reader, tag, kind in self.fragments:
+            if tag is not None and element is not None:
+                if children is None:
+                    children = ctx.children_named(element)
+                found = children.get(tag)
+                data = _child_fragment(found, kind, limit - size) if found else _EMPTY[kind]
+            else:
+                data = _cached_fragment(ctx, item, ns, reader, element, node, limit - size)
             if data is None:
-                if reader is not None and element is not None:
-                    data = reader.copies(ctx, element, limit - size)
-                else:
-                    data = render_items_within(item.select(ctx, node), ctx, limit - size, ns)
-                if data is None:
-                    return None
-                known[(item, ns, node)] = data
+                return None
             fragments.append(data)
             size += len(data)
         if size > limit:
             return None
         return WitnessRow(node, tuple(values), tuple(fragments)), size
+
+
+#: how a fragment of plain child elements is rendered: their copies, or their values in an attribute
+_COPIES, _VALUE = 0, 1
+#: what such a fragment is when the node has no child of that name
+_EMPTY = {_COPIES: b"", _VALUE: attribute_value(())}
+
+
+def _fragment_reading(item: ReturnItem, ns: str) -> tuple[TreeReader | None, str | None, int]:
+    """How a fragment is read: the tree reader for a node's copies outside a default namespace
+    (None: the general path), the child name when it renders plain child elements (by
+    :func:`_child_fragment`), and how."""
+    reader = None if ns else item.tree_reader
+    if reader is None:
+        return None, None, _COPIES
+    tag = _child_tag(TreeReader(reader.tags)) if not (reader.text or reader.attribute) else None
+    return reader, tag, _VALUE if reader.value else _COPIES
+
+
+def _child_fragment(found: list[etree._Element], kind: int, limit: int) -> bytes | None:
+    """Child elements' copies (what :meth:`TreeReader.copies` gives) or their string values in an
+    attribute, or None past ``limit`` bytes."""
+    if kind == _VALUE:
+        data = attribute_value([element_string(el) for el in found])
+    elif len(found) == 1:
+        data = etree.tostring(found[0], encoding="utf-8", with_tail=False)
+    else:
+        data = b"".join(etree.tostring(el, encoding="utf-8", with_tail=False) for el in found)
+    return data if len(data) <= limit else None
+
+
+def _cached_fragment(
+    ctx: DocumentContext,
+    item: ReturnItem,
+    ns: str,
+    reader: TreeReader | None,
+    element: etree._Element | None,
+    node: int,
+    limit: int,
+) -> bytes | None:
+    """A fragment by its tree reader or the message factory, once per document, item and node."""
+    known = ctx.caches.witness_fragments
+    data = known.get((item, ns, node))
+    if data is None:
+        if reader is not None and element is not None:
+            data = reader.copies(ctx, element, limit)
+        else:
+            data = render_items_within(item.select(ctx, node), ctx, limit, ns)
+        if data is None:
+            return None
+        known[(item, ns, node)] = data
+    return data
 
 
 def _child_tag(reader: TreeReader | None) -> str | None:

@@ -137,9 +137,10 @@ def _keyword_probe(condition: ast.Condition | None, pid: int, field: int, last: 
     return Probe(site, key)
 
 
-class _Keywords:
-    """Needles filed at a ``contains``/``starts-with``/``ends-with`` site, matched all at once: built
-    on first use after a change, and never pickled (plain data goes into plan artifacts)."""
+class Keywords:
+    """Needles of one of ``contains``/``starts-with``/``ends-with``, matched all at once (the needles
+    filed at an index site; a join base's blocks filed by needle, :mod:`feedrouter.join.selections`):
+    built on first use after a change, and never pickled (plain data goes into plan artifacts)."""
 
     def __init__(self, name: str, needles: Collection[Key]) -> None:
         self.name = name
@@ -220,7 +221,7 @@ class _Site(Generic[_T]):
 
     equal: dict[Key, list[_T]] = field(default_factory=dict)
     ranges: dict[CompOp, _SortedConstants[_T]] = field(default_factory=dict)
-    _keywords: _Keywords | None = field(default=None, repr=False, compare=False)
+    _keywords: Keywords | None = field(default=None, repr=False, compare=False)
 
     def __getstate__(self) -> dict[str, Any]:
         return {"equal": self.equal, "ranges": self.ranges}  # the matcher is rebuilt on first use
@@ -232,7 +233,7 @@ class _Site(Generic[_T]):
         """The items whose needle ``name`` finds in some value (contains, starts-with, ends-with)."""
         keywords = self._keywords
         if keywords is None:
-            keywords = self._keywords = _Keywords(name, self.equal)
+            keywords = self._keywords = Keywords(name, self.equal)
         for needle in keywords.hits(values, self.equal):
             yield from self.equal.get(needle, ())
 

@@ -1,0 +1,114 @@
+"""Witness rows (feedrouter.join.witness): a plain child's values, copies and values in an
+attribute are read by name off the node's children; every row is what the general path gives (the
+items' own values and the message factory's copies), and a row past its limit is refused."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+
+from feedrouter import Router
+from feedrouter.engine.runtime import run
+from feedrouter.join import witness
+from feedrouter.join.witness import WitnessRow, witness_rows
+from feedrouter.output.factory import attribute_value, render_items_within
+from feedrouter.plan.context import DocumentContext
+from feedrouter.plan.results import ReturnItem
+from tests.unit.plan.test_tree_reader import PROLOG, trees
+
+#: the items a witness plan returns: leaves first (values), then fragments (copies or a value)
+LEAVES = ("$v/a", "$v/p:a", "$v/@id", "$v/a/b", "$v/c/text()", "$v")
+COPIES = ("$v/a", "$v/p:a", "$v/b", "$v/@id", "$v/a/text()", "$v/c/a")
+VALUES = ("$v/a", "$v/b")  # in an attribute: the values joined by spaces
+
+
+ANCHORS = ("a", "b", "p:a")
+
+
+def plan_text(anchor: str) -> str:
+    body = "".join(f"<l>{{ {path} }}</l>" for path in LEAVES + COPIES)
+    attributes = "".join(f' v{i}="{{ {path} }}"' for i, path in enumerate(VALUES))
+    return f"{PROLOG}for $v in //{anchor} return <r{attributes}>{body}</r>"
+
+
+ROUTER = Router.compile([(anchor, plan_text(anchor)) for anchor in ANCHORS], optimize="none")
+
+
+def plan_returns(anchor: str) -> list[ReturnItem]:
+    """The return items of the plan over ``//anchor``: LEAVES, then COPIES, then VALUES."""
+    returns = ROUTER._plans[anchor].returns  # the attribute's items come first
+    assert len(returns) == len(LEAVES) + len(COPIES) + len(VALUES)
+    assert [item.value for item in returns] == [True] * len(VALUES) + [False] * (len(LEAVES) + len(COPIES))
+    return [*returns[len(VALUES) :], *returns[: len(VALUES)]]
+
+
+PLANS = {anchor: plan_returns(anchor) for anchor in ANCHORS}
+
+
+def context(document: bytes) -> DocumentContext:
+    parser = ROUTER._parser
+    return DocumentContext(run(ROUTER._dfa, parser.events(document, None), parser.limits.max_depth))
+
+
+def general_row(ctx: DocumentContext, returns: list[ReturnItem], node: int) -> WitnessRow:
+    """The row as the items' general path gives it (their streams' GroupBy, the message factory)."""
+    leaves = returns[: len(LEAVES)]
+    copies = returns[len(LEAVES) : len(LEAVES) + len(COPIES)]
+    values = returns[len(LEAVES) + len(COPIES) :]
+    return WitnessRow(
+        node,
+        tuple(tuple(item.values(ctx, node)) for item in leaves),
+        (
+            *(render_items_within(item.select(ctx, node), ctx, 10**6) or b"" for item in copies),
+            *(attribute_value(item.values(ctx, node)) for item in values),
+        ),
+    )
+
+
+def read_rows(
+    ctx: DocumentContext, returns: list[ReturnItem], bound: list[int], limit: int
+) -> list[WitnessRow] | None:
+    fragments = len(returns) - len(LEAVES)
+    found = witness_rows(returns, len(LEAVES), ("",) * fragments, ctx, bound, limit)
+    return None if found is None else found[0]
+
+
+@settings(max_examples=200, deadline=None)
+@given(trees())
+def test_rows_are_what_the_general_path_gives(document: str) -> None:
+    text = f'<root xmlns:p="urn:p">{document}</root>'.encode()
+    for anchor, returns in PLANS.items():
+        ctx = context(text)
+        bound = ROUTER._plans[anchor].bindings(ctx)
+        rows = read_rows(ctx, returns, bound, 10**6)
+        assert rows == [general_row(context(text), returns, node) for node in bound], (anchor, document)
+
+
+def test_the_plain_children_are_read_by_name() -> None:
+    """The fast path is the one taken: a plain child's leaf, copies and value never go through the
+    general path's per-item cache."""
+    ctx = context(b'<root><a id="1"><a>x</a><b>y</b><b>z</b></a></root>')
+    returns = PLANS["a"]
+    (row,) = read_rows(ctx, returns, [1], 10**6) or []
+    assert row.values[0] == ("x",)
+    assert row.fragments[0] == b"<a>x</a>"  # $v/a
+    assert row.fragments[2] == b"<b>y</b><b>z</b>"  # $v/b
+    assert row.fragments[len(COPIES)] == b"x" and row.fragments[len(COPIES) + 1] == b"y z"
+    general = {key[0] for key in ctx.caches.witness_fragments}
+    plain = {returns[len(LEAVES) + i] for i in (0, 2)} | set(returns[len(LEAVES) + len(COPIES) :])
+    assert general and not general & plain
+
+
+def test_a_row_past_its_limit_is_refused() -> None:
+    data = b"<root><a><a>12345</a><b>67890</b><b>abcde</b></a></root>"
+    returns = PLANS["a"]
+    (row,) = read_rows(context(data), returns, [1], 10**6) or []
+    _, size = witness._row_reader(tuple(returns), len(LEAVES), ("",) * (len(returns) - len(LEAVES))).row(
+        context(data), 1, 10**6
+    ) or (None, 0)
+    assert size == 16 + sum(map(len, (v for values in row.values for v in values))) + sum(
+        map(len, row.fragments)
+    )
+    assert read_rows(context(data), returns, [1], size) == [row]
+    assert read_rows(context(data), returns, [1], size - 1) is None
+    for cut in range(16, size, 7):  # wherever the limit falls: refused, never a partial row
+        assert read_rows(context(data), returns, [1], cut) is None
