@@ -43,6 +43,12 @@ class MessageRef:
     digest: str = ""  # the SHA-256 of the message's bytes (the provenance a pair carries)
 
 
+def microseconds(time: datetime) -> int:
+    """An event time as microseconds since the epoch (how the witness tables and the join stage's
+    arrays hold it)."""
+    return (time - _EPOCH) // _MICROSECOND
+
+
 def admitted(time: datetime | None, hour: datetime, lateness: timedelta) -> datetime | None:
     """The event time of a message that arrived in ``hour``, if joins may use it: not after the
     hour's end and not earlier than the allowed lateness before its start. The bound is what lets
@@ -190,7 +196,7 @@ class HourArrays:
         return cls(
             refs=[(hw.hour, *node) for node in nodes],
             position=position,
-            times=np.array([(t - _EPOCH) // _MICROSECOND for t in times if t is not None], np.int64),
+            times=np.array([microseconds(t) for t in times if t is not None], np.int64),
             messages=np.array([m for m, _ in nodes], np.int64),
             blocks={
                 block: np.unique(np.array([position[n] for n in roots if n in position], np.int64))

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from feedrouter.delivery.layout import SUCCESS, witness_dir
 from feedrouter.hours import HOUR_PATH, HourError, hour_path, parse_hour, to_hour
 from feedrouter.join.plan import lookback
-from feedrouter.join.relations import ONE_HOUR, HourWitnesses, MessageRef
+from feedrouter.join.relations import ONE_HOUR, HourWitnesses, MessageRef, microseconds
 from feedrouter.storage import ObjectStore
 from feedrouter.storage.keys import join_key
 
@@ -227,7 +227,11 @@ def _messages(pa: Any, witnesses: HourWitnesses) -> pa.Table:
             "message": pa.array(range(len(messages)), pa.int32()),
             "key": pa.array([m.key for m in messages], pa.string()),
             "index": pa.array([m.index for m in messages], pa.int32()),
-            "time": pa.array([m.time for m in messages], pa.timestamp("us", tz="UTC")),
+            # microseconds, cast: pyarrow converts time-zone-aware datetimes through pandas (an
+            # import of seconds on a worker's first hour)
+            "time": pa.array(
+                [None if m.time is None else microseconds(m.time) for m in messages], pa.int64()
+            ).cast(pa.timestamp("us", tz="UTC")),
             "digest": pa.array([m.digest for m in messages], pa.string()),
         }
     )

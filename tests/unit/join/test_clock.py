@@ -11,8 +11,10 @@ from feedrouter.join.clock import FORMATS, MAX_LENGTH, parse_event_time, parse_w
 UTC = timezone.utc
 
 
-def utc(*fields: int) -> datetime:
-    return datetime(*fields, tzinfo=UTC)
+def utc(
+    year: int, month: int, day: int, hour: int = 0, minute: int = 0, second: int = 0, micro: int = 0
+) -> datetime:
+    return datetime(year, month, day, hour, minute, second, micro, tzinfo=UTC)
 
 
 @pytest.mark.parametrize(
