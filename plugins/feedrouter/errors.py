@@ -217,6 +217,14 @@ class BackfillNeeded(BatchError):
     default_code = "FR610"
 
 
+class WitnessesUnreadable(BatchError):
+    """A table of an hour's join witnesses cannot be read (damaged or not written by feedrouter):
+    the message names it; deleting the hour's folder has the join stage back-fill it from the
+    hour's inputs."""
+
+    default_code = "FR611"
+
+
 class SettingsError(FeedrouterError):
     """A setting is missing or invalid (the message names it and where it was read from)."""
 
@@ -304,6 +312,7 @@ TABLE: dict[str, tuple[type[FeedrouterError], str]] = {
     "FR608": (HourError, "not a whole UTC hour"),
     "FR609": (WitnessesNotReady, "join witnesses of an hour of the window are not written yet"),
     "FR610": (BackfillNeeded, "join witnesses of an hour lack a block: back-fill the hour"),
+    "FR611": (WitnessesUnreadable, "join witnesses of an hour cannot be read"),
     # settings
     "FR700": (SettingsError, "missing or invalid setting"),
 }

@@ -29,12 +29,14 @@ from __future__ import annotations
 import io
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
 from feedrouter.delivery.layout import SUCCESS, witness_dir
-from feedrouter.hours import HOUR_PATH, HourError, hour_path, parse_hour, to_hour
+from feedrouter.errors import error
+from feedrouter.hours import HOUR_PATH, HourError, format_hour, hour_path, parse_hour, to_hour
 from feedrouter.join.plan import lookback
 from feedrouter.join.relations import ONE_HOUR, HourWitnesses, MessageRef, microseconds
 from feedrouter.storage import ObjectStore
@@ -75,7 +77,7 @@ def blocks_of_hour(store: ObjectStore, feed: str, hour: datetime) -> frozenset[s
     """The blocks an hour's witnesses cover, or None when the hour has none (yet)."""
     if not has_hour(store, feed, hour):
         return None
-    return frozenset(json.loads(store.get(join_key(witness_dir(feed, hour), BLOCKS))))
+    return frozenset(_blocks(feed, hour, store.get(join_key(witness_dir(feed, hour), BLOCKS))))
 
 
 def has_hour(store: ObjectStore, feed: str, hour: datetime) -> bool:
@@ -93,7 +95,7 @@ def read_hour(
     folder = witness_dir(feed, hour)
     data = {name: store.get(join_key(folder, f"{name}.parquet")) for name in tables}
     found = decode(feed, hour, data)
-    found.blocks = tuple(json.loads(store.get(join_key(folder, BLOCKS))))
+    found.blocks = _blocks(feed, hour, store.get(join_key(folder, BLOCKS)))
     return found
 
 
@@ -113,13 +115,41 @@ def read_relation(store: ObjectStore, feed: str, hour: datetime, name: str) -> p
     if not has_hour(store, feed, hour):
         return None
     folder = witness_dir(feed, hour)
-    table = pq.read_table(io.BytesIO(store.get(join_key(folder, f"{name}.parquet"))))
+    data = store.get(join_key(folder, f"{name}.parquet"))
+    with _readable(feed, hour, f"{name}.parquet"):
+        table = pq.read_table(io.BytesIO(data))
     if name == "values":
         return table
-    messages = pq.read_table(io.BytesIO(store.get(join_key(folder, "messages.parquet"))), columns=["time"])
-    # a message's number is its row in the messages table (``encode`` writes them 0..n-1 in order)
-    times = pc.take(messages.column("time").cast("int64"), table.column("message"))
+    data = store.get(join_key(folder, "messages.parquet"))
+    with _readable(feed, hour, "messages.parquet"):
+        messages = pq.read_table(io.BytesIO(data), columns=["time"])
+        # a message's number is its row in the messages table (``encode`` writes them 0..n-1 in order)
+        times = pc.take(messages.column("time").cast("int64"), table.column("message"))
     return table.append_column("time_us", times).filter(pc.is_valid(times))
+
+
+@contextmanager
+def _readable(feed: str, hour: datetime, name: str) -> Iterator[None]:
+    """Turn what reading a damaged table raises into FR611, naming the table and the problem."""
+    try:
+        yield
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError, OSError) as exc:
+        problem = f"{type(exc).__name__}: {exc}"[:300]
+        folder = witness_dir(feed, hour)
+        raise error(
+            "FR611",
+            f"{name} of the join witnesses of {feed} {format_hour(hour)} cannot be read ({problem}); "
+            f"delete the hour's folder {folder}/ and the join stage back-fills it from the hour's inputs",
+        ) from exc
+
+
+def _blocks(feed: str, hour: datetime, data: bytes) -> tuple[str, ...]:
+    """The block ids of an hour's ``blocks.json``."""
+    with _readable(feed, hour, BLOCKS):
+        blocks = json.loads(data)
+        if not isinstance(blocks, list) or not all(isinstance(block, str) for block in blocks):
+            raise ValueError("not a list of block ids")
+    return tuple(blocks)
 
 
 def witness_hours(store: ObjectStore, feed: str) -> list[datetime]:
@@ -198,7 +228,15 @@ def decode(feed: str, hour: datetime, tables: dict[str, bytes]) -> HourWitnesses
     """An hour's witnesses from the bytes of its four tables."""
     import pyarrow.parquet as pq
 
-    rows = {name: pq.read_table(io.BytesIO(data)).to_pylist() for name, data in tables.items()}
+    rows = {}
+    for name, data in tables.items():
+        with _readable(feed, hour, f"{name}.parquet"):
+            rows[name] = pq.read_table(io.BytesIO(data)).to_pylist()
+    with _readable(feed, hour, "the tables"):
+        return _decoded(feed, hour, rows)
+
+
+def _decoded(feed: str, hour: datetime, rows: dict[str, list[dict[str, Any]]]) -> HourWitnesses:
     found = HourWitnesses(feed, hour)
     for row in rows.get("messages", ()):
         time = row["time"]

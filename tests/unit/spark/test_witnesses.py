@@ -7,8 +7,17 @@ from pathlib import Path
 
 import pytest
 
+from feedrouter.errors import WitnessesUnreadable
 from feedrouter.join.relations import HourWitnesses, MessageRef
-from feedrouter.spark.witnesses import DELIVERY_TABLES, encode, has_hour, read_hour, read_relation, write_hour
+from feedrouter.spark.witnesses import (
+    DELIVERY_TABLES,
+    blocks_of_hour,
+    encode,
+    has_hour,
+    read_hour,
+    read_relation,
+    write_hour,
+)
 from feedrouter.storage import open_store
 
 HOUR = datetime(2026, 5, 1, 8, tzinfo=timezone.utc)
@@ -97,3 +106,57 @@ def test_delivery_reads_only_the_messages_and_fragments(tmp_path: Path) -> None:
     assert back is not None
     assert back.messages == written.messages and back.fragments == written.fragments
     assert back.roots == {} and back.values == {}
+
+
+DAMAGE = {
+    "truncated": lambda data: data[: len(data) // 2],
+    "garbage": lambda data: b"PAR1" + bytes(range(256)) * 4 + b"PAR1",
+    "empty": lambda data: b"",
+}
+
+
+@pytest.mark.parametrize("table", ["messages", "roots", "values", "fragments"])
+@pytest.mark.parametrize("damage", sorted(DAMAGE))
+def test_a_damaged_table_is_refused_naming_it_and_how_to_recover(
+    tmp_path: Path, table: str, damage: str
+) -> None:
+    store = open_store(tmp_path.as_uri())
+    write_hour(store, hour_of_witnesses())
+    key = f"witnesses/books/dt=2026-05-01/hour=08/{table}.parquet"
+    store.put(key, DAMAGE[damage](store.get(key)))
+    with pytest.raises(WitnessesUnreadable) as raised:
+        read_hour(store, "books", HOUR)
+    message = str(raised.value)
+    assert raised.value.code == "FR611"
+    assert f"{table}.parquet of the join witnesses of books 2026-05-01T08" in message
+    assert "delete the hour's folder witnesses/books/dt=2026-05-01/hour=08/" in message
+    if table in ("roots", "values", "messages"):  # what Spark's executors read
+        with pytest.raises(WitnessesUnreadable, match=rf"{table}\.parquet"):
+            read_relation(store, "books", HOUR, "values" if table == "values" else "roots")
+
+
+@pytest.mark.parametrize("data", [b"{not json", b'{"a": 1}', b'["block-1", 2]'])
+def test_a_damaged_block_list_is_refused(tmp_path: Path, data: bytes) -> None:
+    store = open_store(tmp_path.as_uri())
+    write_hour(store, hour_of_witnesses())
+    store.put("witnesses/books/dt=2026-05-01/hour=08/blocks.json", data)
+    with pytest.raises(WitnessesUnreadable, match=r"blocks\.json of the join witnesses of books"):
+        blocks_of_hour(store, "books", HOUR)
+    with pytest.raises(WitnessesUnreadable, match=r"blocks\.json"):
+        read_hour(store, "books", HOUR)
+
+
+def test_a_table_of_another_shape_is_refused(tmp_path: Path) -> None:
+    """Readable Parquet, but not the table feedrouter writes there (a column missing)."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    store = open_store(tmp_path.as_uri())
+    write_hour(store, hour_of_witnesses())
+    sink = io.BytesIO()
+    pq.write_table(pa.table({"block": ["block-1"], "message": [0]}), sink)
+    store.put("witnesses/books/dt=2026-05-01/hour=08/roots.parquet", sink.getvalue())
+    with pytest.raises(WitnessesUnreadable, match="the tables of the join witnesses of books"):
+        read_hour(store, "books", HOUR)
