@@ -149,8 +149,15 @@ def _child_fragment(found: list[etree._Element], kind: int, limit: int) -> bytes
         data = attribute_value([element_string(el) for el in found])
     elif len(found) == 1:
         data = etree.tostring(found[0], encoding="utf-8", with_tail=False)
-    else:
-        data = b"".join(etree.tostring(el, encoding="utf-8", with_tail=False) for el in found)
+    else:  # a node may have thousands of them: stop copying at the limit
+        parts, size = [], 0
+        for el in found:
+            part = etree.tostring(el, encoding="utf-8", with_tail=False)
+            size += len(part)
+            if size > limit:
+                return None
+            parts.append(part)
+        data = b"".join(parts)
     return data if len(data) <= limit else None
 
 

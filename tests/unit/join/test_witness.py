@@ -4,7 +4,11 @@ items' own values and the message factory's copies), and a row past its limit is
 
 from __future__ import annotations
 
+from typing import Any, cast
+
+import pytest
 from hypothesis import given, settings
+from lxml import etree
 
 from feedrouter import Router
 from feedrouter.engine.runtime import run
@@ -112,3 +116,20 @@ def test_a_row_past_its_limit_is_refused() -> None:
     assert read_rows(context(data), returns, [1], size - 1) is None
     for cut in range(16, size, 7):  # wherever the limit falls: refused, never a partial row
         assert read_rows(context(data), returns, [1], cut) is None
+
+
+def test_copying_many_children_stops_at_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A node with thousands of children of one name: past the limit the row is refused before
+    the rest are copied."""
+    ctx = context(b"<root><a>" + b"<b>x</b>" * 5000 + b"</a></root>")
+    copies = 0
+    tostring = etree.tostring
+
+    def counted(*args: Any, **kwargs: Any) -> bytes:
+        nonlocal copies
+        copies += 1
+        return cast(bytes, tostring(*args, **kwargs))
+
+    monkeypatch.setattr(witness.etree, "tostring", counted)
+    assert read_rows(ctx, PLANS["a"], [1], 200) is None
+    assert 0 < copies < 40
