@@ -17,7 +17,7 @@ from lxml import etree
 
 from feedrouter.output.factory import attribute_value, render_items_within
 from feedrouter.plan.context import DocumentContext, element_string
-from feedrouter.plan.results import ReturnItem, TreeReader
+from feedrouter.plan.results import ReturnItem, TreeReader, element_copies
 
 
 @dataclass(frozen=True)
@@ -145,19 +145,9 @@ def _fragment_reading(item: ReturnItem, ns: str) -> tuple[TreeReader | None, str
 def _child_fragment(found: list[etree._Element], kind: int, limit: int) -> bytes | None:
     """Child elements' copies (what :meth:`TreeReader.copies` gives) or their string values in an
     attribute, or None past ``limit`` bytes."""
-    if kind == _VALUE:
-        data = attribute_value([element_string(el) for el in found])
-    elif len(found) == 1:
-        data = etree.tostring(found[0], encoding="utf-8", with_tail=False)
-    else:  # a node may have thousands of them: stop copying at the limit
-        parts, size = [], 0
-        for el in found:
-            part = etree.tostring(el, encoding="utf-8", with_tail=False)
-            size += len(part)
-            if size > limit:
-                return None
-            parts.append(part)
-        data = b"".join(parts)
+    if kind == _COPIES:
+        return element_copies(found, limit)
+    data = attribute_value([element_string(el) for el in found])
     return data if len(data) <= limit else None
 
 

@@ -157,16 +157,26 @@ class TreeReader:
         elif self.text:
             parts = [escape_text(text) for el in found for _, text in iter_text_nodes(el)]
         else:
-            parts = []
-            size = 0
-            for el in found:
-                data = etree.tostring(el, encoding="utf-8", with_tail=False)
-                size += len(data)
-                if size > limit:
-                    return None
-                parts.append(data)
+            return element_copies(found, limit)
         data = b"".join(parts)
         return data if len(data) <= limit else None
+
+
+def element_copies(elements: Sequence[etree._Element], limit: int) -> bytes | None:
+    """The elements serialized one after the other, or None as soon as they pass ``limit`` bytes
+    (a node may have thousands of children of one name: copying stops there)."""
+    if len(elements) == 1:
+        data = etree.tostring(elements[0], encoding="utf-8", with_tail=False)
+        return data if len(data) <= limit else None
+    parts = []
+    size = 0
+    for el in elements:
+        data = etree.tostring(el, encoding="utf-8", with_tail=False)
+        size += len(data)
+        if size > limit:
+            return None
+        parts.append(data)
+    return b"".join(parts)
 
 
 @dataclass(eq=False)

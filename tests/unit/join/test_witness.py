@@ -130,6 +130,6 @@ def test_copying_many_children_stops_at_the_limit(monkeypatch: pytest.MonkeyPatc
         copies += 1
         return cast(bytes, tostring(*args, **kwargs))
 
-    monkeypatch.setattr(witness.etree, "tostring", counted)
+    monkeypatch.setattr(etree, "tostring", counted)
     assert read_rows(ctx, PLANS["a"], [1], 200) is None
     assert 0 < copies < 40
