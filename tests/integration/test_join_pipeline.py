@@ -327,3 +327,49 @@ def test_a_leaf_compared_twice_may_match_with_a_different_value_each_time(spark:
     assert JoinStage(joins.plans.values(), joins.specs).pairs(hour, read)["s"] == expected
     source = stored_witnesses(tmp_path, [witnesses])
     assert spark_pairs(spark, list(joins.plans.values()), hour, source, timedelta(hours=1))["s"] == expected
+
+
+def test_the_query_of_a_templates_subscriptions_reads_its_node_pairs_from_the_cache(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A template's node pairs are computed once and cached; the query finding their subscriptions
+    reads them from the cache. Spark does not match a cached query holding a CTE inside another
+    query holding one: the pairs were computed again by every query reading them (three quarters
+    of a stage's time at the benchmark's scale)."""
+    from datetime import timezone
+
+    from feedrouter.join.plan import JoinSet
+    from feedrouter.join.relations import HourWitnesses, MessageRef
+    from feedrouter.lang import parse
+    from feedrouter.spark import joinsql
+
+    query = (
+        'import module namespace fr = "urn:feedrouter:stream:1";\n'
+        "for $a in fr:stream()//item, $b in fr:stream()//item "
+        "where $a/k = $b/k and $a/j = $b/j and fr:followed-by($a, $b, 'PT1H') return <p/>"
+    )
+    joins = JoinSet()
+    joins.add("s", parse(query), "f")
+    hour = datetime(2026, 5, 1, 8, tzinfo=timezone.utc)
+    witnesses = HourWitnesses("f", hour, tuple(joins.specs))
+    for number in range(4):
+        witnesses.messages.append(MessageRef(f"m{number}.xml", 0, hour + timedelta(minutes=number)))
+        for block in joins.specs:
+            witnesses.roots.setdefault(block, []).append((number, 0))
+        witnesses.values[(number, 0)] = {"k": ("same",), "j": (str(number % 2),)}
+    leaves: list[list[tuple[str, str]]] = []
+    collect = joinsql._collect
+
+    def spied(frame: Any, found: dict[str, list[Any]]) -> None:
+        seq = frame._jdf.queryExecution().withCachedData().collectLeaves()
+        nodes = [seq.apply(i) for i in range(seq.size())]
+        leaves.append([(node.nodeName(), node.output().mkString(",")) for node in nodes])
+        collect(frame, found)
+
+    monkeypatch.setattr(joinsql, "_collect", spied)
+    source = stored_witnesses(tmp_path, [witnesses])
+    pairs = spark_pairs(spark, list(joins.plans.values()), hour, source, timedelta(hours=1))
+    assert pairs["s"] == [((hour, 0, 0), (hour, 2, 0)), ((hour, 1, 0), (hour, 3, 0))]
+    (read,) = leaves
+    cached = [output for name, output in read if name == "InMemoryRelation"]
+    assert any("lset#" in output and "l_leaves#" in output for output in cached), read

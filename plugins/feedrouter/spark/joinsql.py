@@ -169,20 +169,23 @@ def paired_sql(template: Template, views: Mapping[str, str], hour_s: int) -> str
     """
     rt, roots, vals = views["rt"], views["roots"], views["vals"]
     leaves = views["leaves"] if len(template.value_edges) > 1 else None
+    # subqueries, no WITH: Spark does not find a cached query's rows when the query has a CTE and
+    # the query reading its view has one too (measured: pairs_sql computed these pairs again on
+    # every read, three quarters of a stage's time)
+    edges = f"(SELECT DISTINCT lfeed, rfeed, dl AS lpath, dr AS rpath FROM {rt})"
+    matched = (
+        f"{_matched(edges, vals, f'a.hour_s = {hour_s}')}\n"
+        f"  UNION ALL {_matched(edges, vals, f'a.hour_s < {hour_s} AND b.hour_s = {hour_s}')}"
+    )
     return "\n".join(
         [
-            "WITH edges AS (",
-            f"  SELECT DISTINCT lfeed, rfeed, dl AS lpath, dr AS rpath FROM {rt}",
-            f"), matched AS ({_matched(vals, f'a.hour_s = {hour_s}')}",
-            f"  UNION ALL {_matched(vals, f'a.hour_s < {hour_s} AND b.hour_s = {hour_s}')}",
-            f"), lnodes AS ({_nodes(roots, leaves, rt, 'lfeed', 'lblock')}",
-            f"), rnodes AS ({_nodes(roots, leaves, rt, 'rfeed', 'rblock')}",
-            ")",
             "SELECT m.*, L.blocks AS lset, R.blocks AS rset, L.time_us AS l_time, R.time_us AS r_time,",
             "  L.leaves AS l_leaves, R.leaves AS r_leaves",
-            "FROM matched m",
-            f"JOIN lnodes L ON L.feed = m.lfeed AND {_same_node('L', *_side('m', 'l'))}",
-            f"JOIN rnodes R ON R.feed = m.rfeed AND {_same_node('R', *_side('m', 'r'))}",
+            f"FROM ({matched}) m",
+            f"JOIN ({_nodes(roots, leaves, rt, 'lfeed', 'lblock')}) L",
+            f"  ON L.feed = m.lfeed AND {_same_node('L', *_side('m', 'l'))}",
+            f"JOIN ({_nodes(roots, leaves, rt, 'rfeed', 'rblock')}) R",
+            f"  ON R.feed = m.rfeed AND {_same_node('R', *_side('m', 'r'))}",
         ]
     )
 
@@ -229,7 +232,7 @@ def pairs_sql(template: Template, views: Mapping[str, str]) -> str:
 _COMBO = "lfeed, rfeed, lpath, rpath, lset, rset"
 
 
-def _matched(vals: str, where: str) -> str:
+def _matched(edges: str, vals: str, where: str) -> str:
     """The node pairs of the edges' leaf paths sharing a value (``a`` left, ``b`` right), each once."""
     return "\n".join(
         [
@@ -237,7 +240,7 @@ def _matched(vals: str, where: str) -> str:
             "  SELECT DISTINCT e.lfeed, e.rfeed, e.lpath, e.rpath,",
             "    a.hour_s AS l_hour, a.message AS l_message, a.node AS l_node,",
             "    b.hour_s AS r_hour, b.message AS r_message, b.node AS r_node",
-            f"  FROM edges e JOIN {vals} a ON a.feed = e.lfeed AND a.leaf = e.lpath",
+            f"  FROM {edges} e JOIN {vals} a ON a.feed = e.lfeed AND a.leaf = e.lpath",
             f"  JOIN {vals} b ON b.feed = e.rfeed AND b.leaf = e.rpath AND b.value = a.value",
             f"  WHERE {where}",
         ]
