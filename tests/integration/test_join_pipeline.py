@@ -372,4 +372,4 @@ def test_the_query_of_a_templates_subscriptions_reads_its_node_pairs_from_the_ca
     assert pairs["s"] == [((hour, 0, 0), (hour, 2, 0)), ((hour, 1, 0), (hour, 3, 0))]
     (read,) = leaves
     cached = [output for name, output in read if name == "InMemoryRelation"]
-    assert any("lset#" in output and "l_leaves#" in output for output in cached), read
+    assert any("lset#" in output and "l_time#" in output for output in cached), read

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from functools import partial
+from functools import cached_property, partial
 from typing import TYPE_CHECKING, Any
 
 from feedrouter.join.plan import JoinPlan
@@ -44,12 +44,15 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-#: The relations' columns as the views hold them (Spark DDL).
+#: The relations' columns as the views hold them (Spark DDL): blocks and leaf paths by their
+#: number in the run (:class:`Numbers`).
 LISTING = "feed string, hour_s bigint"
 RELATIONS = {
-    "roots": "feed string, hour_s bigint, message int, node int, block string, time_us bigint",
-    "values": "feed string, hour_s bigint, message int, node int, leaf string, value string",
+    "roots": "feed string, hour_s bigint, message int, node int, block int, time_us bigint",
+    "values": "feed string, hour_s bigint, message int, node int, leaf int, value string",
 }
+#: The column of each relation that :class:`Numbers` numbers.
+_NUMBERED = {"roots": "block", "values": "leaf"}
 #: Rows per Arrow batch a reading task yields.
 _BATCH_ROWS = 65_536
 
@@ -61,6 +64,42 @@ class WitnessSource:
 
     stores: StoreOpener
     state_uri: str
+
+
+@dataclass(frozen=True)
+class Numbers:
+    """The blocks and compared leaf paths of a run's subscriptions, numbered: the relations carry
+    integers, which Spark groups, sorts and compares much faster than strings (a node's block sets
+    are arrays of them), and the rows of a block or leaf no subscription uses are left out as the
+    executors read them."""
+
+    blocks: tuple[str, ...]
+    leaves: tuple[str, ...]
+
+    @classmethod
+    def of(cls, plans: Iterable[JoinPlan]) -> Numbers:
+        plans = list(plans)
+        blocks = {block for plan in plans for block in plan.blocks}
+        leaves = {path for plan in plans for join in plan.joins for path in join}
+        return cls(tuple(sorted(blocks)), tuple(sorted(leaves)))
+
+    def block(self, block: str) -> int:
+        return self._numbered[0][block]
+
+    def leaf(self, path: str) -> int:
+        return self._numbered[1][path]
+
+    @cached_property
+    def _numbered(self) -> tuple[dict[str, int], dict[str, int]]:
+        return _numbered(self.blocks), _numbered(self.leaves)
+
+    def of_relation(self, name: str) -> tuple[str, ...]:
+        """What the numbered column of relation ``name`` holds, in the order of its numbers."""
+        return self.blocks if name == "roots" else self.leaves
+
+
+def _numbered(texts: Sequence[str]) -> dict[str, int]:
+    return {text: number for number, text in enumerate(texts)}
 
 
 def spark_pairs(
@@ -83,17 +122,23 @@ def spark_pairs(
     for plan in plans:
         alike.setdefault((plan.feeds, *plan.key), []).append(plan.sid)
     firsts = [plan for plan in plans if alike[(plan.feeds, *plan.key)][0] == plan.sid]
-    views = _Views(spark, uuid.uuid4().hex[:12])
+    views = _Views(spark, uuid.uuid4().hex[:12], Numbers.of(firsts))
     found: dict[str, list[Pair]] = {plan.sid: [] for plan in firsts}
     with _sized_shuffles(spark), views:
         views.register(source, [(feed, _seconds(when)) for feed in feeds for when in hours])
         driving = views.driving(firsts, _seconds(hour))
-        for number, (template, group) in enumerate(_by_template(firsts).items()):
-            names = views.names(views.rt(template, group, driving))
-            # cached: the pairs' subscriptions are found from it and it is joined with them
-            with views.cached(f"paired_{number}", paired_sql(template, names, _seconds(hour))) as paired:
-                query = capped(pairs_sql(template, names | {"paired": paired}), max_pairs + 1)
-                _collect(spark.sql(query), found)
+        groups = _by_template(firsts)
+        rts = {template: views.rt(template, group, driving) for template, group in groups.items()}
+        edges = views.edges(rts.values())
+        # cached: every template's node pairs are taken from it
+        with views.cached("matched", matched_sql(edges, views.names()["vals"], _seconds(hour))) as matched:
+            for number, (template, rt) in enumerate(rts.items()):
+                names = views.names(rt) | {"matched": matched}
+                # cached: the pairs' subscriptions are found from it and it is joined with them
+                with views.cached(f"paired_{number}", paired_sql(names)) as paired:
+                    query = pairs_sql(template, names | {"paired": paired}, _shuffles(spark))
+                    query = capped(query, max_pairs + 1)
+                    _collect(spark.sql(query), found)
     shared: dict[str, list[Pair]] = {}
     for sids in alike.values():
         pairs = sorted(found[sids[0]])
@@ -124,6 +169,12 @@ def _sized_shuffles(spark: SparkSession) -> Iterator[None]:
         spark.conf.set(_SHUFFLES, current)
 
 
+def _shuffles(spark: SparkSession) -> int:
+    """The session's number of shuffle partitions (0: not a number Spark gives)."""
+    value = spark.conf.get(_SHUFFLES)
+    return int(value) if value and value.isdigit() else 0
+
+
 def _cores(spark: SparkSession) -> int:
     """The cores of a classic session's executors (0: unknown, a Spark Connect client)."""
     try:
@@ -133,13 +184,17 @@ def _cores(spark: SparkSession) -> int:
 
 
 def read_window(
-    source: WitnessSource, name: str, batches: Iterable[pa.RecordBatch]
+    source: WitnessSource, name: str, numbers: Numbers, batches: Iterable[pa.RecordBatch]
 ) -> Iterator[pa.RecordBatch]:
     """The ``mapInArrow`` task that reads relation ``name`` of the listed (feed, hour) rows from
-    the state store, each row tagged with its feed and hour; hours without witnesses give none."""
+    the state store, each row tagged with its feed and hour, its block or leaf path by number
+    (rows of the others left out); hours without witnesses give none."""
     import pyarrow as pa
+    import pyarrow.compute as pc
 
     schema = arrow_schema(pa, RELATIONS[name])
+    column = _NUMBERED[name]
+    known = pa.array(numbers.of_relation(name), pa.string())
     store = source.stores.open(source.state_uri)
     for batch in batches:
         for feed, hour_s in zip(
@@ -148,56 +203,66 @@ def read_window(
             table = read_relation(store, feed, datetime.fromtimestamp(hour_s, timezone.utc), name)
             if table is None or not table.num_rows:
                 continue
+            codes = pc.index_in(table.column(column), value_set=known)
+            table = table.set_column(table.schema.get_field_index(column), column, codes)
+            table = table.filter(pc.is_valid(codes))
             rows = table.num_rows
             tagged = table.append_column("feed", pa.array([feed] * rows, pa.string()))
             tagged = tagged.append_column("hour_s", pa.array([hour_s] * rows, pa.int64()))
             yield from tagged.select(schema.names).cast(schema).to_batches(max_chunksize=_BATCH_ROWS)
 
 
-def paired_sql(template: Template, views: Mapping[str, str], hour_s: int) -> str:
-    """The node pairs of one template's subscriptions delivered in the hour, before their
-    subscriptions are known, in paper 001's order:
-
-    1. ``matched``: the value semi-join of the two sides' values of each subscription's driving
-       join (R_T's ``dl``/``dr``: its most selective value join in this hour), once per pair of leaf
-       paths (never once per subscription: 100,000 rules over one pair of paths match their values
-       once), sliced by the hour: this hour's left values against the window's right values, then
-       the earlier hours' left values against this hour's right ones (never the window against
-       itself);
-    2. each matched node with its set of the template's blocks that bound it (on its side), its
-       event time and, when the template has more than one value join, its leaves' values.
-    """
-    rt, roots, vals = views["rt"], views["roots"], views["vals"]
-    leaves = views["leaves"] if len(template.value_edges) > 1 else None
-    # subqueries, no WITH: Spark does not find a cached query's rows when the query has a CTE and
-    # the query reading its view has one too (measured: pairs_sql computed these pairs again on
-    # every read, three quarters of a stage's time)
-    edges = f"(SELECT DISTINCT lfeed, rfeed, dl AS lpath, dr AS rpath FROM {rt})"
-    matched = (
+def matched_sql(edges: str, vals: str, hour_s: int) -> str:
+    """The value semi-join of the two sides' values of each subscription's driving join (R_T's
+    ``dl``/``dr``: its most selective value join in this hour), paper 001's first step: once per
+    pair of leaf paths of every template (``edges``; never once per subscription: 100,000 rules over
+    one pair of paths match their values once), sliced by the hour: this hour's left values
+    against the window's right values, then the earlier hours' left values against this hour's
+    right ones (never the window against itself)."""
+    # subqueries, no WITH, here and in paired_sql: Spark does not find a cached query's rows when
+    # the query has a CTE and the query reading its view has one too (measured: pairs_sql computed
+    # the pairs again on every read, three quarters of a stage's time)
+    return (
         f"{_matched(edges, vals, f'a.hour_s = {hour_s}')}\n"
         f"  UNION ALL {_matched(edges, vals, f'a.hour_s < {hour_s} AND b.hour_s = {hour_s}')}"
     )
+
+
+def paired_sql(views: Mapping[str, str]) -> str:
+    """The node pairs of one template's subscriptions delivered in the hour, before their
+    subscriptions are known: the ``matched`` pairs of its driving joins' leaf paths, each node with
+    its set of the template's blocks that bound it (on its side) and its event time (only the
+    matched nodes' bindings are gathered)."""
+    rt, roots, matched = views["rt"], views["roots"], views["matched"]
     return "\n".join(
         [
-            "SELECT m.*, L.blocks AS lset, R.blocks AS rset, L.time_us AS l_time, R.time_us AS r_time,",
-            "  L.leaves AS l_leaves, R.leaves AS r_leaves",
-            f"FROM ({matched}) m",
-            f"JOIN ({_nodes(roots, leaves, rt, 'lfeed', 'lblock')}) L",
+            "SELECT m.*, L.blocks AS lset, R.blocks AS rset, L.time_us AS l_time, R.time_us AS r_time",
+            f"FROM {matched} m LEFT SEMI JOIN (SELECT DISTINCT lfeed, rfeed, dl, dr FROM {rt}) e",
+            "  ON e.lfeed = m.lfeed AND e.rfeed = m.rfeed AND e.dl = m.lpath AND e.dr = m.rpath",
+            f"JOIN ({_block_sets(roots, rt, matched, 'l')}) L",
             f"  ON L.feed = m.lfeed AND {_same_node('L', *_side('m', 'l'))}",
-            f"JOIN ({_nodes(roots, leaves, rt, 'rfeed', 'rblock')}) R",
+            f"JOIN ({_block_sets(roots, rt, matched, 'r')}) R",
             f"  ON R.feed = m.rfeed AND {_same_node('R', *_side('m', 'r'))}",
         ]
     )
 
 
-def pairs_sql(template: Template, views: Mapping[str, str]) -> str:
+def pairs_sql(template: Template, views: Mapping[str, str], spread: int = 0) -> str:
     """Each subscription's pairs among the template's ``paired`` nodes: the subscriptions of each
     combination of two block sets some pair has (left block in the one, right block in the
     other), found once per combination as the in-process stage does, not once per pair and block;
     then every value join of the template checked on the two nodes' values (XQuery's general
     comparison: some value equal), and the temporal term. Each (subscription, pair) comes once: a
-    subscription has one driving join and one block per side."""
-    rt, paired = views["rt"], views["paired"]
+    subscription has one driving join and one block per side.
+
+    The value joins are checked against each node pair's *matching leaves*: the pairs of its two
+    nodes' leaf paths that share a value, found once per pair by joining the two nodes' values (a
+    few rows each), so that a pair many subscriptions share is not compared once per subscription
+    and no node's values are gathered that no pair needs.
+
+    ``spread``: how many partitions the routes are found in (0: as Spark sees fit)."""
+    rt, paired, vals = views["rt"], views["paired"], views["vals"]
+    several = len(template.value_edges) > 1
     lines = [
         "WITH combos AS (",
         # numbered in a fixed order: the number is the same wherever the CTE is evaluated
@@ -205,26 +270,56 @@ def pairs_sql(template: Template, views: Mapping[str, str]) -> str:
         f"  FROM (SELECT DISTINCT {_COMBO} FROM {paired})",
         "), routes AS (",
         "  SELECT c.cid, rt.*",
-        "  FROM (SELECT combos.*, lb FROM combos LATERAL VIEW explode(lset) sets AS lb) c",
+        # spread again: the numbering left the combinations in one partition, and a combination's
+        # subscriptions (millions of rows in all) were then found by one task; a number of
+        # partitions, as Spark would otherwise coalesce the few small rows into one again
+        f"  FROM (SELECT /*+ REPARTITION({f'{spread}, ' if spread else ''}lb) */ combos.*, lb",
+        "    FROM combos LATERAL VIEW explode(lset) sets AS lb) c",
         f"  JOIN {rt} rt ON rt.lfeed = c.lfeed AND rt.rfeed = c.rfeed AND rt.dl = c.lpath"
         " AND rt.dr = c.rpath AND rt.lblock = c.lb",
         "  WHERE array_contains(c.rset, rt.rblock)",
         "), numbered AS (",
-        f"  SELECT p.*, c.cid FROM {paired} p JOIN combos c ON "
+        f"  SELECT p.*, c.cid{', e.matching' if several else ''} FROM {paired} p JOIN combos c ON "
         + " AND ".join(f"c.{column} = p.{column}" for column in _COMBO.split(", ")),
+    ]
+    if several:
+        lines += [f"  LEFT JOIN ({_matching(paired, vals)}) e ON {_same_pair('e', 'p')}"]
+    lines += [
         ")",
         "SELECT rt.sid, p.l_hour, p.l_message, p.l_node, p.r_hour, p.r_message, p.r_node",
         "FROM numbered p JOIN routes rt ON rt.cid = p.cid",
         f"WHERE {_temporal()}",
     ]
-    if len(template.value_edges) > 1:
+    if several:
         # each general comparison on its own: a leaf compared twice may match each time with a
         # different one of its values (the driving one holds already; checking it again is cheap)
         lines += [
-            f"  AND arrays_overlap(p.l_leaves[rt.p_{left}], p.r_leaves[rt.p_{right}])"
+            f"  AND array_contains(p.matching, named_struct('l', rt.p_{left}, 'r', rt.p_{right}))"
             for left, right in template.value_edges
         ]
     return "\n".join(lines)
+
+
+def _matching(paired: str, vals: str) -> str:
+    """Each node pair's matching leaves: every (left leaf path, right leaf path) whose values share
+    one (XQuery's general comparison of the two leaves holds)."""
+    pair = "p.lfeed, p.rfeed, p.l_hour, p.l_message, p.l_node, p.r_hour, p.r_message, p.r_node"
+    return "\n".join(
+        [
+            f"SELECT {pair}, collect_set(named_struct('l', a.leaf, 'r', b.leaf)) AS matching",
+            f"  FROM (SELECT DISTINCT {pair} FROM {paired} p) p",
+            f"  JOIN {vals} a ON a.feed = p.lfeed AND {_same_node('a', *_side('p', 'l'))}",
+            f"  JOIN {vals} b ON b.feed = p.rfeed AND {_same_node('b', *_side('p', 'r'))}"
+            " AND b.value = a.value",
+            f"  GROUP BY {pair}",
+        ]
+    )
+
+
+def _same_pair(alias: str, other: str) -> str:
+    """``alias``'s row is of the node pair of ``other``'s."""
+    columns = ("lfeed", "rfeed", *_PAIR_COLUMNS)
+    return " AND ".join(f"{alias}.{column} = {other}.{column}" for column in columns)
 
 
 #: What a combination of a matched pair is: its slice (feeds, driving leaf paths) and its two nodes'
@@ -247,39 +342,16 @@ def _matched(edges: str, vals: str, where: str) -> str:
     )
 
 
-def _nodes(roots: str, leaves: str | None, rt: str, feed: str, block: str) -> str:
-    """Each node one side of the template's subscriptions can use: its set of their blocks that
-    bound it (sorted: equal sets are equal arrays), its message's event time, and, when the
-    template has more than one value join to check (``leaves``: the view of each node's leaves),
-    its leaves' values."""
-    sets = _block_sets(roots, rt, feed, block)
-    if leaves is None:
-        return f"\n  SELECT b.*, CAST(NULL AS map<string, array<string>>) AS leaves FROM ({sets}) b"
-    return "\n".join(
-        [
-            "",
-            f"  SELECT b.*, v.leaves FROM ({sets}) b",
-            f"  LEFT JOIN {leaves} v ON v.feed = b.feed AND {_same_node('v', *_of('b'))}",
-        ]
-    )
-
-
-def leaves_sql(vals: str) -> str:
-    """Each node's leaves and their values as one map (the same for every template and side)."""
-    return (
-        "SELECT feed, hour_s, message, node, map_from_entries(collect_list(struct(leaf, vs))) AS leaves"
-        f" FROM (SELECT feed, hour_s, message, node, leaf, collect_list(value) AS vs FROM {vals}"
-        " GROUP BY feed, hour_s, message, node, leaf) GROUP BY feed, hour_s, message, node"
-    )
-
-
-def _block_sets(roots: str, rt: str, feed: str, block: str) -> str:
-    """Each node's sorted set of one side's blocks that bound it, with its message's event time."""
+def _block_sets(roots: str, rt: str, matched: str, side: str) -> str:
+    """Each matched node's sorted set of one side's (``l`` or ``r``) blocks that bound it, with its
+    message's event time."""
+    nodes = f"SELECT DISTINCT {side}feed AS feed, {', '.join(_side('', side))} FROM {matched}"
     return (
         "SELECT r.feed, r.hour_s, r.message, r.node, first(r.time_us) AS time_us,"
         " array_sort(collect_set(r.block)) AS blocks"
-        f" FROM {roots} r LEFT SEMI JOIN (SELECT DISTINCT {feed}, {block} FROM {rt}) k"
-        f" ON r.feed = k.{feed} AND r.block = k.{block}"
+        f" FROM {roots} r LEFT SEMI JOIN (SELECT DISTINCT {side}feed, {side}block FROM {rt}) k"
+        f" ON r.feed = k.{side}feed AND r.block = k.{side}block"
+        f" LEFT SEMI JOIN ({nodes}) n ON n.feed = r.feed AND {_same_node('n', *_of('r'))}"
         " GROUP BY r.feed, r.hour_s, r.message, r.node"
     )
 
@@ -297,14 +369,17 @@ def _same_node(alias: str, hour: str, message: str, node: str) -> str:
     return f"{alias}.hour_s = {hour} AND {alias}.message = {message} AND {alias}.node = {node}"
 
 
+def _side(alias: str, side: str) -> tuple[str, str, str]:
+    """The three columns of ``alias`` naming the node of one side (``l`` or ``r``) of a pair (no
+    alias: the bare names, each the node's column of that name)."""
+    if not alias:
+        return (f"{side}_hour AS hour_s", f"{side}_message AS message", f"{side}_node AS node")
+    return f"{alias}.{side}_hour", f"{alias}.{side}_message", f"{alias}.{side}_node"
+
+
 def _of(alias: str) -> tuple[str, str, str]:
     """The three columns of ``alias`` naming its node."""
     return f"{alias}.hour_s", f"{alias}.message", f"{alias}.node"
-
-
-def _side(alias: str, side: str) -> tuple[str, str, str]:
-    """The three columns of ``alias`` naming the node of one side (``l`` or ``r``) of a pair."""
-    return f"{alias}.{side}_hour", f"{alias}.{side}_message", f"{alias}.{side}_node"
 
 
 def _temporal() -> str:
@@ -319,9 +394,10 @@ def _temporal() -> str:
 class _Views:
     """The temporary views of one run (unique names: concurrent runs on one session never meet)."""
 
-    def __init__(self, spark: SparkSession, tag: str) -> None:
+    def __init__(self, spark: SparkSession, tag: str, numbers: Numbers) -> None:
         self.spark = spark
         self.tag = tag
+        self.numbers = numbers
         self.created: list[str] = []
         self.frames: list[DataFrame] = []
 
@@ -333,9 +409,8 @@ class _Views:
         tasks = min(len(hours), 2 * cores) if cores else len(hours)
         listing = self.spark.createDataFrame(list(hours), LISTING).repartition(max(1, tasks))
         for name, view in (("roots", "roots"), ("values", "vals")):
-            self._cache(view, listing.mapInArrow(partial(read_window, source, name), RELATIONS[name]))
-        # computed on first use only (templates of one value join never read it), then once
-        self._cache("leaves", self.spark.sql(leaves_sql(self._name("vals"))))
+            read = partial(read_window, source, name, self.numbers)
+            self._cache(view, listing.mapInArrow(read, RELATIONS[name]))
 
     def _cache(self, name: str, frame: DataFrame) -> None:
         cached = frame.cache()
@@ -346,16 +421,20 @@ class _Views:
         """Each subscription's driving value join: the one with the fewest matches among this
         hour's own nodes (as the in-process stage picks it; the first of equals). The choice is the
         work's, never the pairs': every value join is checked on every pair."""
+        leaf = self.numbers.leaf
         candidates = sorted(
-            {(*plan.feeds, *join) for plan in plans if len(plan.joins) > 1 for join in plan.joins}
+            {
+                (*plan.feeds, leaf(left), leaf(right))
+                for plan in plans
+                if len(plan.joins) > 1
+                for left, right in plan.joins
+            }
         )
-        counts: dict[tuple[str, ...], int] = {}
+        counts: dict[tuple[object, ...], int] = {}
         if candidates:
             self._frame(
                 "candidates",
-                self.spark.createDataFrame(
-                    candidates, "lfeed string, rfeed string, lpath string, rpath string"
-                ),
+                self.spark.createDataFrame(candidates, "lfeed string, rfeed string, lpath int, rpath int"),
             )
             vals = self._name("vals")
             query = (
@@ -369,7 +448,7 @@ class _Views:
             counts = {tuple(row[:4]): row[4] for row in self.spark.sql(query).collect()}
 
         def drive(plan: JoinPlan) -> tuple[str, str]:
-            return min(plan.joins, key=lambda join: counts.get((*plan.feeds, *join), 0))
+            return min(plan.joins, key=lambda join: counts.get((*plan.feeds, *map(leaf, join)), 0))
 
         return drive
 
@@ -379,26 +458,29 @@ class _Views:
         import pyarrow as pa
 
         joined = set(itertools.chain.from_iterable(template.value_edges))
+        leaf, block = self.numbers.leaf, self.numbers.block
         rows = []
         for plan in plans:
             paths = template.paths(plan.bindings)
             lpath, rpath = driving(plan)
             row = {
                 "sid": plan.sid,
-                "dl": lpath,
-                "dr": rpath,
-                "lblock": plan.blocks[0],
-                "rblock": plan.blocks[1],
+                "dl": leaf(lpath),
+                "dr": leaf(rpath),
+                "lblock": block(plan.blocks[0]),
+                "rblock": block(plan.blocks[1]),
                 "lfeed": plan.feeds[0],
                 "rfeed": plan.feeds[1],
                 "window_us": _micros(plan.window),
                 "within": plan.kind is TemporalKind.WITHIN,
                 "left_first": plan.left_first,
             }
-            row |= {f"p_{var}": paths[var] for var in template.variables if var in joined}
+            row |= {f"p_{var}": leaf(paths[var]) for var in template.variables if var in joined}
             rows.append(row)
         name = f"rt_{len(self.created)}"
-        self._frame(name, self.spark.createDataFrame(pa.Table.from_pylist(rows)))
+        # checkpointed: as a local relation its rows were part of every plan that read it, and
+        # analysing the template's queries took seconds (measured: 7 s of a stage)
+        self._frame(name, self.spark.createDataFrame(pa.Table.from_pylist(rows)).localCheckpoint())
         return name
 
     @contextmanager
@@ -413,8 +495,17 @@ class _Views:
             frame.unpersist()  # before its view goes, as in drop()
             self.spark.catalog.dropTempView(self._name(name))
 
-    def names(self, rt: str) -> dict[str, str]:
-        return {name: self._name(name) for name in ("roots", "vals", "leaves")} | {"rt": self._name(rt)}
+    def names(self, rt: str | None = None) -> dict[str, str]:
+        names = {name: self._name(name) for name in ("roots", "vals")}
+        return names | ({"rt": self._name(rt)} if rt else {})
+
+    def edges(self, rts: Iterable[str]) -> str:
+        """The view of every driving pair of leaf paths of the ``rts`` tables, once each."""
+        union = " UNION ".join(
+            f"SELECT lfeed, rfeed, dl AS lpath, dr AS rpath FROM {self._name(rt)}" for rt in rts
+        )
+        self._frame("edges", self.spark.sql(union))
+        return self._name("edges")
 
     def _frame(self, name: str, frame: DataFrame) -> None:
         frame.createOrReplaceTempView(self._name(name))
