@@ -1,13 +1,23 @@
-"""The Spark SQL join engine's session handling, on a fake session (the queries themselves run on
-real Spark in tests/integration/test_join_pipeline.py and test_spark_connect.py)."""
+"""The Spark SQL join engine's session handling, on a fake session, and its executors' reading of
+witness hours (the queries themselves run on real Spark in tests/integration/test_join_pipeline.py
+and test_spark_connect.py)."""
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
+from feedrouter.join.plan import JoinSet
+from feedrouter.join.relations import HourWitnesses, MessageRef
+from feedrouter.lang import parse
 from feedrouter.spark import joinsql
+from feedrouter.spark.stores import StoreOpener
+from feedrouter.spark.witnesses import write_hour
+from feedrouter.storage import open_store
 
 
 class _Conf:
@@ -61,3 +71,55 @@ def test_a_setting_of_the_sessions_owner_or_an_unknown_cluster_is_left_alone(spa
     before = spark.conf.get("spark.sql.shuffle.partitions")
     with joinsql._sized_shuffles(spark):
         assert spark.conf.get("spark.sql.shuffle.partitions") == before
+
+
+def _joins(*queries: str) -> JoinSet:
+    joins = JoinSet()
+    for number, query in enumerate(queries):
+        text = 'import module namespace fr = "urn:feedrouter:stream:1";\n' + query
+        joins.add(f"s{number}", parse(text), "f")
+    return joins
+
+
+def test_the_executors_read_blocks_and_leaves_by_number_leaving_out_those_no_subscription_uses(
+    tmp_path: Path,
+) -> None:
+    """The relations carry a block or leaf path by its number in the run's :class:`Numbers`; the
+    rows of a block or leaf none of the run's subscriptions uses (a subscription since removed, a
+    leaf only a removed one compared) are not read into Spark."""
+    joins = _joins(
+        "for $a in fr:stream()//item, $b in fr:stream()//item[@lang] where $a/k = $b/k"
+        " and fr:within($a, $b, 'PT1H') return <p/>",
+        "for $a in fr:stream()//entry, $b in fr:stream()//entry where $a/j = $b/j"
+        " and fr:within($a, $b, 'PT1H') return <p/>",
+    )
+    hour = datetime(2026, 5, 1, 8, tzinfo=timezone.utc)
+    witnesses = HourWitnesses("f", hour, tuple(joins.specs))
+    for number in range(3):
+        witnesses.messages.append(MessageRef(f"m{number}.xml", 0, hour + timedelta(minutes=number)))
+        for block in joins.specs:
+            witnesses.roots.setdefault(block, []).append((number, 0))
+        witnesses.values[(number, 0)] = {"k": (f"k{number}",), "j": ("j",)}
+    uri = f"file://{tmp_path}/state"
+    write_hour(open_store(uri), witnesses)
+    kept = [joins.plans["s0"]]  # s1 removed since the hour was written
+    numbers = joinsql.Numbers.of(kept)
+    assert numbers.leaves == ("k",) and set(numbers.blocks) == set(kept[0].blocks)
+    source = joinsql.WitnessSource(StoreOpener(), uri)
+    listing = pa.RecordBatch.from_pydict(
+        {"feed": ["f"], "hour_s": [int(hour.timestamp())]},
+        schema=pa.schema([("feed", pa.string()), ("hour_s", pa.int64())]),
+    )
+
+    def read(name: str) -> list[dict[str, Any]]:
+        batches = joinsql.read_window(source, name, numbers, [listing])
+        return pa.Table.from_batches(list(batches)).to_pylist()
+
+    roots = read("roots")
+    assert {row["block"] for row in roots} == {numbers.block(block) for block in kept[0].blocks}
+    assert len(roots) == 3 * len(set(kept[0].blocks))
+    assert all(row["feed"] == "f" and row["hour_s"] == int(hour.timestamp()) for row in roots)
+    values = read("values")
+    assert sorted((row["message"], row["leaf"], row["value"]) for row in values) == [
+        (number, numbers.leaf("k"), f"k{number}") for number in range(3)
+    ]
