@@ -103,11 +103,12 @@ def measure(population_name: str, sizes: Sizes, master: str, driver_memory: str,
 TEXT = """\
 The last hour with its full lookback, the witnesses of `join_bench.py`'s populations, written as
 the join stage finds them (Parquet hours in a `file://` state store). Spark SQL: `spark_pairs` for
-every subscription (the executors read the window's witness relations, one task per feed and hour;
-one query per template: the value join of each pair of compared leaf paths, this hour's slice
-against the window, first, then the subscriptions of each combination of the matched nodes' block
-sets, the other value joins and the temporal term; pairs fetched as Arrow), timed after a warm-up
-run on the hour before. In process: `JoinStage.pairs`, cold, witnesses already in memory.
+every subscription (the executors read the window's witness relations, one task per feed and hour,
+blocks and leaf paths by number; the value semi-join of every driving pair of leaf paths, this
+hour's slice against the window, first, once for all templates; then one query per template: the
+subscriptions of each combination of the matched nodes' block sets, the other value joins against
+each pair's matching leaf paths, and the temporal term; pairs fetched as Arrow), timed after a
+warm-up run on the hour before. In process: `JoinStage.pairs`, cold, witnesses already in memory.
 Every subscription's pairs are asserted equal between the two. Separate: `join_bench.py`'s per-rule
 streaming operator on a uniform sample, times N."""
 

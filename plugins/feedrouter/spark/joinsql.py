@@ -4,14 +4,16 @@ The witness relations of the window's hours are read by the executors, straight 
 store's Parquet (:func:`~feedrouter.spark.witnesses.read_relation`, one task per feed and hour;
 nothing of them passes through the driver), and become two cached views: ``roots`` (paper 001's
 R_bin reduced to the bound node, with its message's event time: R_docTS) and ``vals`` (R_doc: leaf
-path and string value per bound node). Every join subscription is one row of its template's R_T
-table: its blocks and feeds, the path each leaf metavariable stands for, its window and temporal
-kind, and its driving value join (the most selective in the hour). Per template, in paper 001's
-order, :func:`paired_sql` finds the node pairs (the value semi-join of the hour's slice with the
-window first, each node with its block set, event time and leaf values), cached, and
-:func:`pairs_sql` the subscriptions each pair serves (once per combination of block sets), the
-other value joins and the temporal term: each (subscription, pair) once, as XQuery's ``for``
-gives each pair of nodes once. Subscriptions alike but for their name are queried once.
+path and string value per bound node), blocks and leaf paths by their number in the run
+(:class:`Numbers`). Every join subscription is one row of its template's R_T table: its blocks
+and feeds, the path each leaf metavariable stands for, its window and temporal kind, and its
+driving value join (the most selective in the hour). In paper 001's order, :func:`matched_sql`
+finds the node pairs sharing a value of a driving join's leaves, once for all templates (this
+hour's slice against the window), cached; per template, :func:`paired_sql` gives each matched
+node its block set and event time, cached, and :func:`pairs_sql` the subscriptions each pair
+serves (once per combination of block sets), the other value joins (against each pair's matching
+leaf paths) and the temporal term: each (subscription, pair) once, as XQuery's ``for`` gives each
+pair of nodes once. Subscriptions alike but for their name are queried once.
 
 The pairs (at most the cap + 1 of a subscription) come back to the driver as Arrow, which
 assembles and delivers them like the in-process engine
