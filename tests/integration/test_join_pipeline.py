@@ -296,37 +296,27 @@ def test_a_leaf_compared_twice_may_match_with_a_different_value_each_time(spark:
     one whose category is x and title y. Both engines find it."""
     from datetime import timezone
 
-    from feedrouter.join.plan import JoinSet
-    from feedrouter.join.relations import HourWitnesses, MessageRef
     from feedrouter.join.stage import JoinStage
-    from feedrouter.lang import parse
+    from tests.unit.join.support import bound_hour, join_set
 
-    query = (
-        'import module namespace fr = "urn:feedrouter:stream:1";\n'
+    joins = join_set(
         "for $a in fr:stream()//item, $b in fr:stream()//item "
         "where $a/category = $b/category and $a/category = $b/title "
         "and fr:followed-by($a, $b, 'PT1H') return <p/>"
     )
-    joins = JoinSet()
-    joins.add("s", parse(query), "f")
     hour = datetime(2026, 5, 1, 8, tzinfo=timezone.utc)
-    witnesses = HourWitnesses("f", hour, tuple(joins.specs))
     leaves = [
         {"category": ("x", "y"), "title": ("t",)},
         {"category": ("x",), "title": ("y",)},  # pairs with 0 through two different values
         {"category": ("y",), "title": ("y",)},  # pairs with 0 through one value
         {"category": ("x",), "title": ("z",)},  # pairs with none
     ]
-    for number, values in enumerate(leaves):
-        witnesses.messages.append(MessageRef(f"m{number}.xml", 0, hour + timedelta(minutes=number)))
-        for block in joins.specs:
-            witnesses.roots.setdefault(block, []).append((number, 0))
-        witnesses.values[(number, 0)] = values
+    witnesses = bound_hour(joins, hour, leaves)
     read = lambda feed, h: witnesses if (feed, h) == ("f", hour) else None  # noqa: E731
     expected = [((hour, 0, 0), (hour, 1, 0)), ((hour, 0, 0), (hour, 2, 0))]
-    assert JoinStage(joins.plans.values(), joins.specs).pairs(hour, read)["s"] == expected
+    assert JoinStage(joins.plans.values(), joins.specs).pairs(hour, read)["s0"] == expected
     source = stored_witnesses(tmp_path, [witnesses])
-    assert spark_pairs(spark, list(joins.plans.values()), hour, source, timedelta(hours=1))["s"] == expected
+    assert spark_pairs(spark, list(joins.plans.values()), hour, source, timedelta(hours=1))["s0"] == expected
 
 
 def test_the_query_of_a_templates_subscriptions_reads_its_node_pairs_from_the_cache(
@@ -338,25 +328,15 @@ def test_the_query_of_a_templates_subscriptions_reads_its_node_pairs_from_the_ca
     of a stage's time at the benchmark's scale)."""
     from datetime import timezone
 
-    from feedrouter.join.plan import JoinSet
-    from feedrouter.join.relations import HourWitnesses, MessageRef
-    from feedrouter.lang import parse
     from feedrouter.spark import joinsql
+    from tests.unit.join.support import bound_hour, join_set
 
-    query = (
-        'import module namespace fr = "urn:feedrouter:stream:1";\n'
+    joins = join_set(
         "for $a in fr:stream()//item, $b in fr:stream()//item "
         "where $a/k = $b/k and $a/j = $b/j and fr:followed-by($a, $b, 'PT1H') return <p/>"
     )
-    joins = JoinSet()
-    joins.add("s", parse(query), "f")
     hour = datetime(2026, 5, 1, 8, tzinfo=timezone.utc)
-    witnesses = HourWitnesses("f", hour, tuple(joins.specs))
-    for number in range(4):
-        witnesses.messages.append(MessageRef(f"m{number}.xml", 0, hour + timedelta(minutes=number)))
-        for block in joins.specs:
-            witnesses.roots.setdefault(block, []).append((number, 0))
-        witnesses.values[(number, 0)] = {"k": ("same",), "j": (str(number % 2),)}
+    witnesses = bound_hour(joins, hour, [{"k": ("same",), "j": (str(number % 2),)} for number in range(4)])
     leaves: list[list[tuple[str, str]]] = []
     collect = joinsql._collect
 
@@ -369,7 +349,7 @@ def test_the_query_of_a_templates_subscriptions_reads_its_node_pairs_from_the_ca
     monkeypatch.setattr(joinsql, "_collect", spied)
     source = stored_witnesses(tmp_path, [witnesses])
     pairs = spark_pairs(spark, list(joins.plans.values()), hour, source, timedelta(hours=1))
-    assert pairs["s"] == [((hour, 0, 0), (hour, 2, 0)), ((hour, 1, 0), (hour, 3, 0))]
+    assert pairs["s0"] == [((hour, 0, 0), (hour, 2, 0)), ((hour, 1, 0), (hour, 3, 0))]
     (read,) = leaves
     cached = [output for name, output in read if name == "InMemoryRelation"]
     assert any("lset#" in output and "l_time#" in output for output in cached), read

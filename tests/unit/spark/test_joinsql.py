@@ -4,20 +4,18 @@ and test_spark_connect.py)."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pytest
 
-from feedrouter.join.plan import JoinSet
-from feedrouter.join.relations import HourWitnesses, MessageRef
-from feedrouter.lang import parse
 from feedrouter.spark import joinsql
 from feedrouter.spark.stores import StoreOpener
 from feedrouter.spark.witnesses import write_hour
 from feedrouter.storage import open_store
+from tests.unit.join.support import bound_hour, join_set
 
 
 class _Conf:
@@ -73,33 +71,20 @@ def test_a_setting_of_the_sessions_owner_or_an_unknown_cluster_is_left_alone(spa
         assert spark.conf.get("spark.sql.shuffle.partitions") == before
 
 
-def _joins(*queries: str) -> JoinSet:
-    joins = JoinSet()
-    for number, query in enumerate(queries):
-        text = 'import module namespace fr = "urn:feedrouter:stream:1";\n' + query
-        joins.add(f"s{number}", parse(text), "f")
-    return joins
-
-
 def test_the_executors_read_blocks_and_leaves_by_number_leaving_out_those_no_subscription_uses(
     tmp_path: Path,
 ) -> None:
     """The relations carry a block or leaf path by its number in the run's :class:`Numbers`; the
     rows of a block or leaf none of the run's subscriptions uses (a subscription since removed, a
     leaf only a removed one compared) are not read into Spark."""
-    joins = _joins(
+    joins = join_set(
         "for $a in fr:stream()//item, $b in fr:stream()//item[@lang] where $a/k = $b/k"
         " and fr:within($a, $b, 'PT1H') return <p/>",
         "for $a in fr:stream()//entry, $b in fr:stream()//entry where $a/j = $b/j"
         " and fr:within($a, $b, 'PT1H') return <p/>",
     )
     hour = datetime(2026, 5, 1, 8, tzinfo=timezone.utc)
-    witnesses = HourWitnesses("f", hour, tuple(joins.specs))
-    for number in range(3):
-        witnesses.messages.append(MessageRef(f"m{number}.xml", 0, hour + timedelta(minutes=number)))
-        for block in joins.specs:
-            witnesses.roots.setdefault(block, []).append((number, 0))
-        witnesses.values[(number, 0)] = {"k": (f"k{number}",), "j": ("j",)}
+    witnesses = bound_hour(joins, hour, [{"k": (f"k{number}",), "j": ("j",)} for number in range(3)])
     uri = f"file://{tmp_path}/state"
     write_hour(open_store(uri), witnesses)
     kept = [joins.plans["s0"]]  # s1 removed since the hour was written
