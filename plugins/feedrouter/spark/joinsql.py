@@ -82,7 +82,8 @@ class Numbers:
     def of(cls, plans: Iterable[JoinPlan]) -> Numbers:
         plans = list(plans)
         blocks = {block for plan in plans for block in plan.blocks}
-        leaves = {path for plan in plans for join in plan.joins for path in join}
+        leaves = {path for plan in plans for path in _compared(plan).values()}
+        leaves |= {path for plan in plans for join in plan.joins for path in join}
         return cls(tuple(sorted(blocks)), tuple(sorted(leaves)))
 
     def block(self, block: str) -> int:
@@ -98,6 +99,14 @@ class Numbers:
     def of_relation(self, name: str) -> tuple[str, ...]:
         """What the numbered column of relation ``name`` holds, in the order of its numbers."""
         return self.blocks if name == "roots" else self.leaves
+
+
+def _compared(plan: JoinPlan) -> dict[str, str]:
+    """The leaf path of each metavariable of the plan's template that a value join compares (R_T's
+    ``p_`` columns)."""
+    joined = set(itertools.chain.from_iterable(plan.template.value_edges))
+    paths = plan.template.paths(plan.bindings)
+    return {var: paths[var] for var in plan.template.variables if var in joined}
 
 
 def _numbered(texts: Sequence[str]) -> dict[str, int]:
@@ -459,11 +468,9 @@ class _Views:
     ) -> str:
         import pyarrow as pa
 
-        joined = set(itertools.chain.from_iterable(template.value_edges))
         leaf, block = self.numbers.leaf, self.numbers.block
         rows = []
         for plan in plans:
-            paths = template.paths(plan.bindings)
             lpath, rpath = driving(plan)
             row = {
                 "sid": plan.sid,
@@ -477,7 +484,7 @@ class _Views:
                 "within": plan.kind is TemporalKind.WITHIN,
                 "left_first": plan.left_first,
             }
-            row |= {f"p_{var}": leaf(paths[var]) for var in template.variables if var in joined}
+            row |= {f"p_{var}": leaf(path) for var, path in _compared(plan).items()}
             rows.append(row)
         name = f"rt_{len(self.created)}"
         # checkpointed: as a local relation its rows were part of every plan that read it, and

@@ -108,3 +108,18 @@ def test_the_executors_read_blocks_and_leaves_by_number_leaving_out_those_no_sub
     assert sorted((row["message"], row["leaf"], row["value"]) for row in values) == [
         (number, numbers.leaf("k"), f"k{number}") for number in range(3)
     ]
+
+
+def test_every_leaf_path_a_subscription_compares_is_numbered_nested_ones_included() -> None:
+    """R_T's leaf columns come from the template's paths, the driving join from the plan's joins:
+    both are numbered, for leaves below the bound node's children and attributes too."""
+    joins = join_set(
+        "for $a in fr:stream()//item, $b in fr:stream()//item where $a/x/y = $b/z/@w"
+        " and $a/@lang = $b/k and fr:within($a, $b, 'PT1H') return <p/>"
+    )
+    (plan,) = joins.plans.values()
+    numbers = joinsql.Numbers.of([plan])
+    compared = joinsql._compared(plan)
+    assert len(compared) == 4
+    assert {numbers.leaf(path) for path in compared.values()} == set(range(len(numbers.leaves)))
+    assert {numbers.leaf(path) for join in plan.joins for path in join} == set(range(len(numbers.leaves)))
