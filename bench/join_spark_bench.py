@@ -1,12 +1,17 @@
-"""Stage 2 of join subscriptions on Spark SQL at the join benchmark's scale (issue 16): the engine
-``feedrouter join-batch`` runs by default (one conjunctive query per template, paper 001 §4.3) against
-the in-process shared stage and against each subscription evaluated separately, on the same
-witnesses of the same hour, with the same pairs asserted for every subscription.
+"""Stage 2 of join subscriptions on Spark at the join benchmark's scale (issue 16): both Spark
+engines of ``feedrouter join-batch``, the partitioned shared stage (the default: the in-process
+algorithm on Spark's executors, the population partitioned by value slice) and Spark SQL (one
+conjunctive query per template, paper 001 §4.3), against the in-process shared stage and against
+each subscription evaluated separately, on the same witnesses of the same hour, with the same pairs
+asserted for every subscription.
 
 The populations, hours and witnesses are ``join_bench.py``'s (its ``--populations`` and sizes):
 the last hour of ``--hours`` with its full lookback. Timed on Spark: the whole of
+:func:`~feedrouter.spark.joinparts.partitioned_pairs` (the driver reads the hour's own witnesses
+and divides the population, one task per core reads the window's witness Parquet as columns and
+runs the shared stage over its part, the pairs fetched to the driver) and of
 :func:`~feedrouter.spark.joinsql.spark_pairs` (the executors read the window's witness Parquet,
-one query per template, the pairs fetched to the driver), once after a warm-up run on the hour
+one query per template, the pairs fetched to the driver), each once after a warm-up run on the hour
 before (the JVM's code generation and the session's start are not the hour's cost); in process:
 :meth:`~feedrouter.join.stage.JoinStage.pairs`, cold (every value index and membership built, as
 Spark builds its views every run). The separate estimate is ``join_bench.py``'s per-rule streaming
@@ -49,6 +54,7 @@ from paper_bench import machine
 
 def measure(population_name: str, sizes: Sizes, master: str, driver_memory: str, state: Path) -> dict:
     from feedrouter.spark import spark_session
+    from feedrouter.spark.joinparts import partitioned_pairs
     from feedrouter.spark.joinsql import WitnessSource, spark_pairs
     from feedrouter.spark.stores import StoreOpener
     from feedrouter.spark.witnesses import write_hour
@@ -70,13 +76,17 @@ def measure(population_name: str, sizes: Sizes, master: str, driver_memory: str,
     spark = spark_session(
         master, app_name="feedrouter-join-spark-bench", conf={"spark.driver.memory": driver_memory}
     )
-    spark_pairs(spark, plans, hours[-2], source, LATENESS)  # warm-up: the JVM's code, the session
-    with heap.settled():
-        started = time.perf_counter()
-        on_spark = spark_pairs(spark, plans, hour, source, LATENESS)
-        spark_s = time.perf_counter() - started
-    different = [sid for sid in shared if on_spark.get(sid, []) != shared[sid]]
-    assert not different, f"Spark SQL and the in-process stage disagree on {len(different)}: {different[:5]}"
+    timings = {}
+    for name, engine in (("partitioned", partitioned_pairs), ("Spark SQL", spark_pairs)):
+        engine(spark, plans, hours[-2], source, LATENESS)  # warm-up: the JVM's code, the session
+        with heap.settled():
+            started = time.perf_counter()
+            on_spark = engine(spark, plans, hour, source, LATENESS)
+            timings[name] = time.perf_counter() - started
+        different = [sid for sid in shared if on_spark.get(sid, []) != shared[sid]]
+        assert not different, f"{name} and the in-process stage disagree on {len(different)}: {different[:5]}"
+        del on_spark
+    parted_s, spark_s = timings["partitioned"], timings["Spark SQL"]
     separate = separate_sample(
         workload, draw_sample(workload.joins, sizes.sample), hour, store, shared, sizes.budget
     )
@@ -90,10 +100,14 @@ def measure(population_name: str, sizes: Sizes, master: str, driver_memory: str,
         "witness Parquet MB (all hours)": round(written / 1e6, 1),
         "pairs in the hour": sum(len(pairs) for pairs in shared.values()),
         "identical pairs (all subscriptions)": "yes",
+        "partitioned s": round(parted_s, 1),
         "Spark SQL s": round(spark_s, 1),
         "in-process s (cold)": round(in_process_s, 2),
-        "Spark / in-process": round(spark_s / in_process_s, 1),
+        "partitioned / in-process": round(parted_s / in_process_s, 1),
+        "Spark SQL / in-process": round(spark_s / in_process_s, 1),
         "separate s (est., streaming operator)": round(separate_s, 1),
+        "separate / partitioned": round(separate_s / parted_s, 1),
+        "target >= 100x (partitioned)": "yes" if separate_s / parted_s >= 100 else "NO",
         "separate / Spark SQL": round(separate_s / spark_s, 1),
         "master": master,
         "driver memory": driver_memory,
@@ -102,15 +116,20 @@ def measure(population_name: str, sizes: Sizes, master: str, driver_memory: str,
 
 TEXT = """\
 The last hour with its full lookback, the witnesses of `join_bench.py`'s populations, written as
-the join stage finds them (Parquet hours in a `file://` state store). Spark SQL: `spark_pairs` for
+the join stage finds them (Parquet hours in a `file://` state store). Partitioned (`join-batch`'s
+default engine): `partitioned_pairs` for every subscription (the driver reads the hour's own
+witnesses to find each subscription's driving value join and divides the population into one part
+per core, whole value slices, heaviest first; each task reads the window's witness hours as columns
+and runs the in-process shared stage over its part; each part's distinct pairs and pair lists come
+back as one Arrow row). Spark SQL: `spark_pairs` for
 every subscription (the executors read the window's witness relations, one task per feed and hour,
 blocks and leaf paths by number; the value semi-join of every driving pair of leaf paths, this
 hour's slice against the window, first, once for all templates; then one query per template: the
 subscriptions of each combination of the matched nodes' block sets, the other value joins against
 each pair's matching leaf paths, and the temporal term; pairs fetched as Arrow), timed after a
 warm-up run on the hour before. In process: `JoinStage.pairs`, cold, witnesses already in memory.
-Every subscription's pairs are asserted equal between the two. Separate: `join_bench.py`'s per-rule
-streaming operator on a uniform sample, times N."""
+Every subscription's pairs are asserted equal between each Spark engine and the in-process stage.
+Separate: `join_bench.py`'s per-rule streaming operator on a uniform sample, times N."""
 
 
 def main() -> None:
@@ -136,7 +155,7 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     write_csv(rows, out / "join_spark.csv")
     lines = [
-        "# Join subscriptions: stage 2 on Spark SQL",
+        "# Join subscriptions: stage 2 on Spark",
         "",
         f"`bench/join_spark_bench.py{' --quick' if args.quick else ''}`: {sizes.hours} hours x "
         f"{sizes.items:,} items of 2 feeds, {sizes.subscriptions:,} join subscriptions per population.",

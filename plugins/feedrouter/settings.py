@@ -71,9 +71,10 @@ class Settings(BaseSettings):
         catalog_poll: pause between the catalog-change trigger's polls (seconds in the environment).
         route_start: the first hour the route DAG schedules (an ISO date).
         log_format: ``text`` or ``json`` (one object per record, ``extra=`` fields as keys).
-        join_engine: where the join stage computes an hour's pairs: ``spark`` (one Spark SQL query
-            per template) or ``python`` (in the stage's process; the same pairs, and the one that
-            finishes at 100,000 join subscriptions today: see the README).
+        join_engine: where the join stage computes an hour's pairs, each engine giving the same:
+            ``partitioned`` (the shared stage on Spark's executors, the subscriptions partitioned
+            by value slice; the fastest at scale: see the README), ``spark`` (one Spark SQL query
+            per template) or ``python`` (in the stage's process).
     """
 
     model_config = SettingsConfigDict(env_prefix=PREFIX, frozen=True, extra="forbid", env_ignore_empty=True)
@@ -102,7 +103,7 @@ class Settings(BaseSettings):
     catalog_poll: timedelta = timedelta(seconds=30)
     route_start: date = date(2026, 11, 1)
     log_format: Literal["text", "json"] = "text"
-    join_engine: Literal["spark", "python"] = "spark"
+    join_engine: Literal["partitioned", "spark", "python"] = "partitioned"
 
     @classmethod
     def settings_customise_sources(

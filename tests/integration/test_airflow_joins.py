@@ -103,7 +103,7 @@ def test_the_route_dag_waits_for_witnesses_then_joins_each_routed_hour(dagbag: A
     assert "FEEDROUTER_INPUT_DEADLINE" in retention.doc_md and "back-fills" in retention.doc_md
 
 
-@pytest.mark.parametrize("engine", ["spark", "python"])
+@pytest.mark.parametrize("engine", ["partitioned", "python"])
 def test_the_route_dag_joins_the_hour_after_routing_it(
     joined_feeds: dict[str, str], dagbag: Any, engine: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

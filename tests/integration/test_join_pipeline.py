@@ -2,9 +2,10 @@
 ``local[2]``. Three generated hours of two RSS-like feeds, 300 generated join subscriptions; every
 delivered pair is compared with Saxon running the same text over every message up to its hour.
 
-The hours are routed out of order (h2, h0, h1) and joined on Spark SQL (one query per template),
-then routed and joined again in order with the in-process engine: the objects and the ledger must
-not change (the two engines give the same pairs), and no delivery version is added.
+The hours are routed out of order (h2, h0, h1) and joined on Spark's executors (the default
+engine: the shared stage, subscriptions partitioned by value slice), then routed and joined again in
+order on Spark SQL (one query per template): the objects and the ledger must not change (the two
+engines give the same pairs), and no delivery version is added.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from feedrouter.catalog import build_plan, load_plan
 from feedrouter.delivery import read_part
 from feedrouter.hours import batch_prefix
 from feedrouter.spark import BatchOptions, route_batch
+from feedrouter.spark.joinparts import partitioned_pairs
 from feedrouter.spark.joins import JoinOptions, join_batch
 from feedrouter.spark.joinsql import spark_pairs
 from feedrouter.storage import FileStore, ObjectStore, open_store
@@ -130,8 +132,8 @@ def test_joins_through_spark_s3_and_postgres_agree_with_saxon(
     hours = sorted(feeds["news"])
     state = f"s3://{s3_bucket}/state"
 
-    # stage 2 on Spark SQL (one query per template), the hours routed out of order
-    _route_and_join(catalog, plans, spark, state, [hours[2], hours[0], hours[1]], "spark")
+    # stage 2 on Spark's executors (the default engine), the hours routed out of order
+    _route_and_join(catalog, plans, spark, state, [hours[2], hours[0], hours[1]], "partitioned")
     first = snapshot(open_store(f"s3://{s3_bucket}/out"))
     ledger = [(r["subscription_name"], r["delivery_version"], r["digest"]) for r in deliveries(catalog)]
 
@@ -146,8 +148,9 @@ def test_joins_through_spark_s3_and_postgres_agree_with_saxon(
         pairs += len(ours)
     assert pairs >= 300 and sum(1 for sid in subscriptions if delivered.get(sid)) >= 100
 
-    # again, in order, and stage 2 in process: the same pairs, the same bytes
-    _route_and_join(catalog, plans, spark, state, hours, "python")
+    # again, in order, and stage 2 on Spark SQL (one query per template): the same pairs, the
+    # same bytes (the in-process engine is compared with both in test_engines_give_the_same_pairs)
+    _route_and_join(catalog, plans, spark, state, hours, "spark")
     assert snapshot(open_store(f"s3://{s3_bucket}/out")) == first
     again = [(r["subscription_name"], r["delivery_version"], r["digest"]) for r in deliveries(catalog)]
     assert again == ledger  # no new delivery version
@@ -258,15 +261,20 @@ def test_both_engines_stop_collecting_a_subscription_past_its_cap(spark: Any, tm
     on_spark = spark_pairs(spark, list(joins.plans.values()), hour, source, timedelta(hours=1), max_pairs=5)
     on_spark = on_spark["s"]
     assert on_spark == in_process[:6] and len(in_process) == 6  # the engine filters as it goes
+    parted = partitioned_pairs(
+        spark, list(joins.plans.values()), hour, source, timedelta(hours=1), max_pairs=5
+    )
+    assert parted["s"] == in_process
     # the stage sized the session's shuffles to its cores while it ran, and gave the default back
     assert spark.conf.get("spark.sql.shuffle.partitions") == "200"
     assert stage.deliver(hour, read, {"s": on_spark})["s"].withheld is not None
 
 
-def test_both_engines_give_the_same_pairs_over_generated_hours(spark: Any, tmp_path: Path) -> None:
-    """Spark SQL's query per template against the in-process stage (itself compared with Saxon in
-    tests/differential) on generated hours of two feeds and 400 join subscriptions of both feeds:
-    every subscription's pairs of every hour, equal."""
+def test_the_engines_give_the_same_pairs_over_generated_hours(spark: Any, tmp_path: Path) -> None:
+    """Spark SQL's query per template and the partitioned stage on Spark's executors (in more parts
+    than the slices, so that slices are split) against the in-process stage (itself compared with
+    Saxon in tests/differential) on generated hours of two feeds and 400 join subscriptions of both
+    feeds: every subscription's pairs of every hour, equal."""
     from tests.differential.join_pipeline import JoinPipeline
 
     generated = generate_feed_hours(seed=23, feeds=FEEDS, hours=3, items_per_hour=30, lateness=LATENESS)
@@ -286,6 +294,9 @@ def test_both_engines_give_the_same_pairs_over_generated_hours(spark: Any, tmp_p
         in_process = pipeline.stage.pairs(batch.hour, read)
         on_spark = spark_pairs(spark, plans, batch.hour, source, LATENESS)
         assert {sid: on_spark.get(sid, []) for sid in in_process} == in_process
+        for parts in (3, 64):
+            parted = partitioned_pairs(spark, plans, batch.hour, source, LATENESS, parts=parts)
+            assert parted == in_process
         total += sum(len(pairs) for pairs in in_process.values())
     assert total >= 500  # not a comparison of empty sets
 
@@ -317,6 +328,10 @@ def test_a_leaf_compared_twice_may_match_with_a_different_value_each_time(spark:
     assert JoinStage(joins.plans.values(), joins.specs).pairs(hour, read)["s0"] == expected
     source = stored_witnesses(tmp_path, [witnesses])
     assert spark_pairs(spark, list(joins.plans.values()), hour, source, timedelta(hours=1))["s0"] == expected
+    assert (
+        partitioned_pairs(spark, list(joins.plans.values()), hour, source, timedelta(hours=1))["s0"]
+        == expected
+    )
 
 
 def test_the_query_of_a_templates_subscriptions_reads_its_node_pairs_from_the_cache(

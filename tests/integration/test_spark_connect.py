@@ -98,11 +98,13 @@ def test_a_lost_lease_interrupts_the_connect_operations_by_tag(spark: Any, tmp_p
 
 
 def test_the_join_stage_over_connect_gives_the_in_process_pairs(spark: Any, tmp_path: Path) -> None:
-    """The Spark SQL join engine from a Connect client: the server's executors read the witness
-    Parquet, the client sees no cores (Spark's own shuffle setting stays), the pairs come back as
-    Arrow; every subscription's pairs of the last hour equal the in-process stage's."""
+    """Both Spark join engines from a Connect client: the server's executors read the witness
+    Parquet (the partitioned engine's tasks as columns), the client sees no cores (Spark's own
+    shuffle setting stays; the population in the parts a client without cores takes), the pairs
+    come back as Arrow; every subscription's pairs of the last hour equal the in-process stage's."""
     from datetime import timedelta
 
+    from feedrouter.spark.joinparts import partitioned_pairs
     from feedrouter.spark.joinsql import spark_pairs
     from feedrouter.workload.joins import generate_feed_hours, generate_join_subscriptions
     from tests.differential.join_pipeline import JoinPipeline
@@ -123,3 +125,4 @@ def test_the_join_stage_over_connect_gives_the_in_process_pairs(spark: Any, tmp_
     assert {sid: on_connect.get(sid, []) for sid in in_process} == in_process
     assert sum(len(pairs) for pairs in in_process.values()) >= 50  # not a comparison of empty sets
     assert spark.conf.get("spark.sql.shuffle.partitions") == "200"
+    assert partitioned_pairs(spark, plans, hour, source, lateness) == in_process

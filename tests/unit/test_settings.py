@@ -21,7 +21,7 @@ def test_defaults_match_the_documented_ones() -> None:
     assert settings.catalog_poll == timedelta(seconds=30)
     assert settings.route_start == date(2026, 11, 1)
     assert settings.log_format == "text"
-    assert settings.join_engine == "spark"
+    assert settings.join_engine == "partitioned"
 
 
 def test_a_relative_xdg_state_home_is_ignored() -> None:
@@ -86,7 +86,7 @@ def test_settings_are_frozen() -> None:
         ("FEEDROUTER_ROUTE_START", "November", "valid date"),
         ("FEEDROUTER_LOG_FORMAT", "xml", "'text' or 'json'"),
         ("FEEDROUTER_S3_ADDRESSING_STYLE", "sideways", "'path', 'virtual' or 'auto'"),
-        ("FEEDROUTER_JOIN_ENGINE", "flink", "'spark' or 'python'"),
+        ("FEEDROUTER_JOIN_ENGINE", "flink", "'partitioned', 'spark' or 'python'"),
     ],
 )
 def test_an_invalid_value_fails_with_the_setting_name(name: str, value: str, problem: str) -> None:

@@ -238,8 +238,9 @@ def join_readiness(hook: FeedrouterHook, batch: HourBatch, stream_start: datetim
 def join(hook: FeedrouterHook, batch: HourBatch, stream_start: datetime) -> dict[str, Any]:
     """Run the join stage of one feed's hour from this process; the report's JSON summary.
 
-    The pairs come from Spark SQL (:mod:`feedrouter.spark.joinsql`) on a session the stage opens
-    only for a feed with join subscriptions (:func:`join_master`), or, with
+    The pairs come from Spark's executors (:mod:`feedrouter.spark.joinparts`; with
+    ``FEEDROUTER_JOIN_ENGINE=spark``, Spark SQL: :mod:`feedrouter.spark.joinsql`) on a session the
+    stage opens only for a feed with join subscriptions (:func:`join_master`), or, with
     ``FEEDROUTER_JOIN_ENGINE=python``, from this process (the same pairs). Hours of the window
     routed before the join's blocks existed are back-filled first, in this process
     (``BatchOptions(inline=True)``: witnesses only, from the inputs still in the store).

@@ -205,7 +205,8 @@ def state_uri(env: Mapping[str, str] | None = None, config: ConfigParser | None 
 
 
 def join_engine(env: Mapping[str, str] | None = None) -> str:
-    """The join stage's engine (``FEEDROUTER_JOIN_ENGINE``: ``spark`` or ``python``)."""
+    """The join stage's engine (``FEEDROUTER_JOIN_ENGINE``: ``partitioned``, ``spark`` or
+    ``python``)."""
     return _settings(env).join_engine
 
 

@@ -12,7 +12,8 @@ leaf, and, since an hour's witnesses never change once written, valid for as lon
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import bisect
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
@@ -115,6 +116,17 @@ class HourWitnesses:
     _indexes: dict[str, dict[str, list[tuple[int, int]]]] = field(default_factory=dict, repr=False)
     _entries: dict[str, LeafEntries] = field(default_factory=dict, repr=False)
     _arrays: HourArrays | None = field(default=None, repr=False)
+    #: the hour's roots and values as columns (:meth:`of_columns`), when they were read so:
+    #: stage 2's views are built from them, and :attr:`roots` and :attr:`values` stay empty
+    _columns: JoinableColumns | None = field(default=None, repr=False)
+
+    @classmethod
+    def of_columns(
+        cls, feed: str, hour: datetime, blocks: tuple[str, ...], columns: JoinableColumns
+    ) -> HourWitnesses:
+        """An hour that stage 2 can pair from (not deliver from: no fragments, no message
+        identities), its views built from its columns without a Python object per row."""
+        return cls(feed, hour, blocks, _columns=columns)
 
     def add(
         self,
@@ -152,15 +164,31 @@ class HourWitnesses:
         cache: which nodes each block bound, and when), built once."""
         found = self._arrays
         if found is None:
-            found = self._arrays = HourArrays.of(self)
+            columns = self._columns
+            found = HourArrays.of(self) if columns is None else HourArrays.of_columns(self.hour, columns)
+            self._arrays = found
         return found
 
     def leaf_entries(self, leaf: str) -> LeafEntries:
         """The joinable nodes' values of ``leaf`` as arrays, built once per leaf."""
         found = self._entries.get(leaf)
         if found is None:
-            found = self._entries[leaf] = LeafEntries.of(self.value_index(leaf), self.arrays().position)
+            columns = self._columns
+            if columns is None:
+                found = LeafEntries.of(self.value_index(leaf), self.arrays().position)
+            else:
+                found = LeafEntries.of_columns(columns, leaf, self.arrays().keys)
+            self._entries[leaf] = found
         return found
+
+    def matches(self, leaf: str, other: HourWitnesses, other_leaf: str) -> int:
+        """How many pairs of joinable nodes, one of this hour and one of ``other``, share a value
+        of the two leaves (stage 2's estimate of a value join's cost)."""
+        ours, theirs = self.leaf_entries(leaf), other.leaf_entries(other_leaf)
+        counts = dict(zip(theirs.values, theirs.counts.tolist(), strict=True))
+        return sum(
+            n * counts.get(value, 0) for value, n in zip(ours.values, ours.counts.tolist(), strict=True)
+        )
 
     def value_index(self, leaf: str) -> dict[str, list[tuple[int, int]]]:
         """value -> the nodes whose ``leaf`` has it (in stream order), built once per leaf."""
@@ -183,7 +211,9 @@ class HourArrays:
     position: dict[tuple[int, int], int]
     times: npt.NDArray[np.int64]  # the message's event time, microseconds since the epoch
     messages: npt.NDArray[np.int64]  # the message's number in the hour
-    blocks: dict[str, npt.NDArray[np.int64]]  # block -> the positions it bound, ascending
+    blocks: Mapping[str, npt.NDArray[np.int64]]  # block -> the positions it bound, ascending
+    #: each node's ``message << 32 | element id``, ascending: a node's position by binary search
+    keys: npt.NDArray[np.int64]
 
     @classmethod
     def of(cls, hw: HourWitnesses) -> HourArrays:
@@ -202,6 +232,32 @@ class HourArrays:
                 block: np.unique(np.array([position[n] for n in roots if n in position], np.int64))
                 for block, roots in hw.roots.items()
             },
+            keys=_keys(np.array([m for m, _ in nodes], np.int64), np.array([n for _, n in nodes], np.int64)),
+        )
+
+    @classmethod
+    def of_columns(cls, hour: datetime, columns: JoinableColumns) -> HourArrays:
+        """The same arrays from an hour's columns, set at a time."""
+        roots = columns.roots
+        timed = columns.times[roots.messages] != NO_TIME
+        keys = _keys(roots.messages[timed], roots.nodes[timed])
+        unique = np.unique(keys)
+        positions = np.searchsorted(unique, keys)
+        blocks = np.repeat(np.arange(len(roots.names)), np.diff(roots.starts))[timed]
+        # rows are sorted by block, message and node: a block's positions ascend; a row twice, once
+        once = np.ones(len(positions), np.bool_)
+        once[1:] = (positions[1:] != positions[:-1]) | (blocks[1:] != blocks[:-1])
+        blocks, positions = blocks[once], positions[once]
+        starts = np.searchsorted(blocks, np.arange(len(roots.names) + 1))
+        ours = unique >> 32
+        nodes = list(zip(ours.tolist(), (unique & 0xFFFFFFFF).tolist(), strict=True))
+        return cls(
+            refs=[(hour, m, n) for m, n in nodes],
+            position={node: number for number, node in enumerate(nodes)},
+            times=columns.times[ours],
+            messages=ours,
+            blocks=_Bound(roots.names, starts, positions),
+            keys=unique,
         )
 
 
@@ -227,3 +283,85 @@ class LeafEntries:
                 counts.append(len(mine))
                 positions += mine
         return cls(values, np.array(counts, np.int64), np.array(positions, np.int64))
+
+    @classmethod
+    def of_columns(cls, columns: JoinableColumns, leaf: str, keys: npt.NDArray[np.int64]) -> LeafEntries:
+        """The same entries from an hour's columns (``keys``: its joinable nodes', ascending)."""
+        found = columns.values
+        try:
+            at = found.names.index(leaf)
+        except ValueError:
+            return cls([], _NONE, _NONE)
+        first, last = int(found.starts[at]), int(found.starts[at + 1])
+        codes = found.codes[first:last]
+        wanted = _keys(found.messages[first:last], found.nodes[first:last])
+        positions = np.searchsorted(keys, wanted)
+        joinable = positions < len(keys)
+        joinable[joinable] = keys[positions[joinable]] == wanted[joinable]
+        codes, positions = codes[joinable], positions[joinable]
+        order = np.lexsort((positions, codes))
+        codes, positions = codes[order], positions[order]
+        if not len(codes):
+            return cls([], _NONE, _NONE)
+        starts = np.flatnonzero(np.concatenate(([True], codes[1:] != codes[:-1])))
+        counts = np.diff(np.append(starts, len(codes)))
+        values = [found.dictionary[code] for code in codes[starts].tolist()]
+        return cls(values, counts.astype(np.int64), positions.astype(np.int64))
+
+
+#: A message without a usable event time in :attr:`JoinableColumns.times`.
+NO_TIME = np.iinfo(np.int64).min
+_NONE: npt.NDArray[np.int64] = np.zeros(0, np.int64)
+
+
+@dataclass(frozen=True)
+class Runs:
+    """Rows sorted by a name (a block, a leaf path): ``names[i]``'s rows are ``starts[i]`` up to
+    ``starts[i + 1]``; each row a node (message number, element id) and, for values, the number
+    of its value in ``dictionary``."""
+
+    names: list[str]
+    starts: npt.NDArray[np.int64]  # len(names) + 1 entries, the last the number of rows
+    messages: npt.NDArray[np.int64]
+    nodes: npt.NDArray[np.int64]
+    codes: npt.NDArray[np.int64] = field(default_factory=lambda: _NONE)
+    dictionary: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class JoinableColumns:
+    """What stage 2 pairs from of an hour, as the witness store's columns: each message's event
+    time (microseconds, :data:`NO_TIME` when it has none), the roots by block and the values by
+    leaf path."""
+
+    times: npt.NDArray[np.int64]
+    roots: Runs
+    values: Runs
+
+
+def _keys(messages: npt.NDArray[np.int64], nodes: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    return (messages.astype(np.int64) << 32) | nodes.astype(np.int64)
+
+
+class _Bound(Mapping[str, npt.NDArray[np.int64]]):
+    """Block -> the positions it bound, ascending: slices of one array, made when asked for (an
+    hour of a large population has tens of thousands of blocks, a run of stage 2 reads a few)."""
+
+    def __init__(self, names: list[str], starts: npt.NDArray[np.int64], positions: npt.NDArray[np.int64]):
+        self._names, self._starts, self._positions = names, starts, positions
+
+    def __getitem__(self, block: str) -> npt.NDArray[np.int64]:
+        at = bisect.bisect_left(self._names, block)
+        if at == len(self._names) or self._names[at] != block:
+            raise KeyError(block)
+        return self._positions[self._starts[at] : self._starts[at + 1]]
+
+    def __contains__(self, block: object) -> bool:
+        at = bisect.bisect_left(self._names, block) if isinstance(block, str) else len(self._names)
+        return at < len(self._names) and self._names[at] == block
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)

@@ -43,6 +43,8 @@ NodeRef = tuple[datetime, int, int]
 Pair = tuple[NodeRef, NodeRef]
 #: How stage 2 reads a feed's hour of witnesses: None when the hour has none (yet).
 WitnessStore = Callable[[str, datetime], "HourWitnesses | None"]
+#: A value slice: the two feeds and the leaf paths of a driving value join.
+Slice = tuple[tuple[str, str], tuple[str, str]]
 
 DEFAULT_MAX_PAIRS = 100_000
 _MICROSECOND = timedelta(microseconds=1)
@@ -94,6 +96,18 @@ class JoinStage:
         with heap.paused(keep=True):  # millions of small objects, none of them garbage
             return self._pairs(hour, store)
 
+    def slices(self, hour: datetime, store: WitnessStore) -> dict[Slice, list[JoinPlan]]:
+        """The subscriptions by value slice in ``hour``: the feeds and leaf paths of their driving
+        value join (:meth:`_Window.driving`, from the hour's own witnesses only). A slice is the
+        unit of shared work: a stage over a union of whole slices gives each of its subscriptions
+        the pairs a stage over all of them gives, with the same work, which is how the population
+        is partitioned across workers (:mod:`feedrouter.spark.joinparts`)."""
+        window = _Window(hour, store)
+        found: dict[Slice, list[JoinPlan]] = {}
+        for plan in self.plans:
+            found.setdefault((plan.feeds, window.driving(plan.feeds, plan.joins)), []).append(plan)
+        return found
+
     def _pairs(self, hour: datetime, store: WitnessStore) -> dict[str, list[Pair]]:
         window = _Window(hour, store)
         hours = window.hours(max((plan.reach(self.lateness) for plan in self.plans), default=0))
@@ -101,7 +115,7 @@ class JoinStage:
         sames = [_grouped(group, lambda p: p.key) for group in groups]
         kept: list[list[list[Pair]]] = [[[] for _ in same] for same in sames]
         targets = [_Temporal.of(same).target(lists) for same, lists in zip(sames, kept, strict=True)]
-        slices: dict[tuple[tuple[str, str], tuple[str, str]], dict[tuple[str, str], list[int]]] = {}
+        slices: dict[Slice, dict[tuple[str, str], list[int]]] = {}
         # each group's value joins besides the driving one, numbered (0: none): the groups of a
         # pair of blocks that share such a conjunction check it once
         rest_ids: dict[tuple[tuple[str, str], ...], int] = {(): 0}
@@ -181,15 +195,15 @@ class _Window:
         return min(joins, key=lambda join: self.matches_in_hour(feeds, join))
 
     def matches_in_hour(self, feeds: tuple[str, str], join: tuple[str, str]) -> int:
-        """How many node pairs of this hour share a value of the join's leaves (a cost estimate)."""
+        """How many pairs of this hour's joinable nodes share a value of the join's leaves (a cost
+        estimate)."""
         key = (feeds, join)
         found = self._estimates.get(key)
         if found is None:
             left, right = self.witnesses(feeds[LEFT], self.hour), self.witnesses(feeds[1], self.hour)
             found = 0
             if left is not None and right is not None:
-                ours, theirs = left.value_index(join[0]), right.value_index(join[1])
-                found = sum(len(ours[value]) * len(theirs[value]) for value in ours.keys() & theirs.keys())
+                found = left.matches(join[0], right, join[1])
             self._estimates[key] = found
         return found
 

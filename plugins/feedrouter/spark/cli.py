@@ -118,10 +118,11 @@ def _listed_prefix(engine: Engine, report: BatchReport, hour: datetime) -> str:
 @click.option("--plans-uri", help="Root of the plan artifacts (see route-batch).")
 @click.option(
     "--engine",
-    type=click.Choice(["spark", "python"]),
+    type=click.Choice(["partitioned", "spark", "python"]),
     default=None,
-    help="spark: one Spark SQL query per template; python: the same pairs in this process "
-    "[default: FEEDROUTER_JOIN_ENGINE, else spark].",
+    help="partitioned: the shared stage on Spark's executors, subscriptions partitioned by value "
+    "slice; spark: one Spark SQL query per template; python: in this process; the same pairs "
+    "[default: FEEDROUTER_JOIN_ENGINE, else partitioned].",
 )
 @click.option(
     "--backfill/--no-backfill",

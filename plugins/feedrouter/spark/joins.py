@@ -41,13 +41,14 @@ from feedrouter.join.stage import DEFAULT_MAX_PAIRS, JoinDelivery, JoinStage, No
 from feedrouter.spark.backfill import backfill_witnesses
 from feedrouter.spark.batch import BatchOptions, LoadedPlan, job_spec, load_plan_build
 from feedrouter.spark.batchlog import batch_fields, log
+from feedrouter.spark.joinparts import partitioned_pairs
 from feedrouter.spark.joinsql import WitnessSource, spark_pairs
 from feedrouter.spark.lease import hour_lock
 from feedrouter.spark.publish import publish, withdraw
 from feedrouter.spark.session import batch_session
 from feedrouter.spark.spec import JobSpec
 from feedrouter.spark.stores import StoreOpener
-from feedrouter.spark.witnesses import DELIVERY_TABLES, TABLES, blocks_of_hour, read_hour
+from feedrouter.spark.witnesses import DELIVERY_TABLES, blocks_of_hour, read_hour, read_joinable
 from feedrouter.storage import ObjectStore
 
 
@@ -63,9 +64,12 @@ class JoinOptions:
 
     state_uri: str | None = None
     stream_start: datetime | None = None
-    #: "spark": the pairs from one Spark SQL query per template (:mod:`feedrouter.spark.joinsql`);
-    #: "python": in this process (:class:`~feedrouter.join.stage.JoinStage`), the same pairs
-    engine: str = "spark"
+    #: where the pairs are computed, each engine giving the same: "partitioned", the shared stage
+    #: on Spark's executors, the subscriptions partitioned by value slice
+    #: (:mod:`feedrouter.spark.joinparts`); "spark", one Spark SQL query per template
+    #: (:mod:`feedrouter.spark.joinsql`); "python", in this process
+    #: (:class:`~feedrouter.join.stage.JoinStage`)
+    engine: str = "partitioned"
     master: str | None = None  # the Spark master when no session is given (None: local[2])
     #: how an hour lacking a block is back-filled (stage 1 again, witnesses only); None: refuse
     #: with FR610 and leave it to the caller
@@ -156,8 +160,8 @@ def join_batch(
                 lateness=loaded.plan.feed.allowed_lateness,
                 max_pairs=options.max_pairs,
             )
-            # Spark's executors read the relations they join themselves: here, what delivery needs
-            witnesses = _Witnesses(state, TABLES if options.engine == "python" else DELIVERY_TABLES)
+            # every engine reads the relations it pairs from itself (as columns): here, what delivery needs
+            witnesses = _Witnesses(state, DELIVERY_TABLES)
             pairs = _pairs(stage, hour, witnesses, source, options, spark)
             found = stage.deliver(hour, witnesses.read, pairs)
             rows = [_deliver(spec, loaded, found[sid], witnesses) for sid in sorted(found, key=_numeric)]
@@ -187,11 +191,15 @@ def _pairs(
     spark: SparkSession | None,
 ) -> dict[str, list[Pair]]:
     """The hour's pairs of every join subscription, from the engine the options name (Spark's
-    executors read the witnesses from the state store themselves)."""
+    executors read the witnesses from the state store themselves; in process, they are read as
+    columns, without their fragments)."""
     if options.engine == "python":
-        return stage.pairs(hour, witnesses.read)
+        return stage.pairs(hour, witnesses.joinable)
+    engines = {"spark": spark_pairs, "partitioned": partitioned_pairs}
+    if options.engine not in engines:
+        raise ValueError(f"no join engine {options.engine!r}: partitioned, spark or python")
     with batch_session(spark, options.master) as session:
-        return spark_pairs(session, stage.plans, hour, source, stage.lateness, options.max_pairs)
+        return engines[options.engine](session, stage.plans, hour, source, stage.lateness, options.max_pairs)
 
 
 def window_hours(
@@ -316,12 +324,20 @@ class _Witnesses:
         self._state = state
         self._tables = tables
         self._hours: dict[tuple[str, datetime], HourWitnesses | None] = {}
+        self._joinable: dict[tuple[str, datetime], HourWitnesses | None] = {}
 
     def read(self, feed: str, hour: datetime) -> HourWitnesses | None:
         key = (feed, hour)
         if key not in self._hours:
             self._hours[key] = read_hour(self._state, feed, hour, self._tables)
         return self._hours[key]
+
+    def joinable(self, feed: str, hour: datetime) -> HourWitnesses | None:
+        """The hour's witnesses as stage 2 pairs from them (columns, each hour read once)."""
+        key = (feed, hour)
+        if key not in self._joinable:
+            self._joinable[key] = read_joinable(self._state, feed, hour)
+        return self._joinable[key]
 
     def provenance(self, feed: str, node: NodeRef) -> Provenance:
         found = self.read(feed, node[0])

@@ -38,6 +38,7 @@ from feedrouter.join.stage import DEFAULT_MAX_PAIRS, Pair
 from feedrouter.join.templates import Template
 from feedrouter.lang.ast import TemporalKind
 from feedrouter.spark.frames import arrow_schema
+from feedrouter.spark.session import executor_cores
 from feedrouter.spark.stores import StoreOpener
 from feedrouter.spark.witnesses import read_relation
 
@@ -168,7 +169,7 @@ def _sized_shuffles(spark: SparkSession) -> Iterator[None]:
     owner left Spark's default of 200: on a few cores 200 near-empty partitions per shuffle of a
     dozen cost more than the join (measured: a local[2] stage twice as slow). A classic session
     only: a Spark Connect client cannot see the cluster's cores, and keeps the server's setting."""
-    cores = _cores(spark)
+    cores = executor_cores(spark)
     current = spark.conf.get(_SHUFFLES)
     if not cores or current != _DEFAULT_SHUFFLES:
         yield
@@ -184,14 +185,6 @@ def _shuffles(spark: SparkSession) -> int:
     """The session's number of shuffle partitions (0: not a number Spark gives)."""
     value = spark.conf.get(_SHUFFLES)
     return int(value) if value and value.isdigit() else 0
-
-
-def _cores(spark: SparkSession) -> int:
-    """The cores of a classic session's executors (0: unknown, a Spark Connect client)."""
-    try:
-        return int(spark.sparkContext.defaultParallelism)
-    except Exception:  # Spark Connect: no SparkContext on the client
-        return 0
 
 
 def read_window(
@@ -416,7 +409,7 @@ class _Views:
         """The window's relations as cached views, each (feed, hour) read by a task of its own."""
         # a task per (feed, hour), or per few of them on few cores: every later scan of the cached
         # views has as many tasks as they have partitions
-        cores = _cores(self.spark)
+        cores = executor_cores(self.spark)
         tasks = min(len(hours), 2 * cores) if cores else len(hours)
         listing = self.spark.createDataFrame(list(hours), LISTING).repartition(max(1, tasks))
         for name, view in (("roots", "roots"), ("values", "vals")):

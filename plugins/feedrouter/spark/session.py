@@ -121,6 +121,14 @@ def batch_session(spark: SparkSession | None, master: str | None) -> Iterator[Sp
         session.stop()
 
 
+def executor_cores(spark: SparkSession) -> int:
+    """The cores of a classic session's executors (0: unknown, a Spark Connect client)."""
+    try:
+        return int(spark.sparkContext.defaultParallelism)
+    except Exception:  # Spark Connect: no SparkContext on the client
+        return 0
+
+
 def check_no_speculation(spark: SparkSession) -> None:
     """Refuse a session that runs speculative task copies: two attempts of one delivery task
     would write the same folder at the same time (the sessions made here turn it off). Read

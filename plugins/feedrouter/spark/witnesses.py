@@ -31,6 +31,7 @@ import json
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -38,7 +39,15 @@ from feedrouter.delivery.layout import SUCCESS, witness_dir
 from feedrouter.errors import error
 from feedrouter.hours import HOUR_PATH, HourError, format_hour, hour_path, parse_hour, to_hour
 from feedrouter.join.plan import lookback
-from feedrouter.join.relations import ONE_HOUR, HourWitnesses, MessageRef, microseconds
+from feedrouter.join.relations import (
+    NO_TIME,
+    ONE_HOUR,
+    HourWitnesses,
+    JoinableColumns,
+    MessageRef,
+    Runs,
+    microseconds,
+)
 from feedrouter.storage import ObjectStore
 from feedrouter.storage.keys import join_key
 
@@ -97,6 +106,76 @@ def read_hour(
     found = decode(feed, hour, data)
     found.blocks = _blocks(feed, hour, store.get(join_key(folder, BLOCKS)))
     return found
+
+
+def read_joinable(store: ObjectStore, feed: str, hour: datetime) -> HourWitnesses | None:
+    """The hour's witnesses as stage 2 pairs from them (:meth:`HourWitnesses.of_columns
+    <feedrouter.join.relations.HourWitnesses.of_columns>`: event times, roots and values as
+    columns, no Python object per row; no fragments), or None when stage 1 has not written them."""
+    import pyarrow.parquet as pq
+
+    if not has_hour(store, feed, hour):
+        return None
+    folder = witness_dir(feed, hour)
+    tables = {}
+    for name, columns in _JOINABLE.items():
+        data = store.get(join_key(folder, f"{name}.parquet"))
+        with _readable(feed, hour, f"{name}.parquet"):
+            tables[name] = pq.read_table(io.BytesIO(data), columns=list(columns))
+    with _readable(feed, hour, "the tables"):
+        joinable = _joinable(tables)
+    return HourWitnesses.of_columns(
+        feed, hour, _blocks(feed, hour, store.get(join_key(folder, BLOCKS))), joinable
+    )
+
+
+#: The columns of each table stage 2 pairs from.
+_JOINABLE = {
+    "messages": ("message", "time"),
+    "roots": ("block", "message", "node"),
+    "values": ("leaf", "value", "message", "node"),
+}
+
+
+def _joinable(tables: dict[str, pa.Table]) -> JoinableColumns:
+    import numpy as np
+    import pyarrow.compute as pc
+
+    messages = tables["messages"]
+    times = messages.column("time").cast("int64").fill_null(NO_TIME).to_numpy()
+    if not np.array_equal(messages.column("message").to_numpy(), np.arange(len(times))):
+        raise ValueError("messages are not numbered 0..n-1 in order")
+    roots = tables["roots"].sort_by([("block", "ascending"), ("message", "ascending"), ("node", "ascending")])
+    values = tables["values"].sort_by(
+        [("leaf", "ascending"), ("value", "ascending"), ("message", "ascending"), ("node", "ascending")]
+    )
+    encoded = pc.dictionary_encode(values.column("value")).combine_chunks()
+    return JoinableColumns(
+        times=times,
+        roots=_runs(roots, "block"),
+        values=replace(
+            _runs(values, "leaf"),
+            codes=encoded.indices.to_numpy().astype(np.int64),
+            dictionary=encoded.dictionary.to_pylist(),
+        ),
+    )
+
+
+def _runs(table: pa.Table, name: str) -> Runs:
+    """The rows of ``table`` (sorted by column ``name``) as runs of one name each."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    column = table.column(name)
+    runs = pc.run_end_encode(column).combine_chunks() if len(column) else None
+    names = runs.values.to_pylist() if runs is not None else []
+    ends = runs.run_ends.to_numpy() if runs is not None else np.zeros(0, np.int64)
+    return Runs(
+        names=names,
+        starts=np.concatenate(([0], ends)).astype(np.int64),
+        messages=table.column("message").to_numpy().astype(np.int64),
+        nodes=table.column("node").to_numpy().astype(np.int64),
+    )
 
 
 def read_relation(store: ObjectStore, feed: str, hour: datetime, name: str) -> pa.Table | None:

@@ -181,9 +181,10 @@ def test_the_spark_group_offers_the_package_command() -> None:
 @pytest.mark.parametrize(
     ("env", "args", "engine"),
     [
-        ({}, [], "spark"),
+        ({}, [], "partitioned"),
         ({"FEEDROUTER_JOIN_ENGINE": "python"}, [], "python"),
         ({"FEEDROUTER_JOIN_ENGINE": "python"}, ["--engine", "spark"], "spark"),
+        ({"FEEDROUTER_JOIN_ENGINE": "spark"}, ["--engine", "partitioned"], "partitioned"),
     ],
 )
 def test_join_batch_runs_the_engine_the_option_or_the_setting_names(

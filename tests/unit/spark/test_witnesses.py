@@ -8,13 +8,14 @@ from pathlib import Path
 import pytest
 
 from feedrouter.errors import WitnessesUnreadable
-from feedrouter.join.relations import HourWitnesses, MessageRef
+from feedrouter.join.relations import HourWitnesses, LeafEntries, MessageRef
 from feedrouter.spark.witnesses import (
     DELIVERY_TABLES,
     blocks_of_hour,
     encode,
     has_hour,
     read_hour,
+    read_joinable,
     read_relation,
     write_hour,
 )
@@ -160,3 +161,45 @@ def test_a_table_of_another_shape_is_refused(tmp_path: Path) -> None:
     store.put("witnesses/books/dt=2026-05-01/hour=08/roots.parquet", sink.getvalue())
     with pytest.raises(WitnessesUnreadable, match="the tables of the join witnesses of books"):
         read_hour(store, "books", HOUR)
+
+
+def test_an_hour_read_as_columns_gives_stage_2_the_views_the_rows_give(tmp_path: Path) -> None:
+    """What the engines pair from (:func:`read_joinable`): the same joinable nodes, times, block
+    memberships and leaf entries as the hour read row by row; a node of a message without a
+    time is in neither, a block the hour lacks is not found, a leaf it lacks has no entries."""
+    import numpy as np
+
+    store = open_store(tmp_path.as_uri())
+    assert read_joinable(store, "books", HOUR) is None  # not written yet
+    witnesses = hour_of_witnesses()
+    witnesses.roots["block-3"] = [(1, 2), (0, 1)]  # (1, 2): a node of the message without a time
+    witnesses.values[(1, 2)] = {"author": ("cy",)}
+    write_hour(store, witnesses)
+    rows, columns = read_hour(store, "books", HOUR), read_joinable(store, "books", HOUR)
+    assert rows is not None and columns is not None
+    assert columns.blocks == rows.blocks and not columns.roots and not columns.fragments
+    by_rows, by_columns = rows.arrays(), columns.arrays()
+    assert by_columns.refs == by_rows.refs == [(HOUR, 0, 1), (HOUR, 2, 4)]
+    assert by_columns.position == by_rows.position
+    for name in ("times", "messages", "keys"):
+        assert np.array_equal(getattr(by_columns, name), getattr(by_rows, name)), name
+    assert sorted(by_columns.blocks) == sorted(by_rows.blocks) == ["block-1", "block-2", "block-3"]
+    for block in by_rows.blocks:
+        assert by_columns.blocks[block].tolist() == by_rows.blocks[block].tolist(), block
+    assert by_columns.blocks["block-3"].tolist() == [0] and "block-4" not in by_columns.blocks
+    with pytest.raises(KeyError):
+        by_columns.blocks["block-4"]
+    for leaf in ("author", "@id", "title"):
+        assert by_value(columns.leaf_entries(leaf)) == by_value(rows.leaf_entries(leaf)), leaf
+    assert by_value(columns.leaf_entries("author")) == {"ann": [0, 1], "bob": [0]}  # "cy": no time
+    # ann: 2 x 2 pairs, bob: 1 x 1
+    assert columns.matches("author", rows, "author") == rows.matches("author", columns, "author") == 5
+
+
+def by_value(entries: LeafEntries) -> dict[str, list[int]]:
+    """Leaf entries as value -> the positions holding it."""
+    found, first = {}, 0
+    for value, count in zip(entries.values, entries.counts.tolist(), strict=True):
+        found[value] = entries.positions[first : first + count].tolist()
+        first += count
+    return found

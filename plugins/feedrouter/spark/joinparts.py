@@ -1,0 +1,256 @@
+"""Stage 2 on Spark's executors with the population partitioned: the shared stage of
+:class:`~feedrouter.join.stage.JoinStage`, one task per part of the join subscriptions.
+
+A part is a set of whole value slices (:meth:`JoinStage.slices
+<feedrouter.join.stage.JoinStage.slices>`: the subscriptions whose driving value join compares the
+same leaf paths of the same feeds share its matches, paper 001's unit of shared work), so a part's
+subscriptions get exactly the pairs the whole population's stage gives them, and no match is
+enumerated twice unless a slice outweighs a part (it is then split by its groups of subscriptions
+with the same blocks and value joins, which never split). The driver reads only the hour's own
+witnesses (to find each subscription's driving join); each task reads the window's witness hours
+from the state store itself, as columns (:func:`~feedrouter.spark.witnesses.read_joinable`), and
+sends back one row per distinct pair list (subscriptions alike but for their temporal term's name
+share one), so no row is made per (subscription, pair) on either side.
+
+Where the Spark SQL engine (:mod:`feedrouter.spark.joinsql`) expresses each template as one
+relational query, this engine runs the same set-at-a-time algorithm as the in-process engine
+(NumPy arrays of node numbers per slice), in parallel: both give the same pairs (tests run them side
+by side), and this one is the faster on every population measured (``bench/join_spark_bench.py``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import heapq
+import pickle
+import zlib
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import datetime, timedelta, timezone
+from functools import partial
+from typing import TYPE_CHECKING
+
+from feedrouter import heap
+from feedrouter.join.plan import JoinPlan
+from feedrouter.join.relations import HourWitnesses
+from feedrouter.join.stage import DEFAULT_MAX_PAIRS, JoinStage, Pair, Slice
+from feedrouter.join.templates import Template
+from feedrouter.spark.joinsql import WitnessSource
+from feedrouter.spark.session import executor_cores
+from feedrouter.spark.witnesses import read_joinable
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import SparkSession
+
+#: A part's row as the tasks receive it: its number and its subscriptions' plans (pickled, zlib).
+PARTS = "part int, plans binary"
+#: A part's pairs as its task sends them back, one row: each distinct pair list as the
+#: subscriptions it is the list of and the numbers of its pairs, then the distinct pairs, each node
+#: as (hour in seconds since the epoch, message number, element id).
+PAIR_LISTS = (
+    "sids array<array<string>>, pairs array<array<int>>, l_hour array<bigint>, l_message array<int>,"
+    " l_node array<int>, r_hour array<bigint>, r_message array<int>, r_node array<int>"
+)
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+#: Parts when the session cannot say how many cores its executors have (a Spark Connect client).
+_UNKNOWN_CORES_PARTS = 8
+
+
+def partitioned_pairs(
+    spark: SparkSession,
+    plans: Sequence[JoinPlan],
+    hour: datetime,
+    source: WitnessSource,
+    lateness: timedelta,
+    max_pairs: int = DEFAULT_MAX_PAIRS,
+    parts: int | None = None,
+) -> dict[str, list[Pair]]:
+    """Every subscription's qualifying pairs delivered in ``hour`` (at most ``max_pairs + 1`` of
+    one: past its cap it is withheld), computed by ``parts`` tasks (None: one per core of the
+    session's executors)."""
+    if not plans:
+        return {}
+    store = source.stores.open(source.state_uri)
+    own = {feed: read_joinable(store, feed, hour) for feed in {f for plan in plans for f in plan.feeds}}
+    slices = JoinStage(plans, {}, lateness=lateness).slices(hour, lambda feed, when: own.get(feed))
+    divided = divide(slices, parts or executor_cores(spark) or _UNKNOWN_CORES_PARTS)
+    with heap.paused(keep=True):  # tens of thousands of plans and millions of pairs: no garbage
+        rows = [(number, _packed(part)) for number, part in enumerate(divided)]
+        frame = spark.createDataFrame(rows, PARTS).repartition(len(rows), "part")
+        task = partial(pair_parts, source, hour, lateness, max_pairs)
+        return _unpacked(frame.mapInArrow(task, PAIR_LISTS).toArrow(), plans)
+
+
+def divide(slices: dict[Slice, list[JoinPlan]], parts: int) -> list[list[JoinPlan]]:
+    """The slices' subscriptions in at most ``parts`` parts of about equal work: whole slices,
+    heaviest first into the lightest part (a slice heavier than a part's share is split by its
+    groups first). A slice's weight is its number of groups (subscriptions with the same blocks
+    and value joins): each group takes its pairs from the slice's matches on its own."""
+    units: list[tuple[int, list[JoinPlan]]] = []
+    total = sum(_weight(group) for group in slices.values())
+    share = max(1, -(-total // max(1, parts)))
+    for key in sorted(slices):
+        units += _split(slices[key], share)
+    loads = [(0, number) for number in range(max(1, min(parts, len(units))))]
+    divided: list[list[JoinPlan]] = [[] for _ in loads]
+    for weight, plans in sorted(units, key=lambda unit: -unit[0]):
+        load, number = heapq.heappop(loads)
+        divided[number] += plans
+        heapq.heappush(loads, (load + weight, number))
+    return [part for part in divided if part]
+
+
+def _split(plans: list[JoinPlan], share: int) -> list[tuple[int, list[JoinPlan]]]:
+    """A slice as units of at most about ``share`` groups each (one unit when it fits)."""
+    groups: dict[object, list[JoinPlan]] = {}
+    for plan in plans:
+        groups.setdefault((plan.blocks, plan.joins), []).append(plan)
+    pieces = -(-len(groups) // share)
+    units: list[tuple[int, list[JoinPlan]]] = [(0, []) for _ in range(pieces)]
+    for number, group in enumerate(groups.values()):
+        weight, members = units[number % pieces]
+        members += group
+        units[number % pieces] = (weight + 1, members)
+    return units
+
+
+def _weight(plans: Iterable[JoinPlan]) -> int:
+    return len({(plan.blocks, plan.joins) for plan in plans})
+
+
+def pair_parts(
+    source: WitnessSource,
+    hour: datetime,
+    lateness: timedelta,
+    max_pairs: int,
+    batches: Iterable[pa.RecordBatch],
+) -> Iterator[pa.RecordBatch]:
+    """The ``mapInArrow`` task: the shared stage over each part's subscriptions, the window's
+    witness hours read from the state store as columns (each once per task), one row per part."""
+    store = source.stores.open(source.state_uri)
+    hours: dict[tuple[str, datetime], HourWitnesses | None] = {}
+
+    def read(feed: str, when: datetime) -> HourWitnesses | None:
+        if (feed, when) not in hours:
+            hours[(feed, when)] = read_joinable(store, feed, when)
+        return hours[(feed, when)]
+
+    for batch in batches:
+        for packed in batch.column("plans").to_pylist():
+            with heap.paused(keep=True):
+                stage = JoinStage(_plans(packed), {}, lateness=lateness, max_pairs=max_pairs)
+                found = stage.pairs(hour, read)
+                yield from _pair_lists(found)
+
+
+def _pair_lists(found: dict[str, list[Pair]]) -> Iterator[pa.RecordBatch]:
+    """A part's pairs as one Arrow row: its distinct pairs as columns, and each distinct pair list
+    (subscriptions alike but for their name share one) as its subscriptions and the numbers of
+    its pairs; a pair many lists hold is sent once."""
+    import pyarrow as pa
+
+    lists: dict[int, tuple[list[Pair], list[str]]] = {}
+    for sid, pairs in found.items():
+        if pairs:
+            lists.setdefault(id(pairs), (pairs, []))[1].append(sid)
+    numbers: dict[int, int] = {}  # by id: the stage makes a pair's tuple once, whatever lists hold it
+    distinct: list[Pair] = []
+    indexes = []
+    for pairs, _ in lists.values():
+        mine = []
+        for pair in pairs:
+            number = numbers.setdefault(id(pair), len(numbers))
+            if number == len(distinct):
+                distinct.append(pair)
+            mine.append(number)
+        indexes.append(mine)
+    seconds: dict[datetime, int] = {}
+    sides = []
+    for side in zip(*distinct, strict=True) if distinct else ((), ()):
+        hours, messages, nodes = zip(*side, strict=True) if side else ((), (), ())
+        sides += [[_seconds(when, seconds) for when in hours], list(messages), list(nodes)]
+    columns = [[sids for _, sids in lists.values()], indexes, *sides]
+    schema = _schema()
+    arrays = [pa.array([column], field.type) for column, field in zip(columns, schema, strict=True)]
+    yield pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _unpacked(table: pa.Table, plans: Sequence[JoinPlan]) -> dict[str, list[Pair]]:
+    """Every subscription's pairs from the parts' rows (a subscription with none: empty)."""
+    import numpy as np
+
+    found: dict[str, list[Pair]] = {plan.sid: [] for plan in plans}
+    hours: dict[int, datetime] = {}
+    for row in table.to_batches(max_chunksize=1):
+        if not row.num_rows:
+            continue
+        # flatten(), never .values: a row of a table is a slice, and .values ignores the slice
+        side = [row.column(name).flatten().to_numpy(zero_copy_only=False).tolist() for name in _PAIR_COLUMNS]
+        lefts = zip([_hour(s, hours) for s in side[0]], side[1], side[2], strict=True)
+        rights = zip([_hour(s, hours) for s in side[3]], side[4], side[5], strict=True)
+        distinct = np.empty(len(side[0]), object)
+        distinct[:] = list(zip(lefts, rights, strict=True))
+        sids = row.column("sids").flatten()  # one list of subscriptions per pair list
+        pairs = row.column("pairs").flatten()
+        numbers = pairs.flatten().to_numpy()
+        offsets = pairs.offsets.to_numpy() - pairs.offsets[0].as_py()
+        for number, names in enumerate(sids.to_pylist()):
+            shared = distinct[numbers[offsets[number] : offsets[number + 1]]].tolist()
+            for sid in names:
+                found[sid] = shared  # one list, as the in-process stage shares it
+    return found
+
+
+def _packed(plans: list[JoinPlan]) -> bytes:
+    """A part's plans as its task receives them: what pairing reads of each (no return code,
+    which only delivery reads), by field (a dataclass pickled whole costs tens of microseconds to
+    load, and a task loads tens of thousands), templates once."""
+    templates: dict[Template, Template] = {}
+    rows = [
+        tuple(
+            templates.setdefault(plan.template, plan.template) if name == "template" else getattr(plan, name)
+            for name in _SHIPPED
+        )
+        for plan in plans
+    ]
+    return zlib.compress(pickle.dumps(rows, protocol=pickle.HIGHEST_PROTOCOL), 1)
+
+
+def _plans(packed: bytes) -> list[JoinPlan]:
+    # our own bytes, made by this job's driver from its plan build (never from a document)
+    rows = pickle.loads(zlib.decompress(packed))
+    return [JoinPlan(**dict(zip(_SHIPPED, row, strict=True)), code=()) for row in rows]
+
+
+#: The fields of a plan a task receives (the others keep their defaults: no code, no notes).
+_SHIPPED = tuple(
+    name for name in (field.name for field in dataclasses.fields(JoinPlan)) if name not in ("code", "notes")
+)
+
+
+def _schema() -> pa.Schema:
+    """:data:`PAIR_LISTS` in Arrow."""
+    import pyarrow as pa
+
+    kinds = [pa.int64(), pa.int32(), pa.int32()] * 2
+    sides = [(name, pa.list_(kind)) for name, kind in zip(_PAIR_COLUMNS, kinds, strict=True)]
+    lists = [("sids", pa.list_(pa.list_(pa.string()))), ("pairs", pa.list_(pa.list_(pa.int32())))]
+    return pa.schema([*lists, *sides])
+
+
+#: A part's distinct pairs, by column.
+_PAIR_COLUMNS = ("l_hour", "l_message", "l_node", "r_hour", "r_message", "r_node")
+
+
+def _seconds(when: datetime, known: dict[datetime, int]) -> int:
+    found = known.get(when)
+    if found is None:
+        found = known[when] = int((when - _EPOCH).total_seconds())
+    return found
+
+
+def _hour(seconds: int, known: dict[int, datetime]) -> datetime:
+    found = known.get(seconds)
+    if found is None:
+        found = known[seconds] = datetime.fromtimestamp(seconds, timezone.utc)
+    return found

@@ -1,0 +1,122 @@
+"""The partitioned join engine's parts, without Spark: how the population is divided, what a task
+receives and sends back, and a task's pairs against the in-process stage's."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pyarrow as pa
+
+from feedrouter.join.plan import JoinPlan
+from feedrouter.join.stage import JoinStage, Pair
+from feedrouter.spark.joinparts import _packed, _pair_lists, _plans, _unpacked, divide, pair_parts
+from feedrouter.spark.joinsql import WitnessSource
+from feedrouter.spark.stores import StoreOpener
+from feedrouter.spark.witnesses import write_hour
+from feedrouter.storage import open_store
+from tests.unit.join.support import bound_hour, join_set
+
+HOUR = datetime(2026, 5, 1, 8, tzinfo=timezone.utc)
+LATENESS = timedelta(hours=1)
+WITHIN = "fr:within($a, $b, 'PT2H')"
+ITEMS = "$b in fr:stream()//item where"
+QUERIES = [
+    # slice (k, k): three groups (blocks, joins), one of them two subscriptions
+    f"for $a in fr:stream()//item, {ITEMS} $a/k = $b/k and {WITHIN} return <p/>",
+    f"for $a in fr:stream()//item, {ITEMS} $a/k = $b/k and {WITHIN} return <q/>",
+    f"for $a in fr:stream()//item[c = 'x'], {ITEMS} $a/k = $b/k and {WITHIN} return <p/>",
+    f"for $a in fr:stream()//item[c = 'y'], {ITEMS} $a/k = $b/k and {WITHIN} return <p/>",
+    # slice (c, c): one group
+    f"for $a in fr:stream()//item, {ITEMS} $a/c = $b/c and {WITHIN} return <p/>",
+]
+LEAVES = [
+    {"k": ("1",), "c": ("x",)},
+    {"k": ("1",), "c": ("y",)},
+    {"k": ("2",), "c": ("x",)},
+    {"k": ("1",), "c": ("x",)},
+]
+
+
+def by_slice(plans: list[JoinPlan]) -> dict:
+    found: dict = {}
+    for plan in plans:
+        found.setdefault((plan.feeds, plan.joins[0]), []).append(plan)
+    return found
+
+
+def test_the_population_is_divided_by_whole_slices_and_whole_groups() -> None:
+    plans = list(join_set(*QUERIES).plans.values())
+    slices = by_slice(plans)
+    for parts in (1, 2, 3, 10):
+        divided = divide(slices, parts)
+        assert 1 <= len(divided) <= parts
+        assert sorted(plan.sid for part in divided for plan in part) == sorted(plan.sid for plan in plans)
+        # a group (same blocks and joins) is never split: its subscriptions share its pairs
+        homes = {}
+        for number, part in enumerate(divided):
+            for plan in part:
+                assert homes.setdefault((plan.blocks, plan.joins), number) == number
+    # slices that fit a part's share stay whole: no match of theirs is enumerated twice
+    fitting = [plan for plan in plans if plan.sid in ("s0", "s1", "s4")]
+    two = divide(by_slice(fitting), 2)
+    assert sorted(sorted(plan.sid for plan in part) for part in two) == [["s0", "s1"], ["s4"]]
+    # the (k, k) slice, three of the four groups, outweighs half: split by its groups, two a part
+    halves = divide(slices, 2)
+    assert sorted(len({(p.blocks, p.joins) for p in part}) for part in halves) == [2, 2]
+
+
+def test_a_task_receives_what_pairing_reads_of_each_plan() -> None:
+    plans = list(join_set(*QUERIES).plans.values())
+    back = _plans(_packed(plans))
+    for plan, received in zip(plans, back, strict=True):
+        assert received.key == plan.key and received.sid == plan.sid and received.feeds == plan.feeds
+        assert received.reach(LATENESS) == plan.reach(LATENESS) and received.template == plan.template
+        assert received.code == () and plan.code  # the return is delivery's, done by the driver
+
+
+def test_pair_lists_travel_once_each_and_come_back_shared() -> None:
+    """Lists shared by several subscriptions and pairs shared by several lists are sent once; the
+    driver gives back one list per pair list, to each of its subscriptions; several parts' rows
+    (slices of one table) each read their own pairs."""
+    node = lambda minute, message: (HOUR + timedelta(hours=minute), message, 1)  # noqa: E731
+    first: list[Pair] = [(node(0, 0), node(0, 1)), (node(0, 0), node(0, 2))]
+    second: list[Pair] = [first[1], (node(-1, 3), node(0, 0))]
+    parts = [{"a": first, "b": first, "c": second, "d": []}, {"e": [(node(-2, 5), node(0, 7))], "f": []}]
+    table = pa.Table.from_batches([batch for found in parts for batch in _pair_lists(found)])
+    assert table.num_rows == 2
+    row = table.slice(0, 1).to_pylist()[0]
+    assert row["sids"] == [["a", "b"], ["c"]] and row["pairs"] == [[0, 1], [1, 2]]  # the shared pair once
+    plans = [_plan_named(sid) for sid in "abcdefg"]
+    back = _unpacked(table, plans)
+    assert back == {"a": first, "b": first, "c": second, "d": [], "e": parts[1]["e"], "f": [], "g": []}
+    assert back["a"] is back["b"]
+
+
+def test_a_task_gives_its_parts_the_pairs_of_the_whole_population(tmp_path: Path) -> None:
+    joins = join_set(*QUERIES)
+    plans = list(joins.plans.values())
+    earlier, hour = (
+        bound_hour(joins, HOUR - timedelta(hours=1), LEAVES),
+        bound_hour(joins, HOUR, LEAVES[::-1]),
+    )
+    store = open_store(tmp_path.as_uri())
+    for witnesses in (earlier, hour):
+        write_hour(store, witnesses)
+    read = {(w.feed, w.hour): w for w in (earlier, hour)}
+    whole = JoinStage(plans, joins.specs, lateness=LATENESS).pairs(HOUR, lambda f, h: read.get((f, h)))
+    assert sum(map(len, whole.values())) >= 10  # not a comparison of empty lists
+    divided = divide(by_slice(plans), 2)
+    batch = pa.RecordBatch.from_pylist(
+        [{"part": number, "plans": _packed(part)} for number, part in enumerate(divided)],
+        schema=pa.schema([("part", pa.int32()), ("plans", pa.binary())]),
+    )
+    source = WitnessSource(StoreOpener(), tmp_path.as_uri())
+    rows = list(pair_parts(source, HOUR, LATENESS, 100_000, [batch]))
+    assert _unpacked(pa.Table.from_batches(rows), plans) == whole
+
+
+def _plan_named(sid: str) -> JoinPlan:
+    plan = next(iter(join_set(QUERIES[0]).plans.values()))
+    plan.sid = sid
+    return plan
