@@ -27,8 +27,9 @@ Hourly, for the hour that just ended (the run's data interval, UTC), and for eac
      `FEEDROUTER_ROUTE_START` on — is routed and has its witnesses. It waits for *witnesses*, never
      for the join results of earlier hours, so catch-up runs in parallel and out-of-order backfills
      deliver the same pairs as hours routed in order;
-   - `join_batch` runs the hour's join stage from the task (Spark SQL over the window's witnesses,
-     on the in-task master, or a local session when routing is submitted to a cluster): each join
+   - `join_batch` runs the hour's join stage from the task (Spark's executors over the window's
+     witnesses, on the in-task master, or a local session when routing is submitted to a cluster;
+     `FEEDROUTER_JOIN_ENGINE` names the engine): each join
      subscription's pairs, both
      messages' provenance in each result (part format 2), recorded in the hour's batch. Hours of the
      window routed before a join subscription existed (their witnesses lack its blocks) are first

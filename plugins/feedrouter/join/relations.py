@@ -212,7 +212,8 @@ class HourArrays:
     times: npt.NDArray[np.int64]  # the message's event time, microseconds since the epoch
     messages: npt.NDArray[np.int64]  # the message's number in the hour
     blocks: Mapping[str, npt.NDArray[np.int64]]  # block -> the positions it bound, ascending
-    #: each node's ``message << 32 | element id``, ascending: a node's position by binary search
+    #: each node's ``message << 32 | element id + 1``, ascending (the document node's id is -1): a
+    #: node's position by binary search
     keys: npt.NDArray[np.int64]
 
     @classmethod
@@ -250,7 +251,7 @@ class HourArrays:
         blocks, positions = blocks[once], positions[once]
         starts = np.searchsorted(blocks, np.arange(len(roots.names) + 1))
         ours = unique >> 32
-        nodes = list(zip(ours.tolist(), (unique & 0xFFFFFFFF).tolist(), strict=True))
+        nodes = list(zip(ours.tolist(), ((unique & 0xFFFFFFFF) - 1).tolist(), strict=True))
         return cls(
             refs=[(hour, m, n) for m, n in nodes],
             position={node: number for number, node in enumerate(nodes)},
@@ -301,6 +302,9 @@ class LeafEntries:
         codes, positions = codes[joinable], positions[joinable]
         order = np.lexsort((positions, codes))
         codes, positions = codes[order], positions[order]
+        once = np.ones(len(codes), np.bool_)  # a value once per node, as the rows' reading gives it
+        once[1:] = (codes[1:] != codes[:-1]) | (positions[1:] != positions[:-1])
+        codes, positions = codes[once], positions[once]
         if not len(codes):
             return cls([], _NONE, _NONE)
         starts = np.flatnonzero(np.concatenate(([True], codes[1:] != codes[:-1])))
@@ -340,7 +344,9 @@ class JoinableColumns:
 
 
 def _keys(messages: npt.NDArray[np.int64], nodes: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-    return (messages.astype(np.int64) << 32) | nodes.astype(np.int64)
+    """Nodes as one ascending number each, in stream order (element ids are int32, -1 the
+    document node: shifted to 0 .. 2³¹)."""
+    return (messages.astype(np.int64) << 32) | (nodes.astype(np.int64) + 1)
 
 
 class _Bound(Mapping[str, npt.NDArray[np.int64]]):

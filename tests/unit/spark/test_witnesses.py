@@ -166,34 +166,37 @@ def test_a_table_of_another_shape_is_refused(tmp_path: Path) -> None:
 def test_an_hour_read_as_columns_gives_stage_2_the_views_the_rows_give(tmp_path: Path) -> None:
     """What the engines pair from (:func:`read_joinable`): the same joinable nodes, times, block
     memberships and leaf entries as the hour read row by row; a node of a message without a
-    time is in neither, a block the hour lacks is not found, a leaf it lacks has no entries."""
+    time is in neither, a block the hour lacks is not found, a leaf it lacks has no entries; the
+    document node (element id -1) comes before its message's elements."""
     import numpy as np
 
     store = open_store(tmp_path.as_uri())
     assert read_joinable(store, "books", HOUR) is None  # not written yet
     witnesses = hour_of_witnesses()
     witnesses.roots["block-3"] = [(1, 2), (0, 1)]  # (1, 2): a node of the message without a time
+    witnesses.roots["block-4"] = [(2, -1)]  # a document node
     witnesses.values[(1, 2)] = {"author": ("cy",)}
+    witnesses.values[(2, -1)] = {"author": ("bob",)}
     write_hour(store, witnesses)
     rows, columns = read_hour(store, "books", HOUR), read_joinable(store, "books", HOUR)
     assert rows is not None and columns is not None
     assert columns.blocks == rows.blocks and not columns.roots and not columns.fragments
     by_rows, by_columns = rows.arrays(), columns.arrays()
-    assert by_columns.refs == by_rows.refs == [(HOUR, 0, 1), (HOUR, 2, 4)]
+    assert by_columns.refs == by_rows.refs == [(HOUR, 0, 1), (HOUR, 2, -1), (HOUR, 2, 4)]
     assert by_columns.position == by_rows.position
     for name in ("times", "messages", "keys"):
         assert np.array_equal(getattr(by_columns, name), getattr(by_rows, name)), name
-    assert sorted(by_columns.blocks) == sorted(by_rows.blocks) == ["block-1", "block-2", "block-3"]
+    assert sorted(by_columns.blocks) == sorted(by_rows.blocks) == [f"block-{n}" for n in range(1, 5)]
     for block in by_rows.blocks:
         assert by_columns.blocks[block].tolist() == by_rows.blocks[block].tolist(), block
-    assert by_columns.blocks["block-3"].tolist() == [0] and "block-4" not in by_columns.blocks
+    assert by_columns.blocks["block-3"].tolist() == [0] and "block-5" not in by_columns.blocks
     with pytest.raises(KeyError):
-        by_columns.blocks["block-4"]
+        by_columns.blocks["block-5"]
     for leaf in ("author", "@id", "title"):
         assert by_value(columns.leaf_entries(leaf)) == by_value(rows.leaf_entries(leaf)), leaf
-    assert by_value(columns.leaf_entries("author")) == {"ann": [0, 1], "bob": [0]}  # "cy": no time
-    # ann: 2 x 2 pairs, bob: 1 x 1
-    assert columns.matches("author", rows, "author") == rows.matches("author", columns, "author") == 5
+    assert by_value(columns.leaf_entries("author")) == {"ann": [0, 2], "bob": [0, 1]}  # "cy": no time
+    # ann: 2 x 2 pairs, bob: 2 x 2
+    assert columns.matches("author", rows, "author") == rows.matches("author", columns, "author") == 8
 
 
 def by_value(entries: LeafEntries) -> dict[str, list[int]]:
