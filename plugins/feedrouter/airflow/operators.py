@@ -339,9 +339,9 @@ class JoinBatchOperator(FeedrouterOperator):
     plan build has no join subscription. Hours of the window routed before the joins' blocks
     existed are back-filled first, in the task, from the inputs still in the store. Driven from
     the task whatever the spark connection says (:func:`feedrouter.airflow.routing.join`): the
-    pairs come from Spark's executors (``FEEDROUTER_JOIN_ENGINE``) on the routing's in-task master,
-    or on a local session when the routing is submitted to a cluster. Witnesses of the window not written yet (FR609, transient)
-    are retried; other terminal errors fail at once.
+    pairs come from Spark's executors (``FEEDROUTER_JOIN_ENGINE``) on the routing's in-task
+    master, or on a local session when the routing is submitted to a cluster. Witnesses of the
+    window not written yet (FR609, transient) are retried; other terminal errors fail at once.
 
     Args:
         batch: ``{"feed": …, "hour": "YYYY-MM-DDTHH"}`` (templated; mapped over the run's batches).
