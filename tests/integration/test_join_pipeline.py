@@ -368,3 +368,40 @@ def test_the_query_of_a_templates_subscriptions_reads_its_node_pairs_from_the_ca
     (read,) = leaves
     cached = [output for name, output in read if name == "InMemoryRelation"]
     assert any("lset#" in output and "l_time#" in output for output in cached), read
+
+
+def test_each_part_of_the_population_has_a_task_of_its_own(spark: Any) -> None:
+    from pyspark.sql.functions import spark_partition_id
+
+    from feedrouter.spark.joinparts import parts_frame
+
+    for parts in (2, 5, 64):
+        frame = parts_frame(spark, [(number, b"") for number in range(parts)])
+        placed = frame.select(spark_partition_id().alias("task"), "part").collect()
+        assert len({row.task for row in placed}) == parts, parts
+
+
+def test_a_damaged_hour_of_the_window_fails_the_stage_with_its_own_error(spark: Any, tmp_path: Path) -> None:
+    """The executors read the window's hours: one of them damaged fails the stage with FR611 (what
+    to delete, terminal: not retried), rebuilt from the task's error, never a bare Spark error."""
+    from datetime import timezone
+
+    from feedrouter.errors import WitnessesUnreadable
+    from feedrouter.join.stage import JoinStage
+    from feedrouter.spark.joins import _pairs, _Witnesses
+    from feedrouter.spark.witnesses import DELIVERY_TABLES
+    from tests.unit.join.support import bound_hour, join_set
+
+    joins = join_set(
+        "for $a in fr:stream()//item, $b in fr:stream()//item where $a/k = $b/k"
+        " and fr:within($a, $b, 'PT1H') return <p/>"
+    )
+    hour = datetime(2026, 5, 1, 8, tzinfo=timezone.utc)
+    hours = [bound_hour(joins, when, [{"k": ("1",)}] * 3) for when in (hour - timedelta(hours=1), hour)]
+    source = stored_witnesses(tmp_path, hours)
+    store = source.stores.open(source.state_uri)
+    key = "witnesses/f/dt=2026-05-01/hour=07/roots.parquet"
+    store.put(key, store.get(key)[:40])
+    stage = JoinStage(joins.plans.values(), joins.specs, lateness=timedelta(hours=1))
+    with pytest.raises(WitnessesUnreadable, match=r"roots\.parquet of the join witnesses of f 2026-05-01T07"):
+        _pairs(stage, hour, _Witnesses(store, DELIVERY_TABLES), source, JoinOptions(), spark)

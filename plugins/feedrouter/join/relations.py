@@ -208,7 +208,7 @@ class HourArrays:
     stream order, a node's position in :attr:`refs` being its number in every array."""
 
     refs: list[tuple[datetime, int, int]]  # (hour, message number, element id): a pair's nodes
-    position: dict[tuple[int, int], int]
+    position: Mapping[tuple[int, int], int]  # a node's number in every array
     times: npt.NDArray[np.int64]  # the message's event time, microseconds since the epoch
     messages: npt.NDArray[np.int64]  # the message's number in the hour
     blocks: Mapping[str, npt.NDArray[np.int64]]  # block -> the positions it bound, ascending
@@ -254,7 +254,7 @@ class HourArrays:
         nodes = list(zip(ours.tolist(), ((unique & 0xFFFFFFFF) - 1).tolist(), strict=True))
         return cls(
             refs=[(hour, m, n) for m, n in nodes],
-            position={node: number for number, node in enumerate(nodes)},
+            position=_Positions(unique),
             times=columns.times[ours],
             messages=ours,
             blocks=_Bound(roots.names, starts, positions),
@@ -347,6 +347,28 @@ def _keys(messages: npt.NDArray[np.int64], nodes: npt.NDArray[np.int64]) -> npt.
     """Nodes as one ascending number each, in stream order (element ids are int32, -1 the
     document node: shifted to 0 .. 2³¹)."""
     return (messages.astype(np.int64) << 32) | (nodes.astype(np.int64) + 1)
+
+
+class _Positions(Mapping[tuple[int, int], int]):
+    """A node's position among an hour's joinable nodes, by binary search of their keys (no
+    Python object per node)."""
+
+    def __init__(self, keys: npt.NDArray[np.int64]) -> None:
+        self._keys = keys
+
+    def __getitem__(self, node: tuple[int, int]) -> int:
+        key = (node[0] << 32) | (node[1] + 1)
+        at = int(np.searchsorted(self._keys, key))
+        if at == len(self._keys) or self._keys[at] != key:
+            raise KeyError(node)
+        return at
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        for key in self._keys.tolist():
+            yield key >> 32, (key & 0xFFFFFFFF) - 1
+
+    def __len__(self) -> int:
+        return len(self._keys)
 
 
 class _Bound(Mapping[str, npt.NDArray[np.int64]]):

@@ -7,10 +7,11 @@ same leaf paths of the same feeds share its matches, paper 001's unit of shared 
 subscriptions get exactly the pairs the whole population's stage gives them, and no match is
 enumerated twice unless a slice outweighs a part (it is then split by its groups of subscriptions
 with the same blocks and value joins, which never split). The driver reads only the hour's own
-witnesses (to find each subscription's driving join); each task reads the window's witness hours
-from the state store itself, as columns (:func:`~feedrouter.spark.witnesses.read_joinable`), and
-sends back one row per distinct pair list (subscriptions alike but for their temporal term's name
-share one), so no row is made per (subscription, pair) on either side.
+witnesses (to find each subscription's driving join, as columns); each task reads the window's
+witness hours from the state store itself, as columns (:func:`~feedrouter.spark.witnesses.
+read_joinable`), and sends its part's pairs back in a few rows, each holding whole pair lists
+(subscriptions with the same blocks, joins and temporal term share one) as numbers into the
+row's distinct pairs: no row is made per (subscription, pair) on either side.
 
 Where the Spark SQL engine (:mod:`feedrouter.spark.joinsql`) expresses each template as one
 relational query, this engine runs the same set-at-a-time algorithm as the in-process engine
@@ -40,7 +41,7 @@ from feedrouter.spark.witnesses import read_joinable
 
 if TYPE_CHECKING:
     import pyarrow as pa
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 #: A part's row as the tasks receive it: its number and its subscriptions' plans (pickled, zlib).
 PARTS = "part int, plans binary"
@@ -74,11 +75,18 @@ def partitioned_pairs(
     own = {feed: read_joinable(store, feed, hour) for feed in {f for plan in plans for f in plan.feeds}}
     slices = JoinStage(plans, {}, lateness=lateness).slices(hour, lambda feed, when: own.get(feed))
     divided = divide(slices, parts or executor_cores(spark) or _UNKNOWN_CORES_PARTS)
-    with heap.paused(keep=True):  # tens of thousands of plans and millions of pairs: no garbage
-        rows = [(number, _packed(part)) for number, part in enumerate(divided)]
-        frame = spark.createDataFrame(rows, PARTS).repartition(len(rows), "part")
-        task = partial(pair_parts, source, hour, lateness, max_pairs)
-        return _unpacked(frame.mapInArrow(task, PAIR_LISTS).toArrow(), plans)
+    frame = parts_frame(spark, [(number, _packed(part)) for number, part in enumerate(divided)])
+    task = partial(pair_parts, source, hour, lateness, max_pairs)
+    table = frame.mapInArrow(task, PAIR_LISTS).toArrow()
+    with heap.paused(keep=True):  # millions of pairs, all kept
+        return _unpacked(table, plans)
+
+
+def parts_frame(spark: SparkSession, rows: list[tuple[int, bytes]]) -> DataFrame:
+    """The parts as a frame of :data:`PARTS`, one in each partition: each has a task of its own."""
+    # by range, not by hash: hashing the part numbers put parts 0 and 1 of two in one partition,
+    # and one task ran both
+    return spark.createDataFrame(rows, PARTS).repartitionByRange(len(rows), "part")
 
 
 def divide(slices: dict[Slice, list[JoinPlan]], parts: int) -> list[list[JoinPlan]]:
@@ -137,26 +145,42 @@ def pair_parts(
 
     for batch in batches:
         for packed in batch.column("plans").to_pylist():
-            with heap.paused(keep=True):
+            with heap.paused():  # tens of thousands of plans, millions of pairs: none garbage yet
                 stage = JoinStage(_plans(packed), {}, lateness=lateness, max_pairs=max_pairs)
-                found = stage.pairs(hour, read)
-                yield from _pair_lists(found)
+                rows = list(_pair_lists(stage.pairs(hour, read)))
+            yield from rows
 
 
-def _pair_lists(found: dict[str, list[Pair]]) -> Iterator[pa.RecordBatch]:
-    """A part's pairs as one Arrow row: its distinct pairs as columns, and each distinct pair list
-    (subscriptions alike but for their name share one) as its subscriptions and the numbers of
-    its pairs; a pair many lists hold is sent once."""
-    import pyarrow as pa
-
+def _pair_lists(found: dict[str, list[Pair]], most: int = 1 << 21) -> Iterator[pa.RecordBatch]:
+    """A part's pairs as Arrow rows of about ``most`` list entries at most (a row holds at least
+    one whole list): each row its distinct pairs as columns, and each of its pair lists as the
+    subscriptions sharing it and the numbers of its pairs; a pair many lists of a row hold is
+    sent once."""
     lists: dict[int, tuple[list[Pair], list[str]]] = {}
     for sid, pairs in found.items():
         if pairs:
             lists.setdefault(id(pairs), (pairs, []))[1].append(sid)
+    seconds: dict[datetime, int] = {}
+    row: list[tuple[list[Pair], list[str]]] = []
+    entries = 0
+    for pairs, sids in lists.values():
+        if row and entries + len(pairs) > most:
+            yield _row(row, seconds)
+            row, entries = [], 0
+        row.append((pairs, sids))
+        entries += len(pairs)
+    if row:
+        yield _row(row, seconds)
+
+
+def _row(lists: list[tuple[list[Pair], list[str]]], seconds: dict[datetime, int]) -> pa.RecordBatch:
+    """One row of :data:`PAIR_LISTS`: the lists' distinct pairs, and each list's numbers of them."""
+    import pyarrow as pa
+
     numbers: dict[int, int] = {}  # by id: the stage makes a pair's tuple once, whatever lists hold it
     distinct: list[Pair] = []
     indexes = []
-    for pairs, _ in lists.values():
+    for pairs, _ in lists:
         mine = []
         for pair in pairs:
             number = numbers.setdefault(id(pair), len(numbers))
@@ -164,19 +188,19 @@ def _pair_lists(found: dict[str, list[Pair]]) -> Iterator[pa.RecordBatch]:
                 distinct.append(pair)
             mine.append(number)
         indexes.append(mine)
-    seconds: dict[datetime, int] = {}
     sides = []
-    for side in zip(*distinct, strict=True) if distinct else ((), ()):
-        hours, messages, nodes = zip(*side, strict=True) if side else ((), (), ())
+    for side in zip(*distinct, strict=True):
+        hours, messages, nodes = zip(*side, strict=True)
         sides += [[_seconds(when, seconds) for when in hours], list(messages), list(nodes)]
-    columns = [[sids for _, sids in lists.values()], indexes, *sides]
+    columns = [[sids for _, sids in lists], indexes, *sides]
     schema = _schema()
     arrays = [pa.array([column], field.type) for column, field in zip(columns, schema, strict=True)]
-    yield pa.RecordBatch.from_arrays(arrays, schema=schema)
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
 def _unpacked(table: pa.Table, plans: Sequence[JoinPlan]) -> dict[str, list[Pair]]:
-    """Every subscription's pairs from the parts' rows (a subscription with none: empty)."""
+    """Every subscription's pairs from the parts' rows (a subscription with none: empty); no part
+    with pairs sends no row."""
     import numpy as np
 
     found: dict[str, list[Pair]] = {plan.sid: [] for plan in plans}

@@ -39,7 +39,7 @@ from feedrouter.hours import format_hour, to_hour
 from feedrouter.join.relations import ONE_HOUR, HourWitnesses
 from feedrouter.join.stage import DEFAULT_MAX_PAIRS, JoinDelivery, JoinStage, NodeRef, Pair
 from feedrouter.spark.backfill import backfill_witnesses
-from feedrouter.spark.batch import BatchOptions, LoadedPlan, job_spec, load_plan_build
+from feedrouter.spark.batch import BatchOptions, LoadedPlan, job_spec, load_plan_build, task_error
 from feedrouter.spark.batchlog import batch_fields, log
 from feedrouter.spark.joinparts import partitioned_pairs
 from feedrouter.spark.joinsql import WitnessSource, spark_pairs
@@ -199,7 +199,17 @@ def _pairs(
     if options.engine not in engines:
         raise ValueError(f"no join engine {options.engine!r}: partitioned, spark or python")
     with batch_session(spark, options.master) as session:
-        return engines[options.engine](session, stage.plans, hour, source, stage.lateness, options.max_pairs)
+        try:
+            return engines[options.engine](
+                session, stage.plans, hour, source, stage.lateness, options.max_pairs
+            )
+        except Exception as exc:
+            # a task's error, rebuilt with its code and class: a damaged witness hour (FR611) is
+            # terminal and says what to do, a store that is down (transient) is retried
+            raised = task_error(exc)
+            if raised is not None:
+                raise raised from exc
+            raise
 
 
 def window_hours(

@@ -27,6 +27,7 @@ a complete one.
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import re
 from collections.abc import Iterator, Sequence
@@ -138,44 +139,66 @@ _JOINABLE = {
 
 
 def _joinable(tables: dict[str, pa.Table]) -> JoinableColumns:
+    """The three tables as stage 2's columns, every column checked (a damaged hour raises here,
+    where :func:`_readable` names it, never later in the join)."""
     import numpy as np
+    import pyarrow as pa
     import pyarrow.compute as pc
 
-    messages = tables["messages"]
-    times = messages.column("time").cast("int64").fill_null(NO_TIME).to_numpy()
+    messages = tables["messages"].combine_chunks()
+    _complete(messages, "message")
+    time = messages.column("time")
+    if not pa.types.is_timestamp(time.type):
+        raise TypeError(f"messages.time is {time.type}, not a timestamp")
+    times = time.cast(pa.timestamp("us", tz="UTC")).cast(pa.int64()).fill_null(NO_TIME).to_numpy()
     if not np.array_equal(messages.column("message").to_numpy(), np.arange(len(times))):
         raise ValueError("messages are not numbered 0..n-1 in order")
     roots = tables["roots"].sort_by([("block", "ascending"), ("message", "ascending"), ("node", "ascending")])
     values = tables["values"].sort_by(
         [("leaf", "ascending"), ("value", "ascending"), ("message", "ascending"), ("node", "ascending")]
     )
+    values = values.combine_chunks()
+    _complete(values, "leaf", "value", "message", "node")
     encoded = pc.dictionary_encode(values.column("value")).combine_chunks()
     return JoinableColumns(
         times=times,
-        roots=_runs(roots, "block"),
+        roots=_runs(roots, "block", len(times)),
         values=replace(
-            _runs(values, "leaf"),
+            _runs(values, "leaf", len(times)),
             codes=encoded.indices.to_numpy().astype(np.int64),
             dictionary=encoded.dictionary.to_pylist(),
         ),
     )
 
 
-def _runs(table: pa.Table, name: str) -> Runs:
-    """The rows of ``table`` (sorted by column ``name``) as runs of one name each."""
+def _runs(table: pa.Table, name: str, messages: int) -> Runs:
+    """The rows of ``table`` (sorted by column ``name``) as runs of one name each, their nodes
+    checked against the hour's ``messages``."""
     import numpy as np
     import pyarrow.compute as pc
 
+    table = table.combine_chunks()  # one chunk: a run split between two would be two runs
+    _complete(table, name, "message", "node")
     column = table.column(name)
     runs = pc.run_end_encode(column).combine_chunks() if len(column) else None
     names = runs.values.to_pylist() if runs is not None else []
+    if any(later <= earlier for earlier, later in itertools.pairwise(names)):
+        raise ValueError(f"the {name} column is not in runs of ascending names")
     ends = runs.run_ends.to_numpy() if runs is not None else np.zeros(0, np.int64)
+    numbers = table.column("message").to_numpy().astype(np.int64)
+    nodes = table.column("node").to_numpy().astype(np.int64)
+    if len(numbers) and (numbers.min() < 0 or numbers.max() >= messages or nodes.min() < -1):
+        raise ValueError("a node of a message the hour does not have, or an element id below -1")
     return Runs(
-        names=names,
-        starts=np.concatenate(([0], ends)).astype(np.int64),
-        messages=table.column("message").to_numpy().astype(np.int64),
-        nodes=table.column("node").to_numpy().astype(np.int64),
+        names=names, starts=np.concatenate(([0], ends)).astype(np.int64), messages=numbers, nodes=nodes
     )
+
+
+def _complete(table: pa.Table, *columns: str) -> None:
+    """Raise ValueError when one of the columns has a null."""
+    for column in columns:
+        if table.column(column).null_count:
+            raise ValueError(f"the {column} column has nulls")
 
 
 def read_relation(store: ObjectStore, feed: str, hour: datetime, name: str) -> pa.Table | None:
@@ -212,7 +235,9 @@ def _readable(feed: str, hour: datetime, name: str) -> Iterator[None]:
     """Turn what reading a damaged table raises into FR611, naming the table and the problem."""
     try:
         yield
-    except (ValueError, KeyError, TypeError, IndexError, AttributeError, OSError) as exc:
+    # (pyarrow's errors are of these classes: ArrowInvalid a ValueError, ArrowNotImplementedError a
+    # NotImplementedError, ...)
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError, OSError, NotImplementedError) as exc:
         problem = f"{type(exc).__name__}: {exc}"[:300]
         folder = witness_dir(feed, hour)
         raise error(

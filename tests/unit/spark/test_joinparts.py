@@ -83,14 +83,19 @@ def test_pair_lists_travel_once_each_and_come_back_shared() -> None:
     first: list[Pair] = [(node(0, 0), node(0, 1)), (node(0, 0), node(0, 2))]
     second: list[Pair] = [first[1], (node(-1, 3), node(0, 0))]
     parts = [{"a": first, "b": first, "c": second, "d": []}, {"e": [(node(-2, 5), node(0, 7))], "f": []}]
-    table = pa.Table.from_batches([batch for found in parts for batch in _pair_lists(found)])
+    # one chunk: the rows are slices of its arrays (reading a row's own part of them is the point)
+    table = pa.Table.from_batches([batch for found in parts for batch in _pair_lists(found)]).combine_chunks()
     assert table.num_rows == 2
     row = table.slice(0, 1).to_pylist()[0]
     assert row["sids"] == [["a", "b"], ["c"]] and row["pairs"] == [[0, 1], [1, 2]]  # the shared pair once
     plans = [_plan_named(sid) for sid in "abcdefg"]
     back = _unpacked(table, plans)
-    assert back == {"a": first, "b": first, "c": second, "d": [], "e": parts[1]["e"], "f": [], "g": []}
-    assert back["a"] is back["b"]
+    expected = {"a": first, "b": first, "c": second, "d": [], "e": parts[1]["e"], "f": [], "g": []}
+    assert back == expected and back["a"] is back["b"]
+    # rows bounded by their entries: each holds whole lists, with its own distinct pairs
+    small = pa.Table.from_batches([b for found in parts for b in _pair_lists(found, most=1)]).combine_chunks()
+    assert small.num_rows == 3 and small.slice(1, 1).to_pylist()[0]["pairs"] == [[0, 1]]
+    assert _unpacked(small, plans) == expected
 
 
 def test_a_task_gives_its_parts_the_pairs_of_the_whole_population(tmp_path: Path) -> None:

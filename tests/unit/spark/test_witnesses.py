@@ -131,9 +131,11 @@ def test_a_damaged_table_is_refused_naming_it_and_how_to_recover(
     assert raised.value.code == "FR611"
     assert f"{table}.parquet of the join witnesses of books 2026-05-01T08" in message
     assert "delete the hour's folder witnesses/books/dt=2026-05-01/hour=08/" in message
-    if table in ("roots", "values", "messages"):  # what Spark's executors read
+    if table in ("roots", "values", "messages"):  # what the engines read
         with pytest.raises(WitnessesUnreadable, match=rf"{table}\.parquet"):
             read_relation(store, "books", HOUR, "values" if table == "values" else "roots")
+        with pytest.raises(WitnessesUnreadable, match=rf"{table}\.parquet"):
+            read_joinable(store, "books", HOUR)
 
 
 @pytest.mark.parametrize("data", [b"{not json", b'{"a": 1}', b'["block-1", 2]'])
@@ -161,6 +163,38 @@ def test_a_table_of_another_shape_is_refused(tmp_path: Path) -> None:
     store.put("witnesses/books/dt=2026-05-01/hour=08/roots.parquet", sink.getvalue())
     with pytest.raises(WitnessesUnreadable, match="the tables of the join witnesses of books"):
         read_hour(store, "books", HOUR)
+
+
+#: Readable tables that are not what stage 1 writes: the columnar reader refuses each at once
+#: (never an IndexError, or a wrong pair, later in the join).
+WRONG = {
+    "a root of no message": ("roots", {"block": ["b"], "message": [7], "node": [1]}),
+    "a root with a negative message": ("roots", {"block": ["b"], "message": [-1], "node": [1]}),
+    "an element id below -1": ("roots", {"block": ["b"], "message": [0], "node": [-5]}),
+    "a null node": ("roots", {"block": ["b"], "message": [0], "node": [None]}),
+    "a null value": ("values", {"leaf": ["a"], "value": [None], "message": [0], "node": [1]}),
+    "times that are not timestamps": ("messages", {"message": [0, 1, 2], "time": [1, 2, 3]}),
+    "messages out of order": ("messages", {"message": [0, 2, 1], "time": [None, None, None]}),
+}
+
+
+@pytest.mark.parametrize("wrong", sorted(WRONG))
+def test_a_wrong_table_is_refused_by_the_columnar_reader(tmp_path: Path, wrong: str) -> None:
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    store = open_store(tmp_path.as_uri())
+    write_hour(store, hour_of_witnesses())
+    table, columns = WRONG[wrong]
+    if table == "messages" and columns["time"][0] is None:
+        columns = {**columns, "time": pa.array(columns["time"], pa.timestamp("us", tz="UTC"))}
+    sink = io.BytesIO()
+    pq.write_table(pa.table(columns), sink)
+    store.put(f"witnesses/books/dt=2026-05-01/hour=08/{table}.parquet", sink.getvalue())
+    with pytest.raises(WitnessesUnreadable, match="of the join witnesses of books 2026-05-01T08"):
+        read_joinable(store, "books", HOUR)
 
 
 def test_an_hour_read_as_columns_gives_stage_2_the_views_the_rows_give(tmp_path: Path) -> None:
