@@ -121,7 +121,7 @@ default engine): `partitioned_pairs` for every subscription (the driver reads th
 witnesses to find each subscription's driving value join and divides the population into one part
 per core, whole value slices, heaviest first; each task reads the window's witness hours as columns
 and runs the in-process shared stage over its part; each part's distinct pairs and pair lists come
-back as one Arrow row). Spark SQL: `spark_pairs` for
+back as a few Arrow rows). Spark SQL: `spark_pairs` for
 every subscription (the executors read the window's witness relations, one task per feed and hour,
 blocks and leaf paths by number; the value semi-join of every driving pair of leaf paths, this
 hour's slice against the window, first, once for all templates; then one query per template: the
