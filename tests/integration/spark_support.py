@@ -19,7 +19,7 @@ import urllib.request
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -40,13 +40,16 @@ from feedrouter.delivery import (
     route_locally,
     write_parts,
 )
+from feedrouter.join.plan import JoinPlan
 from feedrouter.join.relations import HourWitnesses
+from feedrouter.join.stage import Pair
 from feedrouter.spark.joinsql import WitnessSource
 from feedrouter.spark.stores import StoreOpener
 from feedrouter.spark.tasks import splitter_for
 from feedrouter.spark.witnesses import write_hour
 from feedrouter.storage import ObjectStore, open_store
 from feedrouter.workload import dtds, generate_documents, generate_subscriptions
+from feedrouter.workload.joins import generate_feed_hours, generate_join_subscriptions
 from tests.integration.rows import add_dtd, add_subscription
 
 HOUR = datetime(2026, 11, 22, 16, tzinfo=timezone.utc)
@@ -476,3 +479,33 @@ def stored_witnesses(folder: Path, hours: Iterable[HourWitnesses]) -> WitnessSou
     for witnesses in hours:
         write_hour(store, witnesses)
     return WitnessSource(StoreOpener(), uri)
+
+
+@dataclass
+class JoinHour:
+    """The last of two generated hours of two feeds with join subscriptions of the news feed: what
+    a Spark join engine gets (plans, the hour, the witnesses in a file store) and the in-process
+    stage's pairs, which it must give."""
+
+    plans: list[JoinPlan]
+    hour: datetime
+    source: WitnessSource
+    lateness: timedelta
+    in_process: dict[str, list[Pair]]
+
+
+def generated_join_hour(folder: Path, seed: int, subscriptions: int = 80) -> JoinHour:
+    from tests.differential.join_pipeline import JoinPipeline
+
+    feeds, lateness = ("news", "blogs"), timedelta(hours=1)
+    generated = generate_feed_hours(seed=seed, feeds=feeds, hours=2, items_per_hour=20, lateness=lateness)
+    texts = generate_join_subscriptions(subscriptions, seed=seed, feeds=feeds, own="news")
+    pipeline = JoinPipeline({f"j{i:02d}": ("news", text) for i, text in enumerate(texts)}, feeds)
+    for feed, batches in generated.items():
+        for batch in batches:
+            pipeline.collect(feed, batch.hour, [(m.key, m.data) for m in batch.messages])
+    hour = generated["news"][-1].hour  # its pairs: with this hour's and the hour before's nodes
+    in_process = pipeline.stage.pairs(hour, lambda feed, h: pipeline.store.get((feed, h)))
+    assert sum(len(pairs) for pairs in in_process.values()) >= 50  # not a comparison of empty sets
+    source = stored_witnesses(folder, pipeline.store.values())
+    return JoinHour(list(pipeline.joins.plans.values()), hour, source, lateness, in_process)

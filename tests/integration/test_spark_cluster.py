@@ -82,26 +82,11 @@ def test_the_join_engines_on_a_standalone_cluster_give_the_in_process_pairs(
     core each): the partitioned engine's parts, one per core the session sees, and Spark SQL's
     queries read the witness Parquet there; every subscription's pairs of the last hour equal the
     in-process stage's."""
-    from datetime import timedelta
-
     from feedrouter.spark.joinparts import partitioned_pairs
     from feedrouter.spark.joinsql import spark_pairs
-    from feedrouter.workload.joins import generate_feed_hours, generate_join_subscriptions
-    from tests.differential.join_pipeline import JoinPipeline
-    from tests.integration.spark_support import stored_witnesses
+    from tests.integration.spark_support import generated_join_hour
 
-    feeds, lateness = ("news", "blogs"), timedelta(hours=1)
-    generated = generate_feed_hours(seed=37, feeds=feeds, hours=2, items_per_hour=20, lateness=lateness)
-    texts = generate_join_subscriptions(80, seed=37, feeds=feeds, own="news")
-    pipeline = JoinPipeline({f"j{i:02d}": ("news", text) for i, text in enumerate(texts)}, feeds)
-    for feed, batches in generated.items():
-        for batch in batches:
-            pipeline.collect(feed, batch.hour, [(m.key, m.data) for m in batch.messages])
-    source = stored_witnesses(tmp_path, pipeline.store.values())
-    plans = list(pipeline.joins.plans.values())
-    hour = generated["news"][-1].hour
-    in_process = pipeline.stage.pairs(hour, lambda feed, h: pipeline.store.get((feed, h)))
-    assert sum(len(pairs) for pairs in in_process.values()) >= 50  # not a comparison of empty sets
-    assert partitioned_pairs(spark, plans, hour, source, lateness) == in_process
-    on_sql = spark_pairs(spark, plans, hour, source, lateness)
-    assert {sid: on_sql.get(sid, []) for sid in in_process} == in_process
+    join = generated_join_hour(tmp_path, seed=37)
+    assert partitioned_pairs(spark, join.plans, join.hour, join.source, join.lateness) == join.in_process
+    on_sql = spark_pairs(spark, join.plans, join.hour, join.source, join.lateness)
+    assert {sid: on_sql.get(sid, []) for sid in join.in_process} == join.in_process
