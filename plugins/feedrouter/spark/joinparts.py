@@ -34,7 +34,6 @@ from feedrouter import heap
 from feedrouter.join.plan import JoinPlan
 from feedrouter.join.relations import HourWitnesses
 from feedrouter.join.stage import DEFAULT_MAX_PAIRS, JoinStage, Pair, Slice
-from feedrouter.join.templates import Template
 from feedrouter.spark.joinsql import WitnessSource
 from feedrouter.spark.session import executor_cores
 from feedrouter.spark.witnesses import read_joinable
@@ -228,13 +227,12 @@ def _unpacked(table: pa.Table, plans: Sequence[JoinPlan]) -> dict[str, list[Pair
 def _packed(plans: list[JoinPlan]) -> bytes:
     """A part's plans as its task receives them: what pairing reads of each (no return code,
     which only delivery reads), by field (a dataclass pickled whole costs tens of microseconds to
-    load, and a task loads tens of thousands), templates once."""
-    templates: dict[Template, Template] = {}
+    load, and a task loads tens of thousands), each distinct value once (subscriptions share
+    blocks, joins, windows and templates: pickle writes an object it has seen as a reference;
+    measured on D, a sixth of the bytes and half the time)."""
+    seen: dict[object, object] = {}
     rows = [
-        tuple(
-            templates.setdefault(plan.template, plan.template) if name == "template" else getattr(plan, name)
-            for name in _SHIPPED
-        )
+        (plan.sid, *(seen.setdefault(value, value) for value in map(plan.__getattribute__, _SHARED)))
         for plan in plans
     ]
     return zlib.compress(pickle.dumps(rows, protocol=pickle.HIGHEST_PROTOCOL), 1)
@@ -246,10 +244,12 @@ def _plans(packed: bytes) -> list[JoinPlan]:
     return [JoinPlan(**dict(zip(_SHIPPED, row, strict=True)), code=()) for row in rows]
 
 
-#: The fields of a plan a task receives (the others keep their defaults: no code, no notes).
-_SHIPPED = tuple(
-    name for name in (field.name for field in dataclasses.fields(JoinPlan)) if name not in ("code", "notes")
+#: The fields of a plan a task receives (the others keep their defaults: no code, no notes): its
+#: id, then those that many plans share.
+_SHARED = tuple(
+    field.name for field in dataclasses.fields(JoinPlan) if field.name not in ("sid", "code", "notes")
 )
+_SHIPPED = ("sid", *_SHARED)
 
 
 def _schema() -> pa.Schema:
