@@ -389,7 +389,6 @@ def test_a_damaged_hour_of_the_window_fails_the_stage_with_its_own_error(spark: 
     from feedrouter.errors import WitnessesUnreadable
     from feedrouter.join.stage import JoinStage
     from feedrouter.spark.joins import _pairs, _Witnesses
-    from feedrouter.spark.witnesses import DELIVERY_TABLES
     from tests.unit.join.support import bound_hour, join_set
 
     joins = join_set(
@@ -404,4 +403,4 @@ def test_a_damaged_hour_of_the_window_fails_the_stage_with_its_own_error(spark: 
     store.put(key, store.get(key)[:40])
     stage = JoinStage(joins.plans.values(), joins.specs, lateness=timedelta(hours=1))
     with pytest.raises(WitnessesUnreadable, match=r"roots\.parquet of the join witnesses of f 2026-05-01T07"):
-        _pairs(stage, hour, _Witnesses(store, DELIVERY_TABLES), source, JoinOptions(), spark)
+        _pairs(stage, hour, _Witnesses(store), source, JoinOptions(), spark)

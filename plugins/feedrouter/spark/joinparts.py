@@ -22,6 +22,7 @@ by side), and this one is the faster on every population measured (``bench/join_
 from __future__ import annotations
 
 import dataclasses
+import functools
 import heapq
 import pickle
 import zlib
@@ -32,7 +33,6 @@ from typing import TYPE_CHECKING
 
 from feedrouter import heap
 from feedrouter.join.plan import JoinPlan
-from feedrouter.join.relations import HourWitnesses
 from feedrouter.join.stage import DEFAULT_MAX_PAIRS, JoinStage, Pair, Slice
 from feedrouter.spark.joinsql import WitnessSource
 from feedrouter.spark.session import executor_cores
@@ -93,11 +93,11 @@ def divide(slices: dict[Slice, list[JoinPlan]], parts: int) -> list[list[JoinPla
     heaviest first into the lightest part (a slice heavier than a part's share is split by its
     groups first). A slice's weight is its number of groups (subscriptions with the same blocks
     and value joins): each group takes its pairs from the slice's matches on its own."""
+    grouped = {key: _groups(plans) for key, plans in slices.items()}
+    share = max(1, -(-sum(map(len, grouped.values())) // max(1, parts)))
     units: list[tuple[int, list[JoinPlan]]] = []
-    total = sum(_weight(group) for group in slices.values())
-    share = max(1, -(-total // max(1, parts)))
-    for key in sorted(slices):
-        units += _split(slices[key], share)
+    for key in sorted(grouped):
+        units += _split(grouped[key], share)
     loads = [(0, number) for number in range(max(1, min(parts, len(units))))]
     divided: list[list[JoinPlan]] = [[] for _ in loads]
     for weight, plans in sorted(units, key=lambda unit: -unit[0]):
@@ -107,22 +107,24 @@ def divide(slices: dict[Slice, list[JoinPlan]], parts: int) -> list[list[JoinPla
     return [part for part in divided if part]
 
 
-def _split(plans: list[JoinPlan], share: int) -> list[tuple[int, list[JoinPlan]]]:
-    """A slice as units of at most about ``share`` groups each (one unit when it fits)."""
+def _groups(plans: list[JoinPlan]) -> list[list[JoinPlan]]:
+    """A slice's subscriptions by group: the same blocks and value joins."""
     groups: dict[object, list[JoinPlan]] = {}
     for plan in plans:
         groups.setdefault((plan.blocks, plan.joins), []).append(plan)
+    return list(groups.values())
+
+
+def _split(groups: list[list[JoinPlan]], share: int) -> list[tuple[int, list[JoinPlan]]]:
+    """A slice's groups as units of at most about ``share`` groups each (one unit when they fit),
+    each with its number of groups."""
     pieces = -(-len(groups) // share)
     units: list[tuple[int, list[JoinPlan]]] = [(0, []) for _ in range(pieces)]
-    for number, group in enumerate(groups.values()):
+    for number, group in enumerate(groups):
         weight, members = units[number % pieces]
         members += group
         units[number % pieces] = (weight + 1, members)
     return units
-
-
-def _weight(plans: Iterable[JoinPlan]) -> int:
-    return len({(plan.blocks, plan.joins) for plan in plans})
 
 
 def pair_parts(
@@ -133,14 +135,9 @@ def pair_parts(
     batches: Iterable[pa.RecordBatch],
 ) -> Iterator[pa.RecordBatch]:
     """The ``mapInArrow`` task: the shared stage over each part's subscriptions, the window's
-    witness hours read from the state store as columns (each once per task), one row per part."""
-    store = source.stores.open(source.state_uri)
-    hours: dict[tuple[str, datetime], HourWitnesses | None] = {}
-
-    def read(feed: str, when: datetime) -> HourWitnesses | None:
-        if (feed, when) not in hours:
-            hours[(feed, when)] = read_joinable(store, feed, when)
-        return hours[(feed, when)]
+    witness hours read from the state store as columns (each once per task), a part's pairs in
+    rows of bounded size (:func:`_pair_lists`)."""
+    read = functools.cache(partial(read_joinable, source.stores.open(source.state_uri)))
 
     for batch in batches:
         for packed in batch.column("plans").to_pylist():

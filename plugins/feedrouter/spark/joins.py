@@ -161,7 +161,7 @@ def join_batch(
                 max_pairs=options.max_pairs,
             )
             # every engine reads the relations it pairs from itself (as columns): here, what delivery needs
-            witnesses = _Witnesses(state, DELIVERY_TABLES)
+            witnesses = _Witnesses(state)
             pairs = _pairs(stage, hour, witnesses, source, options, spark)
             found = stage.deliver(hour, witnesses.read, pairs)
             rows = [_deliver(spec, loaded, found[sid], witnesses) for sid in sorted(found, key=_numeric)]
@@ -330,16 +330,15 @@ def _withdraw(spec: JobSpec, prefix: str, subscription: str) -> None:
 class _Witnesses:
     """The witness hours a join stage reads, each read once (the stage and the provenance share them)."""
 
-    def __init__(self, state: ObjectStore, tables: tuple[str, ...]) -> None:
+    def __init__(self, state: ObjectStore) -> None:
         self._state = state
-        self._tables = tables
         self._hours: dict[tuple[str, datetime], HourWitnesses | None] = {}
         self._joinable: dict[tuple[str, datetime], HourWitnesses | None] = {}
 
     def read(self, feed: str, hour: datetime) -> HourWitnesses | None:
         key = (feed, hour)
         if key not in self._hours:
-            self._hours[key] = read_hour(self._state, feed, hour, self._tables)
+            self._hours[key] = read_hour(self._state, feed, hour, DELIVERY_TABLES)
         return self._hours[key]
 
     def joinable(self, feed: str, hour: datetime) -> HourWitnesses | None:
