@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from itertools import count
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -150,8 +151,22 @@ class JoinStage:
     ) -> dict[str, JoinDelivery]:
         """Each subscription's delivery of its ``pairs`` (another engine's, e.g. Spark SQL's):
         the results assembled from the fragments, or withheld past the cap."""
+        return {found.sid: found for found in self.deliveries(hour, store, dict(pairs))}
+
+    def deliveries(
+        self,
+        hour: datetime,
+        store: WitnessStore,
+        pairs: dict[str, list[Pair]],
+        order: Callable[[str], Any] | None = None,
+    ) -> Iterator[JoinDelivery]:
+        """Each subscription's delivery, one at a time (in ``order`` of their ids; None: the
+        stage's), its pairs taken out of ``pairs`` as it goes: an hour's results are never all
+        held at once (millions of pairs an hour, each result a few hundred bytes)."""
         window = _Window(hour, store)
-        return {plan.sid: self._deliver(plan, sorted(pairs.get(plan.sid, ())), window) for plan in self.plans}
+        plans = self.plans if order is None else sorted(self.plans, key=lambda plan: order(plan.sid))
+        for plan in plans:
+            yield self._deliver(plan, sorted(pairs.pop(plan.sid, ())), window)
 
     def _deliver(self, plan: JoinPlan, pairs: list[Pair], window: _Window) -> JoinDelivery:
         delivery = JoinDelivery(plan.sid, window.hour, count=len(pairs))

@@ -19,7 +19,9 @@ Re-runs write the same bytes and add no delivery version.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
@@ -77,6 +79,8 @@ class JoinOptions:
     max_pairs: int = DEFAULT_MAX_PAIRS
     max_part_bytes: int | None = None
     lease_seconds: float | None = None
+    #: join subscriptions' folders written at once (:func:`_deliver_all`)
+    delivery_threads: int = 8
 
 
 @dataclass(frozen=True)
@@ -163,16 +167,16 @@ def join_batch(
             # every engine reads the relations it pairs from itself (as columns): here, what delivery needs
             witnesses = _Witnesses(state)
             pairs = _pairs(stage, hour, witnesses, source, options, spark)
-            found = stage.deliver(hour, witnesses.read, pairs)
-            rows = [_deliver(spec, loaded, found[sid], witnesses) for sid in sorted(found, key=_numeric)]
+            deliveries = stage.deliveries(hour, witnesses.read, pairs, order=_numeric)
+            rows, paired = _deliver_all(spec, loaded, deliveries, witnesses, options.delivery_threads)
             ledger.record_deliveries(engine, batch_id, loaded.feed_id, hour, rows, lease)
     report = JoinReport(
         feed,
         format_hour(hour),
         "joined",
         loaded.build.id,
-        subscriptions=len(found),
-        pairs=sum(d.count for d in found.values()),
+        subscriptions=len(rows),
+        pairs=paired,
         deliveries=sum(1 for row in rows if row.result_count),
         withheld=tuple(sorted(row.subscription for row in rows if row.status == "withheld")),
         engine=options.engine,
@@ -291,10 +295,44 @@ def _routed_batch(engine: Engine, loaded: LoadedPlan, hour: datetime) -> int:
     return batch_id
 
 
+def _deliver_all(
+    spec: JobSpec,
+    loaded: LoadedPlan,
+    deliveries: Iterable[JoinDelivery],
+    witnesses: _Witnesses,
+    threads: int,
+) -> tuple[list[ledger.DeliveryRow], int]:
+    """Write every join subscription's folder, ``threads`` at a time (each folder is a few
+    object-store writes that wait on the network, and one process writes the hour's folders of
+    every join subscription); their ledger rows in the deliveries' order, and the pairs counted.
+
+    The deliveries are drawn as writers free up: the results of at most ``2 * threads``
+    subscriptions are held at once. The first failure stops the rest (not started ones are
+    cancelled) and is raised: the stage is re-run whole, and re-runs write the same bytes."""
+    rows: list[ledger.DeliveryRow] = []
+    paired = 0
+    with ThreadPoolExecutor(max_workers=max(1, threads), thread_name_prefix="join-delivery") as pool:
+        pending: deque[Future[ledger.DeliveryRow]] = deque()
+        try:
+            for found in deliveries:
+                paired += found.count
+                pending.append(pool.submit(_deliver, spec, loaded, found, witnesses))
+                if len(pending) >= 2 * max(1, threads):
+                    rows.append(pending.popleft().result())
+            while pending:
+                rows.append(pending.popleft().result())
+        except BaseException:
+            for future in pending:
+                future.cancel()
+            raise
+    return rows, paired
+
+
 def _deliver(
     spec: JobSpec, loaded: LoadedPlan, found: JoinDelivery, witnesses: _Witnesses
 ) -> ledger.DeliveryRow:
-    """Write one join subscription's folder (or take it back when it has nothing); its ledger row."""
+    """Write one join subscription's folder (or take it back when it has nothing); its ledger row.
+    Safe in a writer thread: the witness hours its provenance reads were read for its results."""
     target = loaded.plan.targets[found.sid]
     names = (target.catalog_id, target.subscriber, target.subscription)
     joins = loaded.plan.joins

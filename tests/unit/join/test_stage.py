@@ -380,3 +380,23 @@ def test_a_node_with_more_values_than_columns_is_checked_on_all_of_them(
     kept = stage.pairs(H0, lambda feed, h: store.get((feed, h)))["s"]
     assert kept == brute_force(plan, H0, store) and kept
     assert enumerated[0] == 4 * 5 * 5  # driven by k: t is the join checked on the columns
+
+
+def test_deliveries_come_one_at_a_time_in_the_order_asked_taking_their_pairs_out() -> None:
+    """The hour's deliveries are drawn one subscription at a time (the caller writes each before
+    the next is assembled), in the order asked, and each takes its pairs out of the mapping."""
+    texts = {sid: join("within") for sid in ("10", "9", "x")}
+    stage, block = stage_of(texts)
+    store = {("f", H0): hour(H0, block, [("x", "a", 0), ("x", "b", 1)])}
+    read = lambda feed, h: store.get((feed, h))  # noqa: E731
+    pairs = stage.pairs(H0, read)
+    expected = stage.deliver(H0, read, pairs)
+    assert len(pairs) == 3  # deliver() leaves the caller's mapping alone
+    numeric = lambda sid: (int(sid), sid) if sid.isdigit() else (0, sid)  # noqa: E731
+    drawn = stage.deliveries(H0, read, pairs, order=numeric)
+    first = next(drawn)
+    assert first.sid == "x" and first.results == expected["x"].results
+    assert sorted(pairs) == ["10", "9"]  # the others' pairs are still there, not yet assembled
+    rest = list(drawn)
+    assert [found.sid for found in rest] == ["9", "10"] and pairs == {}
+    assert all(found.results == expected[found.sid].results for found in rest)
