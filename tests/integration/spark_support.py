@@ -42,7 +42,7 @@ from feedrouter.delivery import (
 )
 from feedrouter.join.plan import JoinPlan
 from feedrouter.join.relations import HourWitnesses
-from feedrouter.join.stage import Pair
+from feedrouter.join.stage import JoinStage, Pair
 from feedrouter.spark.joinsql import WitnessSource
 from feedrouter.spark.stores import StoreOpener
 from feedrouter.spark.tasks import splitter_for
@@ -492,6 +492,7 @@ class JoinHour:
     source: WitnessSource
     lateness: timedelta
     in_process: dict[str, list[Pair]]
+    stage: JoinStage
 
 
 def generated_join_hour(folder: Path, seed: int, subscriptions: int = 80) -> JoinHour:
@@ -508,4 +509,4 @@ def generated_join_hour(folder: Path, seed: int, subscriptions: int = 80) -> Joi
     in_process = pipeline.stage.pairs(hour, lambda feed, h: pipeline.store.get((feed, h)))
     assert sum(len(pairs) for pairs in in_process.values()) >= 50  # not a comparison of empty sets
     source = stored_witnesses(folder, pipeline.store.values())
-    return JoinHour(list(pipeline.joins.plans.values()), hour, source, lateness, in_process)
+    return JoinHour(list(pipeline.joins.plans.values()), hour, source, lateness, in_process, pipeline.stage)

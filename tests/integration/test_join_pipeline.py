@@ -386,9 +386,12 @@ def test_a_damaged_hour_of_the_window_fails_the_stage_with_its_own_error(spark: 
     to delete, terminal: not retried), rebuilt from the task's error, never a bare Spark error."""
     from datetime import timezone
 
+    from feedrouter.catalog import Target
+    from feedrouter.delivery import PlanRef
     from feedrouter.errors import WitnessesUnreadable
     from feedrouter.join.stage import JoinStage
-    from feedrouter.spark.joins import _pairs, _Witnesses
+    from feedrouter.spark.joins import _delivered
+    from feedrouter.spark.spec import JobSpec
     from tests.unit.join.support import bound_hour, join_set
 
     joins = join_set(
@@ -402,5 +405,8 @@ def test_a_damaged_hour_of_the_window_fails_the_stage_with_its_own_error(spark: 
     key = "witnesses/f/dt=2026-05-01/hour=07/roots.parquet"
     store.put(key, store.get(key)[:40])
     stage = JoinStage(joins.plans.values(), joins.specs, lateness=timedelta(hours=1))
+    spec = JobSpec("f", hour, "", None, PlanRef(3, "d" * 64, 7), source.stores, 1 << 20, 1 << 20)
+    targets = {sid: Target(1, "s", "alice", (tmp_path / "out").as_uri()) for sid in joins.plans}
     with pytest.raises(WitnessesUnreadable, match=r"roots\.parquet of the join witnesses of f 2026-05-01T07"):
-        _pairs(stage, hour, _Witnesses(store), source, JoinOptions(), spark)
+        _delivered(stage, spec, targets, source, JoinOptions(), spark)
+    assert not (tmp_path / "out").exists()  # nothing delivered from a window it could not read

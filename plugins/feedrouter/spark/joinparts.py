@@ -9,7 +9,10 @@ enumerated twice unless a slice outweighs a part (it is then split by its groups
 with the same blocks and value joins, which never split). The driver reads only the hour's own
 witnesses (to find each subscription's driving join, as columns); each task reads the window's
 witness hours from the state store itself, as columns (:func:`~feedrouter.spark.witnesses.
-read_joinable`), and sends its part's pairs back in a few rows, each holding whole pair lists
+read_joinable`). The join stage's tasks then write their part's folders themselves
+(:func:`partitioned_deliveries`): the pairs never leave the executors, and the driver receives a
+ledger row per subscription. Asked for the pairs alone (:func:`partitioned_pairs`, what the
+engines are compared on), a task sends them back in a few rows, each holding whole pair lists
 (subscriptions with the same blocks, joins and temporal term share one) as numbers into the
 row's distinct pairs: no row is made per (subscription, pair) on either side.
 
@@ -26,21 +29,25 @@ import functools
 import heapq
 import pickle
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from feedrouter import heap
 from feedrouter.join.plan import JoinPlan
 from feedrouter.join.stage import DEFAULT_MAX_PAIRS, JoinStage, Pair, Slice
+from feedrouter.spark.joindelivery import DELIVERY_THREADS, Written, deliver_joins
 from feedrouter.spark.joinsql import WitnessSource
 from feedrouter.spark.session import executor_cores
-from feedrouter.spark.witnesses import read_joinable
+from feedrouter.spark.spec import JobSpec
+from feedrouter.spark.witnesses import WitnessHours, read_joinable
 
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
+
+    from feedrouter.catalog import Target
 
 #: A part's row as the tasks receive it: its number and its subscriptions' plans (pickled, zlib).
 PARTS = "part int, plans binary"
@@ -70,10 +77,7 @@ def partitioned_pairs(
     session's executors)."""
     if not plans:
         return {}
-    store = source.stores.open(source.state_uri)
-    own = {feed: read_joinable(store, feed, hour) for feed in {f for plan in plans for f in plan.feeds}}
-    slices = JoinStage(plans, {}, lateness=lateness).slices(hour, lambda feed, when: own.get(feed))
-    divided = divide(slices, parts or executor_cores(spark) or _UNKNOWN_CORES_PARTS)
+    divided = _divided(spark, plans, hour, source, lateness, parts)
     frame = parts_frame(spark, [(number, _packed(part)) for number, part in enumerate(divided)])
     task = partial(pair_parts, source, hour, lateness, max_pairs)
     table = frame.mapInArrow(task, PAIR_LISTS).toArrow()
@@ -81,11 +85,54 @@ def partitioned_pairs(
         return _unpacked(table, plans)
 
 
+def partitioned_deliveries(
+    spark: SparkSession,
+    stage: JoinStage,
+    hour: datetime,
+    source: WitnessSource,
+    spec: JobSpec,
+    targets: Mapping[str, Target],
+    threads: int = DELIVERY_THREADS,
+    parts: int | None = None,
+) -> list[Written]:
+    """Every join subscription's folder of ``hour`` written by the tasks that pair its part (each
+    task writes its own part's folders, ``threads`` at a time: the pairs never leave the
+    executors); what each wrote, in no particular order. ``stage`` gives the plans, the lateness
+    and the cap."""
+    if not stage.plans:
+        return []
+    divided = _divided(spark, stage.plans, hour, source, stage.lateness, parts)
+    packed = [
+        (n, _packed(part, {plan.sid: targets[plan.sid] for plan in part})) for n, part in enumerate(divided)
+    ]
+    task = partial(
+        deliver_parts, source, hour, stage.lateness, stage.max_pairs, spec.without_targets(), threads
+    )
+    table = parts_frame(spark, packed).mapInArrow(task, WRITTEN).toArrow()
+    return [pickle.loads(payload) for payload in table.column("written").to_pylist()]
+
+
 def parts_frame(spark: SparkSession, rows: list[tuple[int, bytes]]) -> DataFrame:
     """The parts as a frame of :data:`PARTS`, one in each partition: each has a task of its own."""
     # by range, not by hash: hashing the part numbers put parts 0 and 1 of two in one partition,
     # and one task ran both
     return spark.createDataFrame(rows, PARTS).repartitionByRange(len(rows), "part")
+
+
+def _divided(
+    spark: SparkSession,
+    plans: Sequence[JoinPlan],
+    hour: datetime,
+    source: WitnessSource,
+    lateness: timedelta,
+    parts: int | None,
+) -> list[list[JoinPlan]]:
+    """The population divided by value slice (:func:`divide`) into ``parts`` (None: one per core
+    of the session's executors), the slices found from the hour's own witnesses."""
+    store = source.stores.open(source.state_uri)
+    own = {feed: read_joinable(store, feed, hour) for feed in {f for plan in plans for f in plan.feeds}}
+    slices = JoinStage(plans, {}, lateness=lateness).slices(hour, lambda feed, when: own.get(feed))
+    return divide(slices, parts or executor_cores(spark) or _UNKNOWN_CORES_PARTS)
 
 
 def divide(slices: dict[Slice, list[JoinPlan]], parts: int) -> list[list[JoinPlan]]:
@@ -145,6 +192,39 @@ def pair_parts(
                 stage = JoinStage(_plans(packed), {}, lateness=lateness, max_pairs=max_pairs)
                 rows = list(_pair_lists(stage.pairs(hour, read)))
             yield from rows
+
+
+def deliver_parts(
+    source: WitnessSource,
+    hour: datetime,
+    lateness: timedelta,
+    max_pairs: int,
+    spec: JobSpec,
+    threads: int,
+    batches: Iterable[pa.RecordBatch],
+) -> Iterator[pa.RecordBatch]:
+    """The ``mapInArrow`` task of :func:`partitioned_deliveries`: each part's pairs (as
+    :func:`pair_parts` finds them), then its subscriptions' folders written from them
+    (:func:`~feedrouter.spark.joindelivery.deliver_joins`), one :data:`WRITTEN` row each. The
+    window's witness hours are read once per task, as columns to pair and with their fragments
+    to deliver."""
+    import pyarrow as pa
+
+    witnesses = WitnessHours(source.stores.open(source.state_uri))
+    schema = pa.schema([("written", pa.binary())])
+    for batch in batches:
+        for packed in batch.column("plans").to_pylist():
+            plans, targets = _unpacked_part(packed)
+            stage = JoinStage(plans, {}, lateness=lateness, max_pairs=max_pairs)
+            with heap.paused():  # tens of thousands of plans, millions of pairs: none garbage yet
+                pairs = stage.pairs(hour, witnesses.joinable)
+            found = stage.deliveries(hour, witnesses.read, pairs)
+            by_sid = {plan.sid: plan for plan in plans}
+            written = deliver_joins(spec, targets, by_sid, found, witnesses, threads)
+            payloads = [pickle.dumps(one, protocol=pickle.HIGHEST_PROTOCOL) for one in written]
+            for start in range(0, len(payloads), _WRITTEN_ROWS):
+                rows = pa.array(payloads[start : start + _WRITTEN_ROWS], pa.binary())
+                yield pa.RecordBatch.from_arrays([rows], schema=schema)
 
 
 def _pair_lists(found: dict[str, list[Pair]], most: int = 1 << 21) -> Iterator[pa.RecordBatch]:
@@ -221,32 +301,47 @@ def _unpacked(table: pa.Table, plans: Sequence[JoinPlan]) -> dict[str, list[Pair
     return found
 
 
-def _packed(plans: list[JoinPlan]) -> bytes:
-    """A part's plans as its task receives them: what pairing reads of each (no return code,
-    which only delivery reads), by field (a dataclass pickled whole costs tens of microseconds to
-    load, and a task loads tens of thousands), each distinct value once (subscriptions share
-    blocks, joins, windows and templates: pickle writes an object it has seen as a reference;
-    measured on D, a sixth of the bytes and half the time)."""
+def _packed(plans: list[JoinPlan], targets: dict[str, Target] | None = None) -> bytes:
+    """A part's plans as its task receives them: what pairing reads of each, and when the task
+    delivers too (``targets``: where each subscription's folder goes), its return code; by field
+    (a dataclass pickled whole costs tens of microseconds to load, and a task loads tens of
+    thousands), each distinct value once (subscriptions share blocks, joins, windows and
+    templates: pickle writes an object it has seen as a reference; measured on D, a sixth of the
+    bytes and half the time)."""
+    fields = _SHIPPED if targets is None else (*_SHIPPED, "code")
     seen: dict[object, object] = {}
     rows = [
-        (plan.sid, *(seen.setdefault(value, value) for value in map(plan.__getattribute__, _SHARED)))
+        (plan.sid, *(seen.setdefault(value, value) for value in map(plan.__getattribute__, fields[1:])))
         for plan in plans
     ]
-    return zlib.compress(pickle.dumps(rows, protocol=pickle.HIGHEST_PROTOCOL), 1)
+    return zlib.compress(pickle.dumps((fields, rows, targets), protocol=pickle.HIGHEST_PROTOCOL), 1)
+
+
+def _unpacked_part(packed: bytes) -> tuple[list[JoinPlan], dict[str, Target]]:
+    """A part's plans (with no code unless it was shipped) and its targets (none: pairing only)."""
+    # our own bytes, made by this job's driver from its plan build (never from a document)
+    fields, rows, targets = pickle.loads(zlib.decompress(packed))
+    plans = []
+    for row in rows:
+        given: dict[str, Any] = {"code": (), **dict(zip(fields, row, strict=True))}
+        plans.append(JoinPlan(**given))
+    return plans, targets or {}
 
 
 def _plans(packed: bytes) -> list[JoinPlan]:
-    # our own bytes, made by this job's driver from its plan build (never from a document)
-    rows = pickle.loads(zlib.decompress(packed))
-    return [JoinPlan(**dict(zip(_SHIPPED, row, strict=True)), code=()) for row in rows]
+    return _unpacked_part(packed)[0]
 
 
-#: The fields of a plan a task receives (the others keep their defaults: no code, no notes): its
-#: id, then those that many plans share.
+#: The fields of a plan a task receives to pair (the others keep their defaults: no code, no
+#: notes): its id, then those that many plans share.
 _SHARED = tuple(
     field.name for field in dataclasses.fields(JoinPlan) if field.name not in ("sid", "code", "notes")
 )
 _SHIPPED = ("sid", *_SHARED)
+#: What a delivering task sends back per subscription: its :class:`Written`, pickled (small).
+WRITTEN = "written binary"
+#: :data:`WRITTEN` rows per Arrow batch a task yields.
+_WRITTEN_ROWS = 4096
 
 
 def _schema() -> pa.Schema:

@@ -8,9 +8,11 @@
    an hour routed before a block existed lacks it and is back-filled (:class:`BackfillNeeded`);
 3. under the hour's lease (a re-run of the hour's routing never overlaps it), run stage 2
    (:class:`~feedrouter.join.stage.JoinStage`) and write each join subscription's folder with the
-   protocol of every delivery (:func:`~feedrouter.spark.publish.publish`), one result per pair
-   with both messages' provenance (part format 2); a subscription past its cap of pairs gets no
-   folder and a ``withheld`` ledger row saying why;
+   protocol of every delivery (:mod:`feedrouter.spark.joindelivery`), one result per pair with
+   both messages' provenance (part format 2): the partitioned engine's tasks write their own
+   parts' folders, the other engines' pairs come back to this process, which writes them; a
+   subscription past its cap of pairs gets no folder and a ``withheld`` ledger row saying why, one
+   whose store refuses its folder a ``failed`` row (FR607), the others going on;
 4. record the join subscriptions' delivery rows in the hour's batch (routed by the same build).
 
 Re-runs write the same bytes and add no delivery version.
@@ -19,9 +21,7 @@ Re-runs write the same bytes and add no delivery version.
 from __future__ import annotations
 
 import time
-from collections import deque
-from collections.abc import Callable, Iterable
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
@@ -31,26 +31,26 @@ from sqlalchemy import Engine
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from feedrouter.catalog import Target
+
 from feedrouter.catalog import ledger
 from feedrouter.catalog.joins import JoinsOfFeed
 from feedrouter.catalog.settings import state_uri
-from feedrouter.delivery import Result, delivery_dir
-from feedrouter.delivery.parts import Provenance
 from feedrouter.errors import error
 from feedrouter.hours import format_hour, to_hour
-from feedrouter.join.relations import ONE_HOUR, HourWitnesses
-from feedrouter.join.stage import DEFAULT_MAX_PAIRS, JoinDelivery, JoinStage, NodeRef, Pair
+from feedrouter.join.relations import ONE_HOUR
+from feedrouter.join.stage import DEFAULT_MAX_PAIRS, JoinStage
 from feedrouter.spark.backfill import backfill_witnesses
 from feedrouter.spark.batch import BatchOptions, LoadedPlan, job_spec, load_plan_build, task_error
 from feedrouter.spark.batchlog import batch_fields, log
-from feedrouter.spark.joinparts import partitioned_pairs
+from feedrouter.spark.joindelivery import DELIVERY_THREADS, Written, deliver_joins
+from feedrouter.spark.joinparts import partitioned_deliveries
 from feedrouter.spark.joinsql import WitnessSource, spark_pairs
 from feedrouter.spark.lease import hour_lock
-from feedrouter.spark.publish import publish, withdraw
 from feedrouter.spark.session import batch_session
 from feedrouter.spark.spec import JobSpec
 from feedrouter.spark.stores import StoreOpener
-from feedrouter.spark.witnesses import DELIVERY_TABLES, blocks_of_hour, read_hour, read_joinable
+from feedrouter.spark.witnesses import WitnessHours, blocks_of_hour
 from feedrouter.storage import ObjectStore
 
 
@@ -79,8 +79,8 @@ class JoinOptions:
     max_pairs: int = DEFAULT_MAX_PAIRS
     max_part_bytes: int | None = None
     lease_seconds: float | None = None
-    #: join subscriptions' folders written at once (:func:`_deliver_all`)
-    delivery_threads: int = 8
+    #: join subscriptions' folders a process writes at once (the driver, or each partitioned task)
+    delivery_threads: int = DELIVERY_THREADS
 
 
 @dataclass(frozen=True)
@@ -165,10 +165,8 @@ def join_batch(
                 max_pairs=options.max_pairs,
             )
             # every engine reads the relations it pairs from itself (as columns): here, what delivery needs
-            witnesses = _Witnesses(state)
-            pairs = _pairs(stage, hour, witnesses, source, options, spark)
-            deliveries = stage.deliveries(hour, witnesses.read, pairs, order=_numeric)
-            rows, paired = _deliver_all(spec, loaded, deliveries, witnesses, options.delivery_threads)
+            written = _delivered(stage, spec, loaded.plan.targets, source, options, spark)
+            rows = [one.row for one in sorted(written, key=lambda one: _numeric(one.sid))]
             ledger.record_deliveries(engine, batch_id, loaded.feed_id, hour, rows, lease)
     report = JoinReport(
         feed,
@@ -176,7 +174,7 @@ def join_batch(
         "joined",
         loaded.build.id,
         subscriptions=len(rows),
-        pairs=paired,
+        pairs=sum(one.pairs for one in written),
         deliveries=sum(1 for row in rows if row.result_count),
         withheld=tuple(sorted(row.subscription for row in rows if row.status == "withheld")),
         engine=options.engine,
@@ -186,34 +184,43 @@ def join_batch(
     return report
 
 
-def _pairs(
+def _delivered(
     stage: JoinStage,
-    hour: datetime,
-    witnesses: _Witnesses,
+    spec: JobSpec,
+    targets: Mapping[str, Target],
     source: WitnessSource,
     options: JoinOptions,
     spark: SparkSession | None,
-) -> dict[str, list[Pair]]:
-    """The hour's pairs of every join subscription, from the engine the options name (Spark's
-    executors read the witnesses from the state store themselves; in process, they are read as
-    columns, without their fragments)."""
+) -> list[Written]:
+    """Every join subscription's folder of the hour written (``targets``: where, by subscription
+    id), by the engine the options name: the partitioned engine's tasks write their own parts'
+    folders; the others' pairs come back here, where the folders are written (several at a time,
+    one subscription's results assembled at a time)."""
+    hour = spec.hour
     if options.engine == "python":
-        return stage.pairs(hour, witnesses.joinable)
-    engines = {"spark": spark_pairs, "partitioned": partitioned_pairs}
-    if options.engine not in engines:
+        witnesses = WitnessHours(source.stores.open(source.state_uri))
+        pairs = stage.pairs(hour, witnesses.joinable)
+    elif options.engine in ("spark", "partitioned"):
+        with batch_session(spark, options.master) as session:
+            try:
+                if options.engine == "partitioned":
+                    return partitioned_deliveries(
+                        session, stage, hour, source, spec, targets, options.delivery_threads
+                    )
+                pairs = spark_pairs(session, stage.plans, hour, source, stage.lateness, options.max_pairs)
+            except Exception as exc:
+                # a task's error, rebuilt with its code and class: a damaged witness hour (FR611)
+                # is terminal and says what to do, a store that is down (transient) is retried
+                raised = task_error(exc)
+                if raised is not None:
+                    raise raised from exc
+                raise
+        witnesses = WitnessHours(source.stores.open(source.state_uri))
+    else:
         raise ValueError(f"no join engine {options.engine!r}: partitioned, spark or python")
-    with batch_session(spark, options.master) as session:
-        try:
-            return engines[options.engine](
-                session, stage.plans, hour, source, stage.lateness, options.max_pairs
-            )
-        except Exception as exc:
-            # a task's error, rebuilt with its code and class: a damaged witness hour (FR611) is
-            # terminal and says what to do, a store that is down (transient) is retried
-            raised = task_error(exc)
-            if raised is not None:
-                raise raised from exc
-            raise
+    found = stage.deliveries(hour, witnesses.read, pairs, order=_numeric)
+    plans = {plan.sid: plan for plan in stage.plans}
+    return deliver_joins(spec, targets, plans, found, witnesses, options.delivery_threads)
 
 
 def window_hours(
@@ -293,104 +300,6 @@ def _routed_batch(engine: Engine, loaded: LoadedPlan, hour: datetime) -> int:
             "runs after its routing",
         )
     return batch_id
-
-
-def _deliver_all(
-    spec: JobSpec,
-    loaded: LoadedPlan,
-    deliveries: Iterable[JoinDelivery],
-    witnesses: _Witnesses,
-    threads: int,
-) -> tuple[list[ledger.DeliveryRow], int]:
-    """Write every join subscription's folder, ``threads`` at a time (each folder is a few
-    object-store writes that wait on the network, and one process writes the hour's folders of
-    every join subscription); their ledger rows in the deliveries' order, and the pairs counted.
-
-    The deliveries are drawn as writers free up: the results of at most ``2 * threads``
-    subscriptions are held at once. The first failure stops the rest (not started ones are
-    cancelled) and is raised: the stage is re-run whole, and re-runs write the same bytes."""
-    rows: list[ledger.DeliveryRow] = []
-    paired = 0
-    with ThreadPoolExecutor(max_workers=max(1, threads), thread_name_prefix="join-delivery") as pool:
-        pending: deque[Future[ledger.DeliveryRow]] = deque()
-        try:
-            for found in deliveries:
-                paired += found.count
-                pending.append(pool.submit(_deliver, spec, loaded, found, witnesses))
-                if len(pending) >= 2 * max(1, threads):
-                    rows.append(pending.popleft().result())
-            while pending:
-                rows.append(pending.popleft().result())
-        except BaseException:
-            for future in pending:
-                future.cancel()
-            raise
-    return rows, paired
-
-
-def _deliver(
-    spec: JobSpec, loaded: LoadedPlan, found: JoinDelivery, witnesses: _Witnesses
-) -> ledger.DeliveryRow:
-    """Write one join subscription's folder (or take it back when it has nothing); its ledger row.
-    Safe in a writer thread: the witness hours its provenance reads were read for its results."""
-    target = loaded.plan.targets[found.sid]
-    names = (target.catalog_id, target.subscriber, target.subscription)
-    joins = loaded.plan.joins
-    assert joins is not None
-    plan = joins.plans[found.sid]
-    if found.withheld is not None or not found.results:
-        _withdraw(spec, target.output_prefix, target.subscription)
-        if found.withheld is not None:
-            return ledger.DeliveryRow(
-                *names, status="withheld", error_code="FR313", error_message=found.withheld
-            )
-        return ledger.DeliveryRow(*names)
-    results = (
-        Result.of_pair(
-            witnesses.provenance(plan.feeds[0], left), witnesses.provenance(plan.feeds[1], right), body
-        )
-        for (left, right), body in zip(found.pairs, found.results, strict=True)
-    )
-    delivered = publish(spec, target, found.sid, results, part_format=2)
-    manifest = delivered.manifest
-    return ledger.DeliveryRow(
-        *names, delivered.object_uris, manifest.results, manifest.bytes, manifest.digest
-    )
-
-
-def _withdraw(spec: JobSpec, prefix: str, subscription: str) -> None:
-    store = spec.stores.open(prefix)
-    folder = delivery_dir(subscription, spec.feed, spec.hour)
-    if any(True for _ in store.list(folder + "/")):
-        withdraw(store, folder)
-
-
-class _Witnesses:
-    """The witness hours a join stage reads, each read once (the stage and the provenance share them)."""
-
-    def __init__(self, state: ObjectStore) -> None:
-        self._state = state
-        self._hours: dict[tuple[str, datetime], HourWitnesses | None] = {}
-        self._joinable: dict[tuple[str, datetime], HourWitnesses | None] = {}
-
-    def read(self, feed: str, hour: datetime) -> HourWitnesses | None:
-        key = (feed, hour)
-        if key not in self._hours:
-            self._hours[key] = read_hour(self._state, feed, hour, DELIVERY_TABLES)
-        return self._hours[key]
-
-    def joinable(self, feed: str, hour: datetime) -> HourWitnesses | None:
-        """The hour's witnesses as stage 2 pairs from them (columns, each hour read once)."""
-        key = (feed, hour)
-        if key not in self._joinable:
-            self._joinable[key] = read_joinable(self._state, feed, hour)
-        return self._joinable[key]
-
-    def provenance(self, feed: str, node: NodeRef) -> Provenance:
-        found = self.read(feed, node[0])
-        assert found is not None  # the stage found the node there
-        message = found.messages[node[1]]
-        return Provenance(feed, format_hour(node[0]), message.key, message.index, message.digest)
 
 
 def _numeric(sid: str) -> tuple[int, str]:

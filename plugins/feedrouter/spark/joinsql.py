@@ -17,8 +17,8 @@ pair of nodes once. Subscriptions alike but for their name are queried once.
 
 The pairs (at most the cap + 1 of a subscription) come back to the driver as Arrow, which
 assembles and delivers them like the in-process engine
-(:meth:`~feedrouter.join.stage.JoinStage.deliver`): both engines give the same pairs (tests run
-them side by side).
+(:meth:`~feedrouter.join.stage.JoinStage.deliveries`): both engines give the same pairs (tests
+run them side by side).
 """
 
 from __future__ import annotations

@@ -37,6 +37,7 @@ from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
 from feedrouter.delivery.layout import SUCCESS, witness_dir
+from feedrouter.delivery.parts import Provenance
 from feedrouter.errors import error
 from feedrouter.hours import HOUR_PATH, HourError, format_hour, hour_path, parse_hour, to_hour
 from feedrouter.join.plan import lookback
@@ -49,6 +50,7 @@ from feedrouter.join.relations import (
     Runs,
     microseconds,
 )
+from feedrouter.join.stage import NodeRef
 from feedrouter.storage import ObjectStore
 from feedrouter.storage.keys import join_key
 
@@ -128,6 +130,36 @@ def read_joinable(store: ObjectStore, feed: str, hour: datetime) -> HourWitnesse
     return HourWitnesses.of_columns(
         feed, hour, _blocks(feed, hour, store.get(join_key(folder, BLOCKS))), joinable
     )
+
+
+class WitnessHours:
+    """The witness hours one run of the join stage reads from the state store, each read once: as
+    stage 2 pairs from them (:meth:`joinable`), and with what delivering reads of them (the
+    provenance and the fragments: :meth:`read`)."""
+
+    def __init__(self, state: ObjectStore) -> None:
+        self._state = state
+        self._hours: dict[tuple[str, datetime], HourWitnesses | None] = {}
+        self._joinable: dict[tuple[str, datetime], HourWitnesses | None] = {}
+
+    def read(self, feed: str, hour: datetime) -> HourWitnesses | None:
+        key = (feed, hour)
+        if key not in self._hours:
+            self._hours[key] = read_hour(self._state, feed, hour, DELIVERY_TABLES)
+        return self._hours[key]
+
+    def joinable(self, feed: str, hour: datetime) -> HourWitnesses | None:
+        key = (feed, hour)
+        if key not in self._joinable:
+            self._joinable[key] = read_joinable(self._state, feed, hour)
+        return self._joinable[key]
+
+    def provenance(self, feed: str, node: NodeRef) -> Provenance:
+        """Where a paired node's message came from (its hour read by :meth:`read` before)."""
+        found = self.read(feed, node[0])
+        assert found is not None  # the stage found the node there
+        message = found.messages[node[1]]
+        return Provenance(feed, format_hour(node[0]), message.key, message.index, message.digest)
 
 
 #: The columns of each table stage 2 pairs from.

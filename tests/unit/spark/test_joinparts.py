@@ -3,17 +3,31 @@ receives and sends back, and a task's pairs against the in-process stage's."""
 
 from __future__ import annotations
 
+import pickle
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 
+from feedrouter.catalog import Target
+from feedrouter.delivery import PlanRef
 from feedrouter.join.plan import JoinPlan
 from feedrouter.join.stage import JoinStage, Pair
-from feedrouter.spark.joinparts import _packed, _pair_lists, _plans, _unpacked, divide, pair_parts
+from feedrouter.spark.joindelivery import Written, deliver_joins
+from feedrouter.spark.joinparts import (
+    _packed,
+    _pair_lists,
+    _plans,
+    _unpacked,
+    deliver_parts,
+    divide,
+    pair_parts,
+)
 from feedrouter.spark.joinsql import WitnessSource
+from feedrouter.spark.spec import JobSpec
 from feedrouter.spark.stores import StoreOpener
-from feedrouter.spark.witnesses import write_hour
+from feedrouter.spark.witnesses import WitnessHours, write_hour
 from feedrouter.storage import open_store
 from tests.unit.join.support import bound_hour, join_set
 
@@ -125,3 +139,58 @@ def _plan_named(sid: str) -> JoinPlan:
     plan = next(iter(join_set(QUERIES[0]).plans.values()))
     plan.sid = sid
     return plan
+
+
+@pytest.mark.parametrize(("cap", "status"), [(100, "delivered"), (20, "withheld")])
+def test_tasks_write_their_parts_folders_as_the_driver_writes_the_whole_populations(
+    tmp_path: Path, cap: int, status: str
+) -> None:
+    """The partitioned engine's tasks deliver their own parts: every subscription's folder holds
+    the bytes, and its ledger row the counts and digest, that delivering the whole population's
+    pairs in one process gives."""
+    joins = join_set(*QUERIES)
+    plans = list(joins.plans.values())
+    state = open_store((tmp_path / "state").as_uri())
+    for witnesses in (
+        bound_hour(joins, HOUR - timedelta(hours=1), LEAVES),
+        bound_hour(joins, HOUR, LEAVES[::-1]),
+    ):
+        write_hour(state, witnesses)
+    source = WitnessSource(StoreOpener(), state.uri)
+    stage = JoinStage(plans, joins.specs, lateness=LATENESS, max_pairs=cap)  # 26 pairs each
+    spec = JobSpec("f", HOUR, "", None, PlanRef(3, "d" * 64, 7), StoreOpener(), 1 << 20, 1 << 20)
+
+    def targets(root: str) -> dict[str, Target]:
+        out = (tmp_path / root).as_uri()
+        return {plan.sid: Target(n, f"sub{n}", "alice", out) for n, plan in enumerate(plans, 1)}
+
+    witnesses = WitnessHours(state)
+    pairs = stage.pairs(HOUR, witnesses.joinable)
+    found = stage.deliveries(HOUR, witnesses.read, pairs)
+    whole = deliver_joins(spec, targets("one"), joins.plans, found, witnesses)
+    assert {one.row.status for one in whole} == {status} and {one.pairs for one in whole} == {min(26, cap + 1)}
+
+    divided = divide(by_slice(plans), 2)
+    parted = targets("parts")
+    batch = pa.RecordBatch.from_pylist(
+        [
+            {"part": n, "plans": _packed(part, {p.sid: parted[p.sid] for p in part})}
+            for n, part in enumerate(divided)
+        ],
+        schema=pa.schema([("part", pa.int32()), ("plans", pa.binary())]),
+    )
+    rows = list(deliver_parts(source, HOUR, LATENESS, cap, spec, 2, [batch]))
+    written = [pickle.loads(p) for p in pa.Table.from_batches(rows).column("written").to_pylist()]
+
+    def comparable(one: Written) -> tuple:
+        row = one.row
+        keys = tuple(key.rsplit("/", 3)[-3:][0] + "/" + key.rsplit("/", 1)[-1] for key in row.object_keys)
+        return (one.sid, one.pairs, row.status, row.result_count, row.bytes, row.digest, keys)
+
+    assert sorted(map(comparable, written)) == sorted(map(comparable, whole))
+    tree = lambda root: {  # noqa: E731
+        str(path.relative_to(tmp_path / root)): path.read_bytes()
+        for path in (tmp_path / root).rglob("*")
+        if path.is_file()
+    }
+    assert tree("parts") == tree("one") and (len(tree("one")) > 3) == (status == "delivered")
