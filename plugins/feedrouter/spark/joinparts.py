@@ -25,7 +25,6 @@ by side), and this one is the faster on every population measured (``bench/join_
 from __future__ import annotations
 
 import dataclasses
-import functools
 import heapq
 import pickle
 import zlib
@@ -184,8 +183,7 @@ def pair_parts(
     """The ``mapInArrow`` task: the shared stage over each part's subscriptions, the window's
     witness hours read from the state store as columns (each once per task), a part's pairs in
     rows of bounded size (:func:`_pair_lists`)."""
-    read = functools.cache(partial(read_joinable, source.stores.open(source.state_uri)))
-
+    read = WitnessHours(source.stores.open(source.state_uri)).joinable
     for batch in batches:
         for packed in batch.column("plans").to_pylist():
             with heap.paused():  # tens of thousands of plans, millions of pairs: none garbage yet
