@@ -29,7 +29,9 @@ import statistics
 import tempfile
 import time
 from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from common import RESULTS, markdown_table, write_csv
 from feedrouter import heap
@@ -87,6 +89,8 @@ def measure(population_name: str, sizes: Sizes, master: str, driver_memory: str,
         assert not different, f"{name} and the in-process stage disagree on {len(different)}: {different[:5]}"
         del on_spark
     parted_s, spark_s = timings["partitioned"], timings["Spark SQL"]
+    scratch = state / f"{population.name}-delivered"
+    delivered = deliveries(spark, stage, hour, source, shared, timings["partitioned"], scratch)
     separate = separate_sample(
         workload, draw_sample(workload.joins, sizes.sample), hour, store, shared, sizes.budget
     )
@@ -109,8 +113,58 @@ def measure(population_name: str, sizes: Sizes, master: str, driver_memory: str,
         "separate / partitioned": round(separate_s / parted_s, 1),
         "target >= 100x (partitioned)": "yes" if separate_s / parted_s >= 100 else "NO",
         "separate / Spark SQL": round(separate_s / spark_s, 1),
+        **delivered,
         "master": master,
         "driver memory": driver_memory,
+    }
+
+
+def deliveries(
+    spark: Any, stage: JoinStage, hour: datetime, source: Any, shared: dict, pairs_s: float, scratch: Path
+) -> dict:
+    """The hour's folders written two ways into ``file://`` stores: by the driver from the pairs
+    the partitioned engine brought back (its pairs' time plus the driver's writing: what the stage
+    did before its tasks delivered, and what the Spark SQL and in-process engines still do), and
+    by the partitioned engine's tasks (``partitioned_deliveries``: pairing and writing in the
+    tasks, a ledger row per subscription back). The two ledgers are asserted equal."""
+    from feedrouter.catalog import Target
+    from feedrouter.delivery import PlanRef
+    from feedrouter.spark.joindelivery import DELIVERY_THREADS, deliver_joins
+    from feedrouter.spark.joinparts import partitioned_deliveries
+    from feedrouter.spark.spec import JobSpec
+    from feedrouter.spark.stores import StoreOpener
+    from feedrouter.spark.witnesses import WitnessHours
+
+    plans = {plan.sid: plan for plan in stage.plans}
+    spec = JobSpec(OWN, hour, "", None, PlanRef(1, "0" * 64, 1), StoreOpener(), 1 << 24, 1 << 20)
+
+    def targets(root: str) -> dict:
+        out = (scratch / root).as_uri()
+        return {sid: Target(n, sid, f"subscriber{n % 1000}", out) for n, sid in enumerate(plans, 1)}
+
+    witnesses = WitnessHours(source.stores.open(source.state_uri))
+    started = time.perf_counter()
+    found = stage.deliveries(hour, witnesses.read, dict(shared))
+    by_driver = deliver_joins(spec, targets("driver"), plans, found, witnesses)
+    driver_s = time.perf_counter() - started
+    del witnesses
+    started = time.perf_counter()
+    by_tasks = partitioned_deliveries(spark, stage, hour, source, spec, targets("tasks"))
+    tasks_s = time.perf_counter() - started
+
+    def ledger(written: list) -> list:
+        return sorted(
+            (one.sid, one.pairs, one.row.status, one.row.result_count, one.row.digest) for one in written
+        )
+
+    assert ledger(by_driver) == ledger(by_tasks), "the tasks' folders differ from the driver's"
+    return {
+        "folders written": sum(1 for one in by_tasks if one.row.object_keys),
+        "results delivered": sum(one.row.result_count for one in by_tasks),
+        "driver delivers s (partitioned pairs + driver writes)": round(pairs_s + driver_s, 1),
+        "tasks deliver s (partitioned_deliveries)": round(tasks_s, 1),
+        "driver / tasks": round((pairs_s + driver_s) / tasks_s, 2),
+        "writer threads per process": DELIVERY_THREADS,
     }
 
 
@@ -129,7 +183,18 @@ subscriptions of each combination of the matched nodes' block sets, the other va
 each pair's matching leaf paths, and the temporal term; pairs fetched as Arrow), timed after a
 warm-up run on the hour before. In process: `JoinStage.pairs`, cold, witnesses already in memory.
 Every subscription's pairs are asserted equal between each Spark engine and the in-process stage.
-Separate: `join_bench.py`'s per-rule streaming operator on a uniform sample, times N."""
+Separate: `join_bench.py`'s per-rule streaming operator on a uniform sample, times N.
+
+Delivering the hour (the last columns): every join subscription's folder of the hour written to a
+`file://` store (one result per pair with both messages' provenance, manifest, `_SUCCESS`; a
+subscription with no pair or past its cap gets none), two ways. The driver: the partitioned
+engine's pairs fetched (its time above) and the folders written by the stage's own process, one
+subscription's results assembled at a time, 8 writer threads: what the join stage did before its
+tasks delivered, and what it still does with the Spark SQL and in-process engines. The tasks:
+`partitioned_deliveries`, each task pairing its part and writing its part's folders (8 writer
+threads each), the driver receiving a ledger row per subscription. Both ledgers are asserted equal
+(status, counts, digest of every subscription). Local-disk writes: an object store's latency per
+write makes the writers' concurrency, and the tasks' spread over executors, count for more."""
 
 
 def main() -> None:

@@ -168,7 +168,8 @@ def test_tasks_write_their_parts_folders_as_the_driver_writes_the_whole_populati
     pairs = stage.pairs(HOUR, witnesses.joinable)
     found = stage.deliveries(HOUR, witnesses.read, pairs)
     whole = deliver_joins(spec, targets("one"), joins.plans, found, witnesses)
-    assert {one.row.status for one in whole} == {status} and {one.pairs for one in whole} == {min(26, cap + 1)}
+    assert {one.row.status for one in whole} == {status}
+    assert {one.pairs for one in whole} == {min(26, cap + 1)}  # a withheld one's count stops past its cap
 
     divided = divide(by_slice(plans), 2)
     parted = targets("parts")
