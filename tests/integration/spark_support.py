@@ -510,3 +510,40 @@ def generated_join_hour(folder: Path, seed: int, subscriptions: int = 80) -> Joi
     assert sum(len(pairs) for pairs in in_process.values()) >= 50  # not a comparison of empty sets
     source = stored_witnesses(folder, pipeline.store.values())
     return JoinHour(list(pipeline.joins.plans.values()), hour, source, lateness, in_process, pipeline.stage)
+
+
+def assert_tasks_deliver_as_here(spark: Any, folder: Path, seed: int) -> None:
+    """The partitioned engine's tasks write every join subscription's folder of a generated hour
+    (:func:`generated_join_hour`) with the same files, byte for byte, and the same ledger rows as
+    writing every subscription's pairs of the hour in this process."""
+    from feedrouter.catalog import Target
+    from feedrouter.delivery import PlanRef
+    from feedrouter.spark.joindelivery import Written, deliver_joins
+    from feedrouter.spark.joinparts import partitioned_deliveries
+    from feedrouter.spark.spec import JobSpec
+    from feedrouter.spark.witnesses import WitnessHours
+
+    join = generated_join_hour(folder / "state", seed=seed)
+    spec = JobSpec("news", join.hour, "", None, PlanRef(3, "d" * 64, 7), join.source.stores, 1 << 20, 1 << 20)
+
+    def targets(root: str) -> dict[str, Target]:
+        out = (folder / root).as_uri()
+        return {plan.sid: Target(n, plan.sid, "alice", out) for n, plan in enumerate(join.plans, 1)}
+
+    witnesses = WitnessHours(join.source.stores.open(join.source.state_uri))
+    found = join.stage.deliveries(join.hour, witnesses.read, dict(join.in_process))
+    here = deliver_joins(spec, targets("here"), {p.sid: p for p in join.plans}, found, witnesses)
+    there = partitioned_deliveries(spark, join.stage, join.hour, join.source, spec, targets("there"))
+
+    def row(one: Written) -> tuple[object, ...]:
+        r = one.row
+        return (one.sid, one.pairs, r.status, r.result_count, r.bytes, r.digest, len(r.object_keys))
+
+    assert sorted(map(row, there)) == sorted(map(row, here))
+    assert sum(one.row.result_count for one in here) >= 50
+
+    def tree(root: str) -> dict[str, bytes]:
+        files = (folder / root).rglob("*")
+        return {str(p.relative_to(folder / root)): p.read_bytes() for p in files if p.is_file()}
+
+    assert tree("there") == tree("here")

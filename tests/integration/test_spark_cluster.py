@@ -93,38 +93,8 @@ def test_the_join_engines_on_a_standalone_cluster_give_the_in_process_pairs(
 
 
 def test_the_partitioned_tasks_write_the_folders_the_driver_would(spark: Any, tmp_path: Path) -> None:
-    """The partitioned engine's tasks, in the workers' processes, write their parts' folders: the
-    same files, byte for byte, and the same ledger rows as writing every subscription's pairs of
-    the hour in this process."""
-    from feedrouter.catalog import Target
-    from feedrouter.delivery import PlanRef
-    from feedrouter.spark.joindelivery import Written, deliver_joins
-    from feedrouter.spark.joinparts import partitioned_deliveries
-    from feedrouter.spark.spec import JobSpec
-    from feedrouter.spark.witnesses import WitnessHours
-    from tests.integration.spark_support import generated_join_hour
+    """The partitioned engine's tasks, in the workers' own processes, write their parts' folders
+    as this process writes them (:func:`~tests.integration.spark_support.assert_tasks_deliver_as_here`)."""
+    from tests.integration.spark_support import assert_tasks_deliver_as_here
 
-    join = generated_join_hour(tmp_path / "state", seed=41)
-    spec = JobSpec("news", join.hour, "", None, PlanRef(3, "d" * 64, 7), join.source.stores, 1 << 20, 1 << 20)
-
-    def targets(root: str) -> dict[str, Target]:
-        out = (tmp_path / root).as_uri()
-        return {plan.sid: Target(n, plan.sid, "alice", out) for n, plan in enumerate(join.plans, 1)}
-
-    witnesses = WitnessHours(join.source.stores.open(join.source.state_uri))
-    found = join.stage.deliveries(join.hour, witnesses.read, dict(join.in_process))
-    here = deliver_joins(spec, targets("here"), {p.sid: p for p in join.plans}, found, witnesses)
-    there = partitioned_deliveries(spark, join.stage, join.hour, join.source, spec, targets("there"))
-
-    def row(one: Written) -> tuple:
-        r = one.row
-        return (one.sid, one.pairs, r.status, r.result_count, r.bytes, r.digest, len(r.object_keys))
-
-    assert sorted(map(row, there)) == sorted(map(row, here))
-    assert sum(one.row.result_count for one in here) >= 50
-
-    def tree(root: str) -> dict[str, bytes]:
-        files = (tmp_path / root).rglob("*")
-        return {str(p.relative_to(tmp_path / root)): p.read_bytes() for p in files if p.is_file()}
-
-    assert tree("there") == tree("here")
+    assert_tasks_deliver_as_here(spark, tmp_path, seed=41)

@@ -111,3 +111,13 @@ def test_the_join_stage_over_connect_gives_the_in_process_pairs(spark: Any, tmp_
     assert {sid: on_connect.get(sid, []) for sid in join.in_process} == join.in_process
     assert spark.conf.get("spark.sql.shuffle.partitions") == "200"
     assert partitioned_pairs(spark, join.plans, join.hour, join.source, join.lateness) == join.in_process
+
+
+def test_the_partitioned_tasks_over_connect_write_the_folders_the_driver_would(
+    spark: Any, tmp_path: Path
+) -> None:
+    """From a Connect client, the server's executors write the partitioned parts' folders as this
+    process writes them (:func:`~tests.integration.spark_support.assert_tasks_deliver_as_here`)."""
+    from tests.integration.spark_support import assert_tasks_deliver_as_here
+
+    assert_tasks_deliver_as_here(spark, tmp_path, seed=43)
