@@ -48,7 +48,8 @@ if TYPE_CHECKING:
 
     from feedrouter.catalog import Target
 
-#: A part's row as the tasks receive it: its number and its subscriptions' plans (pickled, zlib).
+#: A part's row as the tasks receive it: its number and its subscriptions' plans (with their
+#: targets when the task delivers: :func:`_packed`), pickled, zlib.
 PARTS = "part int, plans binary"
 #: A part's pairs as its task sends them back, one row: each distinct pair list as the
 #: subscriptions it is the list of and the numbers of its pairs, then the distinct pairs, each node

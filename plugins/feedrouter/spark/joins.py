@@ -164,7 +164,8 @@ def join_batch(
                 lateness=loaded.plan.feed.allowed_lateness,
                 max_pairs=options.max_pairs,
             )
-            # every engine reads the relations it pairs from itself (as columns): here, what delivery needs
+            # every engine reads the witnesses it pairs from itself (as columns), and whoever writes
+            # the folders (the partitioned tasks, or this process) what delivering them needs
             written = _delivered(stage, spec, loaded.plan.targets, source, options, spark)
             rows = [one.row for one in sorted(written, key=lambda one: _numeric(one.sid))]
             ledger.record_deliveries(engine, batch_id, loaded.feed_id, hour, rows, lease)
