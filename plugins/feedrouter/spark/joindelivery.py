@@ -58,8 +58,17 @@ def deliver_joins(
     ``threads`` at a time; what each did, in the deliveries' order.
 
     The deliveries are drawn as writers free up: at most ``2 * threads`` subscriptions' results are
-    held at once. The first error raised stops the rest (those not started are cancelled)."""
-    threads = max(1, threads)
+    held at once. The first error raised stops the rest (those not started are cancelled). One
+    thread (``threads`` <= 1) writes them in this thread, one after the other."""
+    if threads <= 1:  # in this thread: a pool of one only adds hand-offs between two threads
+        return [
+            Written(
+                found.sid,
+                found.count,
+                deliver_join(spec, targets[found.sid], plans[found.sid], found, witnesses),
+            )
+            for found in deliveries
+        ]
     written: list[Written] = []
     with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="join-delivery") as pool:
         pending: deque[tuple[str, int, Future[ledger.DeliveryRow]]] = deque()

@@ -62,6 +62,9 @@ def test_folders_are_written_several_at_a_time_and_rows_keep_the_deliveries_orde
     assert [one.row for one in written] == [f"row {n}" for n in range(20)]
     assert [(one.sid, one.pairs) for one in written] == [(str(n), n) for n in range(20)]
     assert 1 < most[0] <= 4
+    most[0] = 0
+    one_by_one = deliver(drawn_deliveries(20, []), threads=1)  # no pool: this thread writes them
+    assert one_by_one == written and most[0] == 1
 
 
 def test_at_most_twice_the_writers_are_drawn_ahead_of_the_writes(
