@@ -238,12 +238,14 @@ def join_readiness(hook: FeedrouterHook, batch: HourBatch, stream_start: datetim
 def join(hook: FeedrouterHook, batch: HourBatch, stream_start: datetime) -> dict[str, Any]:
     """Run the join stage of one feed's hour from this process; the report's JSON summary.
 
-    The pairs come from Spark's executors (:mod:`feedrouter.spark.joinparts`; with
-    ``FEEDROUTER_JOIN_ENGINE=spark``, Spark SQL: :mod:`feedrouter.spark.joinsql`) on a session the
-    stage opens only for a feed with join subscriptions (:func:`join_master`), or, with
-    ``FEEDROUTER_JOIN_ENGINE=python``, from this process (the same pairs). Hours of the window
-    routed before the join's blocks existed are back-filled first, in this process
-    (``BatchOptions(inline=True)``: witnesses only, from the inputs still in the store).
+    The pairs come from Spark's executors on a session the stage opens only for a feed with join
+    subscriptions (:func:`join_master`): by default the executors' tasks also write the join
+    subscriptions' folders (:mod:`feedrouter.spark.joinparts`); with
+    ``FEEDROUTER_JOIN_ENGINE=spark`` (Spark SQL: :mod:`feedrouter.spark.joinsql`) or ``python``
+    (in this process) the pairs come back here and this process writes them (the same folders).
+    Hours of the window routed before the join's blocks existed are back-filled first, in this
+    process (``BatchOptions(inline=True)``: witnesses only, from the inputs still in the store).
+    Folders that subscribers' stores refused (FR607) are logged as a warning.
     """
     from feedrouter.spark import BatchOptions
     from feedrouter.spark.joins import JoinOptions, join_batch
@@ -265,6 +267,14 @@ def join(hook: FeedrouterHook, batch: HourBatch, stream_start: datetime) -> dict
     finally:
         engine.dispose()
     log.info("%s", report.describe())
+    if report.failed:
+        log.warning(
+            "%d join deliveries of %s %s failed [FR607]: %s",
+            len(report.failed),
+            batch.feed,
+            report.hour,
+            ", ".join(report.failed),
+        )
     return report.summary()
 
 

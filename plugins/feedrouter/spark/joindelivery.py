@@ -99,13 +99,14 @@ def deliver_join(
     its ledger row. Safe in a writer thread: the witness hours its provenance reads were read
     when its results were assembled."""
     names = (target.catalog_id, target.subscriber, target.subscription)
+    if found.withheld is not None:
+        # withheld whatever the store says: the cap is the reason its subscriber must read
+        refused = _refused_withdrawal(spec, target)
+        message = found.withheld if refused is None else f"{found.withheld}; {refused}"
+        return ledger.DeliveryRow(*names, status="withheld", error_code="FR313", error_message=message[:2000])
     try:
-        if found.withheld is not None or not found.results:
+        if not found.results:
             _withdraw(spec, target.output_prefix, target.subscription)
-            if found.withheld is not None:
-                return ledger.DeliveryRow(
-                    *names, status="withheld", error_code="FR313", error_message=found.withheld
-                )
             return ledger.DeliveryRow(*names)
         results = (
             Result.of_pair(
@@ -124,6 +125,18 @@ def deliver_join(
     return ledger.DeliveryRow(
         *names, delivered.object_uris, manifest.results, manifest.bytes, manifest.digest
     )
+
+
+def _refused_withdrawal(spec: JobSpec, target: Target) -> str | None:
+    """Take back a withheld subscription's folder of the hour; why its store refused, if it did
+    (a transient error is raised)."""
+    try:
+        _withdraw(spec, target.output_prefix, target.subscription)
+    except TransientStorageError:
+        raise
+    except StorageError as exc:
+        return f"[{exc.code}] taking back its folder at {target.output_prefix} failed: {exc}"
+    return None
 
 
 def _withdraw(spec: JobSpec, prefix: str, subscription: str) -> None:

@@ -21,7 +21,7 @@ Re-runs write the same bytes and add no delivery version.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
@@ -39,15 +39,23 @@ from feedrouter.catalog.settings import state_uri
 from feedrouter.errors import error
 from feedrouter.hours import format_hour, to_hour
 from feedrouter.join.relations import ONE_HOUR
-from feedrouter.join.stage import DEFAULT_MAX_PAIRS, JoinStage
+from feedrouter.join.stage import DEFAULT_MAX_PAIRS, JoinDelivery, JoinStage
 from feedrouter.spark.backfill import backfill_witnesses
-from feedrouter.spark.batch import BatchOptions, LoadedPlan, job_spec, load_plan_build, task_error
+from feedrouter.spark.batch import (
+    BatchOptions,
+    LoadedPlan,
+    _check_held,
+    job_spec,
+    load_plan_build,
+    task_error,
+)
 from feedrouter.spark.batchlog import batch_fields, log
+from feedrouter.spark.job import job_tag, tagged
 from feedrouter.spark.joindelivery import DELIVERY_THREADS, Written, deliver_joins
 from feedrouter.spark.joinparts import partitioned_deliveries
 from feedrouter.spark.joinsql import WitnessSource, spark_pairs
-from feedrouter.spark.lease import hour_lock
-from feedrouter.spark.session import batch_session
+from feedrouter.spark.lease import JobCanceller, hour_lock
+from feedrouter.spark.session import batch_session, check_no_speculation
 from feedrouter.spark.spec import JobSpec
 from feedrouter.spark.stores import StoreOpener
 from feedrouter.spark.witnesses import WitnessHours, blocks_of_hour
@@ -95,6 +103,8 @@ class JoinReport:
     pairs: int = 0
     deliveries: int = 0
     withheld: tuple[str, ...] = field(default=(), repr=False)
+    #: subscriber/subscription of each folder its store refused (FR607: the next run retries it)
+    failed: tuple[str, ...] = field(default=(), repr=False)
     seconds: float = 0.0
     engine: str = ""  # the engine that computed the pairs ("" when the plan has no join subscription)
 
@@ -108,6 +118,8 @@ class JoinReport:
         )
         if self.withheld:
             text += f"; withheld (past the pair cap): {', '.join(self.withheld)}"
+        if self.failed:
+            text += f"; {len(self.failed)} deliveries failed [FR607] (retried by the next run of the hour)"
         return text
 
 
@@ -156,7 +168,8 @@ def join_batch(
             raise error("FR610", f"back-fill the join witnesses of {hours}: routed before blocks they need")
         spec = _spec(loaded, hour, stores, options)
         ttl = timedelta(seconds=options.lease_seconds or 600.0)
-        with hour_lock(engine, feed, hour, ttl) as lease:
+        cancel = JobCanceller()  # a lost lease stops the writing: the tasks' and this process's
+        with hour_lock(engine, feed, hour, ttl, on_lost=cancel) as lease:
             batch_id = _routed_batch(engine, loaded, hour)
             stage = JoinStage(
                 joins.plans.values(),
@@ -166,7 +179,7 @@ def join_batch(
             )
             # every engine reads the witnesses it pairs from itself (as columns), and whoever writes
             # the folders (the partitioned tasks, or this process) what delivering them needs
-            written = _delivered(stage, spec, loaded.plan.targets, source, options, spark)
+            written = _delivered(stage, spec, loaded.plan.targets, source, options, spark, cancel)
             rows = [one.row for one in sorted(written, key=lambda one: _numeric(one.sid))]
             ledger.record_deliveries(engine, batch_id, loaded.feed_id, hour, rows, lease)
     report = JoinReport(
@@ -178,6 +191,7 @@ def join_batch(
         pairs=sum(one.pairs for one in written),
         deliveries=sum(1 for row in rows if row.result_count),
         withheld=tuple(sorted(row.subscription for row in rows if row.status == "withheld")),
+        failed=tuple(sorted(f"{r.subscriber}/{r.subscription}" for r in rows if r.status == "failed")),
         engine=options.engine,
         seconds=round(time.perf_counter() - clock, 3),
     )
@@ -192,24 +206,35 @@ def _delivered(
     source: WitnessSource,
     options: JoinOptions,
     spark: SparkSession | None,
+    cancel: JobCanceller | None = None,
 ) -> list[Written]:
     """Every join subscription's folder of the hour written (``targets``: where, by subscription
     id), by the engine the options name: the partitioned engine's tasks write their own parts'
     folders; the others' pairs come back here, where the folders are written (several at a time,
-    one subscription's results assembled at a time)."""
-    hour = spec.hour
+    one subscription's results assembled at a time). Once ``cancel`` fires (the hour's lease was
+    lost), the Spark operations are interrupted and no further folder is written here (FR606).
+
+    A part's task that fails (e.g. FR611, a damaged hour only its feeds read) fails the stage,
+    which records nothing; the other tasks may have written their folders by then (the re-run
+    writes the same bytes), where the other engines, pairing first, write none."""
+    hour, cancel = spec.hour, cancel or JobCanceller()
     if options.engine == "python":
         witnesses = WitnessHours(source.stores.open(source.state_uri))
         pairs = stage.pairs(hour, witnesses.joinable)
     elif options.engine in ("spark", "partitioned"):
         with batch_session(spark, options.master) as session:
+            check_no_speculation(session)  # two attempts of a task would write the same folders
+            tag = job_tag(spec)
             try:
-                if options.engine == "partitioned":
-                    return partitioned_deliveries(
-                        session, stage, hour, source, spec, targets, options.delivery_threads
-                    )
-                pairs = spark_pairs(session, stage.plans, hour, source, stage.lateness, options.max_pairs)
+                with cancel.armed(session, tag), tagged(session, tag):
+                    _check_held(spec, cancel)
+                    if options.engine == "partitioned":
+                        return partitioned_deliveries(
+                            session, stage, hour, source, spec, targets, options.delivery_threads
+                        )
+                    pairs = spark_pairs(session, stage.plans, hour, source, stage.lateness, options.max_pairs)
             except Exception as exc:
+                _check_held(spec, cancel, exc)
                 # a task's error, rebuilt with its code and class: a damaged witness hour (FR611)
                 # is terminal and says what to do, a store that is down (transient) is retried
                 raised = task_error(exc)
@@ -219,9 +244,20 @@ def _delivered(
         witnesses = WitnessHours(source.stores.open(source.state_uri))
     else:
         raise ValueError(f"no join engine {options.engine!r}: partitioned, spark or python")
+    witnesses.forget_joinable()  # paired: only what delivering reads is kept
     found = stage.deliveries(hour, witnesses.read, pairs, order=_numeric)
     plans = {plan.sid: plan for plan in stage.plans}
-    return deliver_joins(spec, targets, plans, found, witnesses, options.delivery_threads)
+    held = _while_held(found, spec, cancel)
+    return deliver_joins(spec, targets, plans, held, witnesses, options.delivery_threads)
+
+
+def _while_held(
+    deliveries: Iterable[JoinDelivery], spec: JobSpec, cancel: JobCanceller
+) -> Iterator[JoinDelivery]:
+    """The deliveries, until the hour's lease is lost (then FR606: no further folder is written)."""
+    for found in deliveries:
+        _check_held(spec, cancel)
+        yield found
 
 
 def window_hours(

@@ -13,6 +13,7 @@ ObjectStore.open`), so container files are never held whole.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +29,9 @@ Credentials = tuple[tuple[str, str], ...]
 
 _STORES: dict[tuple[object, str], ObjectStore] = {}
 _CLIENTS: dict[tuple[S3Settings, Credentials], Any] = {}
+#: held while a store or client is made, so that threads opening one at once make it once
+#: (reentrant: opening a store makes its client)
+_MAKING = threading.RLock()
 
 
 @dataclass(frozen=True)
@@ -69,7 +73,10 @@ class StoreOpener:
         key = (self, uri)
         store = _STORES.get(key)
         if store is None:
-            store = _STORES[key] = self._open(uri)
+            with _MAKING:  # the join stage's writer threads open subscribers' stores at once
+                store = _STORES.get(key)
+                if store is None:
+                    store = _STORES[key] = self._open(uri)
         return store
 
     def _open(self, uri: str) -> ObjectStore:
@@ -84,7 +91,10 @@ class StoreOpener:
         cache_key = (settings, self._credentials)
         client = _CLIENTS.get(cache_key)
         if client is None:  # boto3 clients are thread-safe: one per settings and credentials
-            client = _CLIENTS[cache_key] = s3_client(settings, dict(self._credentials))
+            with _MAKING:
+                client = _CLIENTS.get(cache_key)
+                if client is None:
+                    client = _CLIENTS[cache_key] = s3_client(settings, dict(self._credentials))
         return client
 
 

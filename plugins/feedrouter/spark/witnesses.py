@@ -154,6 +154,10 @@ class WitnessHours:
             self._joinable[key] = read_joinable(self._state, feed, hour)
         return self._joinable[key]
 
+    def forget_joinable(self) -> None:
+        """Drop the hours read for pairing (once paired: delivering reads only :meth:`read`'s)."""
+        self._joinable.clear()
+
     def provenance(self, feed: str, node: NodeRef) -> Provenance:
         """Where a paired node's message came from (its hour read by :meth:`read` before)."""
         found = self.read(feed, node[0])

