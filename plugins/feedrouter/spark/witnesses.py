@@ -141,6 +141,7 @@ class WitnessHours:
         self._state = state
         self._hours: dict[tuple[str, datetime], HourWitnesses | None] = {}
         self._joinable: dict[tuple[str, datetime], HourWitnesses | None] = {}
+        self._provenances: dict[tuple[str, datetime, int], Provenance] = {}
 
     def read(self, feed: str, hour: datetime) -> HourWitnesses | None:
         key = (feed, hour)
@@ -159,11 +160,17 @@ class WitnessHours:
         self._joinable.clear()
 
     def provenance(self, feed: str, node: NodeRef) -> Provenance:
-        """Where a paired node's message came from (its hour read by :meth:`read` before)."""
-        found = self.read(feed, node[0])
-        assert found is not None  # the stage found the node there
-        message = found.messages[node[1]]
-        return Provenance(feed, format_hour(node[0]), message.key, message.index, message.digest)
+        """Where a paired node's message came from (its hour read by :meth:`read` before); one
+        object per message, however many pairs it is in (at most the window's messages)."""
+        key = (feed, node[0], node[1])
+        known = self._provenances.get(key)
+        if known is None:
+            found = self.read(feed, node[0])
+            assert found is not None  # the stage found the node there
+            message = found.messages[node[1]]
+            known = Provenance(feed, format_hour(node[0]), message.key, message.index, message.digest)
+            self._provenances[key] = known
+        return known
 
 
 #: The columns of each table stage 2 pairs from.

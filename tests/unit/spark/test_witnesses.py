@@ -11,6 +11,7 @@ from feedrouter.errors import WitnessesUnreadable
 from feedrouter.join.relations import HourWitnesses, LeafEntries, MessageRef
 from feedrouter.spark.witnesses import (
     DELIVERY_TABLES,
+    WitnessHours,
     blocks_of_hour,
     encode,
     has_hour,
@@ -107,6 +108,23 @@ def test_delivery_reads_only_the_messages_and_fragments(tmp_path: Path) -> None:
     assert back is not None
     assert back.messages == written.messages and back.fragments == written.fragments
     assert back.roots == {} and back.values == {}
+
+
+def test_the_stage_reads_each_hour_once_and_each_message_provenance_once(tmp_path: Path) -> None:
+    """The join stage's reader: an hour read once whoever asks; a message's provenance made once
+    however many pairs it is in, with the message's identity and arrival hour."""
+    store = open_store(tmp_path.as_uri())
+    write_hour(store, hour_of_witnesses())
+    hours = WitnessHours(store)
+    assert hours.read("books", HOUR) is hours.read("books", HOUR)
+    first = hours.provenance("books", (HOUR, 2, 4))
+    assert first is hours.provenance("books", (HOUR, 2, 5))  # another node of the same message
+    assert (first.feed, first.hour, first.source, first.index) == ("books", "2026-05-01T08", "b.xml", 1)
+    assert hours.provenance("books", (HOUR, 0, 1)).source == "a.xml"
+    assert hours.joinable("books", HOUR) is hours.joinable("books", HOUR)
+    joinable = hours.joinable("books", HOUR)
+    hours.forget_joinable()
+    assert hours.joinable("books", HOUR) is not joinable  # read again once forgotten
 
 
 DAMAGE = {
