@@ -188,3 +188,21 @@ def test_no_folder_is_written_here_once_the_hour_lease_is_lost() -> None:
     with pytest.raises(LockLostError, match="FR606"):
         next(held)
     assert len(drawn) == 2  # the one drawn when the loss was seen is not handed to a writer
+
+
+@pytest.mark.parametrize("engine", ["partitioned", "spark"])
+def test_a_session_with_speculation_on_is_refused_before_any_folder_is_written(engine: str) -> None:
+    """Two attempts of one task would write the same folders at once: the join stage refuses such
+    a session (FR603) before it pairs or writes anything, as routing does."""
+    from feedrouter.errors import SparkVersionError
+    from feedrouter.spark.joins import JoinOptions, _delivered
+
+    class Conf:
+        def get(self, name: str, default: str | None = None) -> str | None:
+            return "true" if name == "spark.speculation" else default
+
+    session: Any = type("Session", (), {"conf": Conf()})()
+    stage: Any = type("Stage", (), {"plans": [object()]})()
+    spec: Any = type("Spec", (), {"hour": HOUR, "feed": "f", "hour_text": "2026-05-01T08"})()
+    with pytest.raises(SparkVersionError, match=r"FR603.*speculation"):
+        _delivered(stage, spec, {}, None, JoinOptions(engine=engine), session)
