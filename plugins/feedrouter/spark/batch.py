@@ -327,17 +327,17 @@ def run_routing(
         )
         try:
             with cancel.armed(session, tag):
-                _check_held(spec, cancel)
+                check_held(spec, cancel)
                 return run_job(session, spec, keys, slicing, progress, tag)
         except Exception as exc:
-            _check_held(spec, cancel, exc)
+            check_held(spec, cancel, exc)
             raised = task_error(exc)
             if raised is None:
                 raise
             raise raised from exc
 
 
-def _check_held(spec: JobSpec, cancel: JobCanceller, cause: Exception | None = None) -> None:
+def check_held(spec: JobSpec, cancel: JobCanceller, cause: Exception | None = None) -> None:
     """Raise LockLostError (FR606, transient) once the run's lease was lost: its Spark operations
     were interrupted (or must not start)."""
     if cancel.fired.is_set() and not isinstance(cause, LockLostError):
@@ -542,15 +542,7 @@ def _delivery_rows(
         found = delivered.get(sid)
         names = (target.catalog_id, target.subscriber, target.subscription)
         if sid in failed:
-            reason = failed[sid]
-            rows.append(
-                ledger.DeliveryRow(
-                    *names,
-                    status="failed",
-                    error_code="FR607",
-                    error_message=f"[{reason.code}] {reason.reason}",
-                )
-            )
+            rows.append(failed[sid].ledger_row(target.catalog_id))
             continue
         if found is None:
             rows.append(ledger.DeliveryRow(*names))

@@ -25,8 +25,9 @@ from feedrouter.delivery import Result, delivery_dir
 from feedrouter.errors import StorageError, TransientStorageError
 from feedrouter.join.plan import JoinPlan
 from feedrouter.join.stage import JoinDelivery
-from feedrouter.spark.publish import publish, withdraw
+from feedrouter.spark.publish import withdraw
 from feedrouter.spark.spec import JobSpec
+from feedrouter.spark.tasks import Undelivered, deliver_one
 from feedrouter.spark.witnesses import WitnessHours
 
 if TYPE_CHECKING:
@@ -104,23 +105,21 @@ def deliver_join(
         refused = _refused_withdrawal(spec, target)
         message = found.withheld if refused is None else f"{found.withheld}; {refused}"
         return ledger.DeliveryRow(*names, status="withheld", error_code="FR313", error_message=message[:2000])
-    try:
-        if not found.results:
-            _withdraw(spec, target.output_prefix, target.subscription)
+    if not found.results:
+        refused = _refused_withdrawal(spec, target)
+        if refused is None:
             return ledger.DeliveryRow(*names)
-        results = (
-            Result.of_pair(
-                witnesses.provenance(plan.feeds[0], left), witnesses.provenance(plan.feeds[1], right), body
-            )
-            for (left, right), body in zip(found.pairs, found.results, strict=True)
+        return ledger.DeliveryRow(*names, status="failed", error_code="FR607", error_message=refused[:2000])
+    results = (
+        Result.of_pair(
+            witnesses.provenance(plan.feeds[0], left), witnesses.provenance(plan.feeds[1], right), body
         )
-        delivered = publish(spec, target, found.sid, results, part_format=2)
-    except TransientStorageError:
-        raise
-    except StorageError as exc:
-        # this subscriber's store refused it: the others' folders go on (the next run retries it)
-        reason = f"[{exc.code}] delivery to {target.output_prefix} failed: {exc}"
-        return ledger.DeliveryRow(*names, status="failed", error_code="FR607", error_message=reason[:2000])
+        for (left, right), body in zip(found.pairs, found.results, strict=True)
+    )
+    # as routing writes a folder: a refusing store costs this subscription alone (FR607)
+    _, delivered = deliver_one(spec, target, found.sid, results, part_format=2)
+    if isinstance(delivered, Undelivered):
+        return delivered.ledger_row(target.catalog_id)
     manifest = delivered.manifest
     return ledger.DeliveryRow(
         *names, delivered.object_uris, manifest.results, manifest.bytes, manifest.digest
@@ -128,8 +127,8 @@ def deliver_join(
 
 
 def _refused_withdrawal(spec: JobSpec, target: Target) -> str | None:
-    """Take back a withheld subscription's folder of the hour; why its store refused, if it did
-    (a transient error is raised)."""
+    """Take back a subscription's folder of the hour (it has no results, or is withheld); why its
+    store refused, if it did (a transient error is raised)."""
     try:
         _withdraw(spec, target.output_prefix, target.subscription)
     except TransientStorageError:

@@ -44,7 +44,7 @@ from feedrouter.spark.backfill import backfill_witnesses
 from feedrouter.spark.batch import (
     BatchOptions,
     LoadedPlan,
-    _check_held,
+    check_held,
     job_spec,
     load_plan_build,
     task_error,
@@ -227,14 +227,14 @@ def _delivered(
             tag = job_tag(spec)
             try:
                 with cancel.armed(session, tag), tagged(session, tag):
-                    _check_held(spec, cancel)
+                    check_held(spec, cancel)
                     if options.engine == "partitioned":
                         return partitioned_deliveries(
                             session, stage, hour, source, spec, targets, options.delivery_threads
                         )
                     pairs = spark_pairs(session, stage.plans, hour, source, stage.lateness, options.max_pairs)
             except Exception as exc:
-                _check_held(spec, cancel, exc)
+                check_held(spec, cancel, exc)
                 # a task's error, rebuilt with its code and class: a damaged witness hour (FR611)
                 # is terminal and says what to do, a store that is down (transient) is retried
                 raised = task_error(exc)
@@ -256,7 +256,7 @@ def _while_held(
 ) -> Iterator[JoinDelivery]:
     """The deliveries, until the hour's lease is lost (then FR606: no further folder is written)."""
     for found in deliveries:
-        _check_held(spec, cancel)
+        check_held(spec, cancel)
         yield found
 
 

@@ -35,6 +35,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from feedrouter import heap
+from feedrouter.catalog import ledger
 from feedrouter.delivery import Result, Splitter, dtd_text_of
 from feedrouter.delivery.routing import Routed, route_objects
 from feedrouter.errors import StorageError, TransientStorageError, error
@@ -107,6 +108,17 @@ class Undelivered:
     output_prefix: str
     code: str
     reason: str
+
+    def ledger_row(self, catalog_id: int | None) -> ledger.DeliveryRow:
+        """Its ``failed`` delivery row (FR607, the store's error code and reason in the message)."""
+        return ledger.DeliveryRow(
+            catalog_id,
+            self.subscriber,
+            self.subscription,
+            status="failed",
+            error_code="FR607",
+            error_message=f"[{self.code}] {self.reason}",
+        )
 
 
 def plan_for(spec: JobSpec, artifact: Any = None) -> CompiledPlan:
@@ -232,12 +244,13 @@ def write_witnesses(spec: JobSpec, messages: Iterable[MessageWitnesses]) -> Witn
 
 
 def deliver_one(
-    spec: JobSpec, target: Target, sid: str, results: Iterable[Result]
+    spec: JobSpec, target: Target, sid: str, results: Iterable[Result], part_format: int = 1
 ) -> tuple[str, Delivered | Undelivered]:
     """Publish one subscription's folder; a terminal storage error becomes an :class:`Undelivered`
-    for that subscription alone (a transient one is raised: the task is retried)."""
+    for that subscription alone (a transient one is raised: the task is retried). ``part_format``
+    2: join pairs (:func:`~feedrouter.spark.publish.publish`)."""
     try:
-        return "delivery", publish(spec, target, sid, results)
+        return "delivery", publish(spec, target, sid, results, part_format)
     except TransientStorageError:
         raise
     except StorageError as exc:

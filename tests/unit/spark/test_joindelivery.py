@@ -166,6 +166,12 @@ def test_a_refused_subscriber_store_costs_that_subscription_alone(
     (one,) = joindelivery.deliver_joins(spec, targets, joins.plans, [capped], _Provenances(), 1)
     assert (one.row.status, one.row.error_code) == ("withheld", "FR313")
     assert "NoSuchBucket" in (one.row.error_message or "")
+    # no pair this hour: its earlier folder is taken back, and a refusal is its failed row
+    (empty,) = joindelivery.deliver_joins(
+        spec, targets, joins.plans, [JoinDelivery("s1", HOUR)], _Provenances(), 1
+    )
+    assert (empty.row.status, empty.row.error_code) == ("failed", "FR607")
+    assert "taking back its folder" in (empty.row.error_message or "")
     report = JoinReport("f", "2026-05-01T08", "joined", 1, failed=("bob/second",))
     assert "1 deliveries failed [FR607]" in report.describe()
 
