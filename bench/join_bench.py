@@ -49,6 +49,7 @@ Usage: ``.venv/bin/python bench/join_bench.py [--quick] [--populations A,B,C,D]`
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import os
 import random
@@ -57,13 +58,13 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 
 from common import RESULTS, markdown_table, write_csv
-from feedrouter import Router, heap
+from feedrouter import Router, heap, kernel
 from feedrouter.join.collect import collect_hour
 from feedrouter.join.plan import BlockSpec, JoinPlan, JoinSet, clock_block, lookback
 from feedrouter.join.relations import ONE_HOUR, HourWitnesses, MessageRef, message_witnesses
@@ -240,7 +241,10 @@ def witness_router(specs: Iterable[BlockSpec], ordinary: Sequence[tuple[str, str
 
 
 def per_message(
-    routers: Mapping[str, tuple[Router, WitnessPlans | None]], messages: Sequence[bytes], passes: int
+    routers: Mapping[str, tuple[Router, WitnessPlans | None]],
+    messages: Sequence[bytes],
+    passes: int,
+    python_rows: Collection[str] = (),
 ) -> dict[str, float]:
     """Seconds per message of each router, and with its plans to file its witnesses by block too
     (what a routing task does before it sends them to the hour's writer).
@@ -248,7 +252,8 @@ def per_message(
     The routers take turns in blocks of :data:`TURN` messages (in rotating order) over ``passes``
     passes of ``messages``: the machine's drift (it is shared) falls on every router alike, and a
     block is long enough for a router's own structures to be warm, as they are in a worker that
-    routes with one plan. The median of the passes' means."""
+    routes with one plan. The median of the passes' means. The routers named in ``python_rows``
+    read witness rows without the compiled kernel (:func:`feedrouter.kernel.turned_off`)."""
     unfiled = MessageRef("m", 0, None)
     names = list(routers)
     for router, _ in routers.values():
@@ -262,12 +267,13 @@ def per_message(
                 block = messages[start : start + TURN]
                 for name in names[turn % len(names) :] + names[: turn % len(names)]:
                     router, plans = routers[name]
-                    started = time.perf_counter()
-                    for data in block:
-                        outcome = router.route_outcome(data)
-                        if plans is not None:
-                            message_witnesses(unfiled, outcome.witnesses, plans)
-                    spent[name] += time.perf_counter() - started
+                    with kernel.turned_off() if name in python_rows else contextlib.nullcontext():
+                        started = time.perf_counter()
+                        for data in block:
+                            outcome = router.route_outcome(data)
+                            if plans is not None:
+                                message_witnesses(unfiled, outcome.witnesses, plans)
+                        spent[name] += time.perf_counter() - started
             for name in names:
                 means[name].append(spent[name] / len(messages))
     return {name: statistics.median(found) for name, found in means.items()}
@@ -281,6 +287,8 @@ PASSES = 9
 
 #: stage 1's variants: every block its own witness plan, and equality selections factored out
 VARIANTS = {"blocks one by one": sys.maxsize, "selections factored": MIN_SHARED}
+#: the default variant with its rows read in Python (without :mod:`feedrouter.kernel`)
+PYTHON_ROWS = "factored, rows in Python"
 
 
 def stage1(workload: Workload, sizes: Sizes) -> list[dict]:
@@ -301,10 +309,12 @@ def stage1(workload: Workload, sizes: Sizes) -> list[dict]:
             for name, min_shared in VARIANTS.items():
                 plans = witness_plans(blocks, min_shared)
                 routers[name] = (witness_router([*plans.bases.values(), clock], ordinary), plans)
+            routers[PYTHON_ROWS] = routers["selections factored"]  # the same router, the kernel off
             compiled = time.perf_counter() - started
             hour = workload.feeds[feed][len(workload.feeds[feed]) // 2]
             messages = [m.data for m in hour.messages[: sizes.stage1_messages]]
-            ms = {name: found * 1e3 for name, found in per_message(routers, messages, PASSES).items()}
+            timed = per_message(routers, messages, PASSES, python_rows={PYTHON_ROWS})
+            ms = {name: found * 1e3 for name, found in timed.items()}
             plain = ms["ordinary"]
             uses = sum(count for block, count in used.items() if workload.joins.specs[block].feed == feed)
             row = {
@@ -317,7 +327,7 @@ def stage1(workload: Workload, sizes: Sizes) -> list[dict]:
                 "messages": len(messages),
                 "ordinary ms/msg": round(plain, 3),
             }
-            for name in VARIANTS:
+            for name in [*VARIANTS, PYTHON_ROWS]:
                 row[f"added ms/msg, {name}"] = round(ms[name] - plain, 3)
                 row[f"added cost, {name}"] = f"{(ms[name] - plain) / plain:.0%}"
             factored = ms["selections factored"]

@@ -21,6 +21,7 @@ LAYERS: dict[str, int] = {
     "limits": 0,
     "paths": 0,
     "heap": 0,
+    "kernel": 0,
     "hours": 1,
     "console": 1,
     "settings": 1,

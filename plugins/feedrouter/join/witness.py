@@ -10,19 +10,20 @@ that serves many blocks (:mod:`feedrouter.join.selections` says which blocks its
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 from lxml import etree
 
+from feedrouter import kernel
 from feedrouter.output.factory import attribute_value, render_items_within
 from feedrouter.plan.context import DocumentContext, element_string
 from feedrouter.plan.results import ReturnItem, TreeReader, element_copies
 
 
-@dataclass(frozen=True)
-class WitnessRow:
-    """One bound node of a block in one document.
+class WitnessRow(NamedTuple):
+    """One bound node of a block in one document (a named tuple: one is made for every node a
+    witness plan binds, and a tuple is made in a fraction of a frozen dataclass's time).
 
     Attributes:
         node: the element's id in the document (preorder: document order).
@@ -78,38 +79,71 @@ class _RowReader:
     fragments cached per node and item: every block binding the node shares them.
     """
 
-    __slots__ = ("fragments", "leaves")
+    __slots__ = ("fragments", "leaves", "names", "plain")
 
     def __init__(self, returns: tuple[ReturnItem, ...], leaves: int, default_ns: tuple[str, ...]) -> None:
-        self.leaves = [(item, item.tree_reader, _child_tag(item.tree_reader)) for item in returns[:leaves]]
-        self.fragments = [
-            (item, ns, *_fragment_reading(item, ns))
-            for item, ns in zip(returns[leaves:], default_ns, strict=True)
+        columns: dict[str, int] = {}
+
+        def column(tag: str | None) -> int:
+            """The plain child name's place in what the compiled kernel reads (-1: not read there)."""
+            if tag is None or tag.startswith("{"):
+                return -1
+            return columns.setdefault(tag, len(columns))
+
+        self.leaves = [
+            (item, reader, tag, column(tag or _own_attribute(reader)))
+            for item in returns[:leaves]
+            for reader, tag in [(item.tree_reader, _child_tag(item.tree_reader))]
         ]
+        self.fragments = [
+            (item, ns, reading[0], reading[1], reading[2], column(reading[1]))
+            for item, ns in zip(returns[leaves:], default_ns, strict=True)
+            for reading in [_fragment_reading(item, ns)]
+        ]
+        #: the child names the kernel reads in one walk over a node's children (UTF-8)
+        self.names = tuple(name.encode() for name in columns)
+        #: when the kernel reads every item (the common case): each leaf's and fragment's column
+        self.plain = (
+            ([leaf[3] for leaf in self.leaves], [(f[5], f[4]) for f in self.fragments])
+            if all(leaf[3] >= 0 for leaf in self.leaves) and all(f[5] >= 0 for f in self.fragments)
+            else None
+        )
 
     def row(self, ctx: DocumentContext, node: int, limit: int) -> tuple[WitnessRow, int] | None:
         """One node's row and its size in bytes (with 16 for its bookkeeping); None past ``limit``."""
         element = ctx.nodes[node] if node >= 0 else None  # -1: the document node (general path)
+        plain = self._plain_columns(ctx, element, limit)
+        if plain is not None and self.plain is not None:
+            return self._plain_row(node, plain, limit)
         children = None
         size = 16
         values = []
-        for item, reader, tag in self.leaves:
-            if element is None or reader is None:
+        for item, reader, tag, column in self.leaves:
+            if plain is not None and column >= 0:
+                strings = plain[column][0]
+            elif element is None or reader is None:
                 strings, length = _general_values(ctx, item, node)
+                values.append(strings)
+                size += length
+                continue
+            elif tag is None:
+                strings = tuple(reader.values(ctx, element))
             else:
-                if tag is None:
-                    strings = tuple(reader.values(ctx, element))
-                else:
-                    if children is None:
-                        children = ctx.children_named(element)
-                    found = children.get(tag)
-                    strings = tuple(map(element_string, found)) if found else ()
-                length = sum(map(len, strings))
+                if children is None:
+                    children = ctx.children_named(element)
+                found = children.get(tag)
+                strings = tuple(map(element_string, found)) if found else ()
             values.append(strings)
-            size += length
+            size += sum(map(len, strings))
         fragments = []
-        for item, ns, reader, tag, kind in self.fragments:
-            if tag is not None and element is not None:
+        data: bytes | None
+        for item, ns, reader, tag, kind, column in self.fragments:
+            if plain is not None and column >= 0:
+                strings, copies = plain[column]
+                data = copies if kind == _COPIES else attribute_value(strings)
+                if len(data) > limit - size:
+                    return None
+            elif tag is not None and element is not None:
                 if children is None:
                     children = ctx.children_named(element)
                 found = children.get(tag)
@@ -123,6 +157,42 @@ class _RowReader:
         if size > limit:
             return None
         return WitnessRow(node, tuple(values), tuple(fragments)), size
+
+    def _plain_row(
+        self, node: int, plain: tuple[tuple[tuple[str, ...], bytes], ...], limit: int
+    ) -> tuple[WitnessRow, int] | None:
+        """A row whose every item the kernel read (:meth:`row`'s loop without its branches)."""
+        assert self.plain is not None
+        leaf_columns, fragment_columns = self.plain
+        values = tuple([plain[column][0] for column in leaf_columns])
+        fragments = tuple(
+            [
+                plain[column][1] if kind == _COPIES else attribute_value(plain[column][0])
+                for column, kind in fragment_columns
+            ]
+        )
+        size = 16 + sum([len(string) for strings in values for string in strings]) + sum(map(len, fragments))
+        if size > limit:
+            return None
+        return WitnessRow(node, values, fragments), size
+
+    def _plain_columns(
+        self, ctx: DocumentContext, element: etree._Element | None, limit: int
+    ) -> tuple[tuple[tuple[str, ...], bytes], ...] | None:
+        """Per name in :attr:`names`, the element's children of that name (values, copies) read by
+        the compiled kernel in one walk, or None: no kernel, no such name, a child that is not
+        plain, or copies past ``limit`` (the Python path reads the row then, and stops where its
+        limit falls). The walk is charged to the document's work
+        budget as :meth:`~feedrouter.plan.context.DocumentContext.children_named` charges its own."""
+        read_plain = kernel.plain_children  # looked up per row: the benchmarks turn it off and on
+        if element is None or not self.names or read_plain is None:
+            return None
+        read = read_plain(element, self.names, limit)
+        if read is None:
+            return None
+        columns, children = read
+        ctx.charge(children)
+        return columns
 
 
 #: how a fragment of plain child elements is rendered: their copies, or their values in an attribute
@@ -179,6 +249,14 @@ def _child_tag(reader: TreeReader | None) -> str | None:
     if reader is None or len(reader.tags) != 1 or reader.text or reader.attribute or reader.value:
         return None
     return reader.tags[0]
+
+
+def _own_attribute(reader: TreeReader | None) -> str | None:
+    """``@name`` for a reader of the node's own attribute of a plain name (the kernel reads it)."""
+    if reader is None or reader.tags or reader.text or reader.value or not reader.attribute:
+        return None
+    name = reader.attribute
+    return None if "{" in name or "*" in name or ":" in name else "@" + name
 
 
 def _general_values(ctx: DocumentContext, item: ReturnItem, node: int) -> tuple[tuple[str, ...], int]:

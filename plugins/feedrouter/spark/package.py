@@ -79,8 +79,9 @@ def pinned_extras(names: Sequence[str] = EXECUTOR_EXTRAS) -> list[str]:
     return pins
 
 
-#: What the wheel is built from (the rest of a checkout is not part of the package).
-WHEEL_SOURCES = ("pyproject.toml", "README.md", "plugins/feedrouter")
+#: What the wheel is built from (the rest of a checkout is not part of the package); setup.py builds
+#: the compiled kernels into it.
+WHEEL_SOURCES = ("pyproject.toml", "setup.py", "README.md", "plugins/feedrouter")
 
 
 def build_wheel(source: Path, out: Path) -> Path:
@@ -105,7 +106,8 @@ def build_wheel(source: Path, out: Path) -> Path:
 
 def _copy_source(source: Path, target: Path) -> None:
     if source.is_dir():
-        ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
+        # an editable install's kernels built in place are this machine's: the wheel builds its own
+        ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "*.so", "*.c")
         shutil.copytree(source, target, ignore=ignore)
     else:
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -7,10 +7,10 @@ from __future__ import annotations
 from typing import Any, cast
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from lxml import etree
 
-from feedrouter import Router
+from feedrouter import Router, kernel
 from feedrouter.engine.runtime import run
 from feedrouter.join import witness
 from feedrouter.join.witness import WitnessRow, witness_rows
@@ -87,6 +87,42 @@ def test_rows_are_what_the_general_path_gives(document: str) -> None:
         assert rows == [general_row(context(text), returns, node) for node in bound], (anchor, document)
 
 
+@settings(max_examples=200, deadline=None)
+@given(trees())
+def test_rows_without_namespaces_are_what_the_general_path_gives(document: str) -> None:
+    """No namespace in scope: the compiled kernel reads the plain children (where it is built)."""
+    assume("p:" not in document)
+    text = f"<root>{document}</root>".encode()
+    for anchor in ("a", "b"):
+        returns = PLANS[anchor]
+        ctx = context(text)
+        bound = ROUTER._plans[anchor].bindings(ctx)
+        rows = read_rows(ctx, returns, bound, 10**6)
+        assert rows == [general_row(context(text), returns, node) for node in bound], (anchor, document)
+
+
+@pytest.mark.skipif(kernel.plain_children is None, reason="FEEDROUTER_KERNEL=off")
+def test_plain_rows_are_read_by_the_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where every child a row reads is plain, one kernel call reads them all; where one is not,
+    the row is still the general path's."""
+    calls: list[tuple[bytes, ...]] = []
+
+    def counted(element: etree._Element, names: tuple[bytes, ...], limit: int) -> object:
+        calls.append(names)
+        return compiled(element, names, limit)  # type: ignore[misc]
+
+    compiled = kernel.plain_children
+    monkeypatch.setattr(kernel, "plain_children", counted)
+    for document in (
+        b'<root><a id="1"><a>x</a><b>y</b><b>z</b></a></root>',
+        b"<root><a><b>y<c/></b></a></root>",
+    ):
+        ctx = context(document)
+        (row,) = read_rows(ctx, PLANS["a"], [1], 10**6) or []
+        assert row == general_row(context(document), PLANS["a"], 1)
+    assert calls and all(names == calls[0] for names in calls) and b"@id" in calls[0]
+
+
 def test_the_plain_children_are_read_by_name() -> None:
     """The fast path is the one taken: a plain child's leaf, copies and value never go through the
     general path's per-item cache."""
@@ -133,3 +169,14 @@ def test_copying_many_children_stops_at_the_limit(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(etree, "tostring", counted)
     assert read_rows(ctx, PLANS["a"], [1], 200) is None
     assert 0 < copies < 40
+
+
+def test_rows_are_the_same_with_the_kernel_turned_off() -> None:
+    document = b'<root><a id="1"><a>x &amp; y</a><b>y</b><b/><c>z</c></a><a><b>q<c/></b></a></root>'
+    bound = ROUTER._plans["a"].bindings(context(document))
+    rows = read_rows(context(document), PLANS["a"], bound, 10**6)
+    compiled = kernel.plain_children
+    with kernel.turned_off():
+        assert kernel.plain_children is None
+        assert read_rows(context(document), PLANS["a"], bound, 10**6) == rows
+    assert kernel.plain_children is compiled

@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import zipfile
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -255,3 +256,5 @@ def test_building_the_wheel_leaves_no_build_metadata_in_the_source_tree(tmp_path
 
     assert wheel.name.startswith("feedrouter-") and wheel.suffix == ".whl"
     assert not list(source.rglob("*.egg-info")), "the build wrote into the source tree"
+    with zipfile.ZipFile(wheel) as built:  # the executors get the compiled kernels
+        assert [name for name in built.namelist() if name.startswith("feedrouter/kernel/_children.")]

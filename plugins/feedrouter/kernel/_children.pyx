@@ -1,0 +1,234 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""The compiled part of witness rows: an element's plain children by name, read off libxml2's tree.
+
+A witness row wants, for each of a few child names, the children's string values and their
+serialized copies. Where those children are *plain* — no namespace anywhere in scope, no attributes,
+nothing but text inside — the copy is ``<name>escaped text</name>`` (``<name/>`` when empty) exactly
+as libxml2 serializes it, and the value is the text: both are read here in one walk over the
+children, without a Python object per child. Anything else answers None and the caller takes the
+general path (:mod:`feedrouter.join.witness`), which is also this module's oracle in the tests.
+
+Only libxml2's node structs are read (through lxml's public declarations); no libxml2 function is
+called, so the module links against nothing but Python.
+"""
+
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.unicode cimport PyUnicode_DecodeUTF8
+from libc.string cimport memcpy, strcmp, strlen
+
+cimport lxml.includes.etreepublic as cetree
+from lxml.includes cimport tree
+
+cetree.import_lxml__etree()
+
+#: the most child names one call reads (a witness plan's leaves and fragments name far fewer)
+cdef enum:
+    MAX_NAMES = 64
+
+
+cdef bint _namespaces_in_scope(tree.xmlNode* node):
+    """Whether a namespace is declared on the node or an ancestor (lxml copies every declaration in
+    scope onto a serialized element, so such a copy is not the plain form)."""
+    while node is not NULL and node.type == tree.XML_ELEMENT_NODE:
+        if node.nsDef is not NULL:
+            return True
+        node = node.parent
+    return False
+
+
+cdef Py_ssize_t _plain_text_length(tree.xmlNode* element):
+    """The length in bytes of a plain element's text (its text nodes' content), or -1 when the
+    element is not plain: it has a namespace, an attribute or a child other than text (an element,
+    a comment, a CDATA section, an unexpanded entity reference)."""
+    if element.ns is not NULL or element.properties is not NULL or element.nsDef is not NULL:
+        return -1
+    return _text_nodes_length(element.children)
+
+
+cdef Py_ssize_t _text_nodes_length(tree.xmlNode* child):
+    """The length in bytes of a run of sibling text nodes' content, or -1 when one of them is not a
+    text node."""
+    cdef Py_ssize_t length = 0
+    while child is not NULL:
+        if child.type != tree.XML_TEXT_NODE:
+            return -1
+        if child.content is not NULL:
+            length += strlen(<const char*>child.content)
+        child = child.next
+    return length
+
+
+cdef bytes _text(tree.xmlNode* child, Py_ssize_t length):
+    """A run of sibling text nodes' content joined, as UTF-8 bytes (``length`` of them)."""
+    cdef bytes data
+    cdef char* out
+    cdef Py_ssize_t size
+    if child is NULL:
+        return b""
+    if child.next is NULL:
+        return PyBytes_FromStringAndSize(<const char*>child.content, length)
+    data = PyBytes_FromStringAndSize(NULL, length)
+    out = PyBytes_AS_STRING(data)
+    while child is not NULL:
+        if child.content is not NULL:
+            size = strlen(<const char*>child.content)
+            memcpy(out, child.content, size)
+            out += size
+        child = child.next
+    return data
+
+
+cdef Py_ssize_t _escaped_length(const unsigned char* text, Py_ssize_t length):
+    cdef Py_ssize_t i, size = length
+    for i in range(length):
+        c = text[i]
+        if c == b'&':
+            size += 4
+        elif c == b'<' or c == b'>':
+            size += 3
+        elif c == b'\r':
+            size += 4
+    return size
+
+
+cdef char* _write(char* out, const char* text, Py_ssize_t length):
+    memcpy(out, text, length)
+    return out + length
+
+
+cdef char* _write_escaped(char* out, const unsigned char* text, Py_ssize_t length):
+    """Text content as libxml2 serializes it: ``&``, ``<``, ``>`` and carriage returns escaped."""
+    cdef Py_ssize_t i
+    for i in range(length):
+        c = text[i]
+        if c == b'&':
+            out = _write(out, b"&amp;", 5)
+        elif c == b'<':
+            out = _write(out, b"&lt;", 4)
+        elif c == b'>':
+            out = _write(out, b"&gt;", 4)
+        elif c == b'\r':
+            out = _write(out, b"&#13;", 5)
+        else:
+            out[0] = <char>c
+            out += 1
+    return out
+
+
+cdef Py_ssize_t _copy_length(const char* name, bytes text):
+    cdef Py_ssize_t n = strlen(name)
+    cdef Py_ssize_t length = PyBytes_GET_SIZE(text)
+    if length == 0 and text is not None:
+        return n + 3  # <name/>
+    return 2 * n + 5 + _escaped_length(<const unsigned char*>PyBytes_AS_STRING(text), length)
+
+
+cdef char* _write_copy(char* out, const char* name, bytes text):
+    cdef Py_ssize_t n = strlen(name)
+    cdef Py_ssize_t length = PyBytes_GET_SIZE(text)
+    out = _write(out, b"<", 1)
+    out = _write(out, name, n)
+    if length == 0:
+        return _write(out, b"/>", 2)
+    out = _write(out, b">", 1)
+    out = _write_escaped(out, <const unsigned char*>PyBytes_AS_STRING(text), length)
+    out = _write(out, b"</", 2)
+    out = _write(out, name, n)
+    return _write(out, b">", 1)
+
+
+cdef object _attribute(tree.xmlNode* element, const char* name):
+    """The value of the element's attribute ``name`` (no namespace) as a 1-tuple, () when it has
+    none, or None when its value is not plain text nodes."""
+    cdef tree.xmlAttr* attribute = element.properties
+    cdef tree.xmlNode* child
+    cdef Py_ssize_t length
+    while attribute is not NULL:
+        if attribute.ns is NULL and strcmp(<const char*>attribute.name, name) == 0:
+            length = _text_nodes_length(attribute.children)
+            if length < 0:
+                return None
+            text = _text(attribute.children, length)
+            return (PyUnicode_DecodeUTF8(PyBytes_AS_STRING(text), length, NULL),)
+        attribute = attribute.next
+    return ()
+
+
+def plain_children(element, tuple names, Py_ssize_t limit):
+    """For each of ``names`` (UTF-8 local names, no namespace), the element's children of that
+    name as ``(string values, serialized copies)``, in document order; for a name ``@name``, the
+    value of the element's own attribute of that name as ``((value,) or (), b"")``; with the number of the
+    element's children as ``len()`` counts them (the work the walk did); or None when the copies
+    would pass ``limit`` bytes (the caller's path stops copying there: nothing is made past it), or when one of those children is not plain or a namespace
+    is in scope (the caller's general path answers then).
+
+    ``element`` must be an lxml element; anything else raises TypeError.
+    """
+    cdef tree.xmlNode* c_element
+    cdef tree.xmlNode* child
+    cdef Py_ssize_t count = len(names), i, length, children = 0, size
+    cdef const char* c_names[MAX_NAMES]
+    cdef list texts
+    cdef object found
+    cdef bytes text, copies
+    cdef char* out
+    if not isinstance(element, cetree._Element):
+        raise TypeError(f"plain_children: not an lxml element: {type(element).__name__}")
+    if count > MAX_NAMES:
+        return None
+    c_element = (<cetree._Element>element)._c_node
+    if _namespaces_in_scope(c_element):
+        return None
+    texts = [None] * count
+    for i in range(count):
+        c_names[i] = PyBytes_AS_STRING(names[i])
+        if c_names[i][0] == b'@':
+            texts[i] = _attribute(c_element, c_names[i] + 1)
+            if texts[i] is None:
+                return None
+    child = c_element.children
+    while child is not NULL:
+        if child.type != tree.XML_TEXT_NODE and child.type != tree.XML_CDATA_SECTION_NODE:
+            children += 1  # what len() counts: elements, comments, processing instructions, entity references
+        if child.type == tree.XML_ELEMENT_NODE:
+            for i in range(count):
+                if c_names[i][0] == b'@':
+                    continue
+                if strcmp(<const char*>child.name, c_names[i]) == 0:
+                    length = _plain_text_length(child)
+                    if length < 0:
+                        return None
+                    found = texts[i]
+                    if found is None:
+                        found = texts[i] = []
+                    found.append(_text(child.children, length))
+                    break
+        child = child.next
+    sizes = [0] * count
+    total = 0
+    for i in range(count):
+        found = texts[i]
+        if found is None or c_names[i][0] == b'@':
+            continue
+        size = 0
+        for text in found:
+            size += _copy_length(c_names[i], text)
+        sizes[i] = size
+        total += size
+        if total > limit:
+            return None
+    result = []
+    for i in range(count):
+        found = texts[i]
+        if found is None:
+            result.append(((), b""))
+            continue
+        if c_names[i][0] == b'@':
+            result.append((found, b""))
+            continue
+        copies = PyBytes_FromStringAndSize(NULL, sizes[i])
+        out = PyBytes_AS_STRING(copies)
+        for text in found:
+            out = _write_copy(out, c_names[i], text)
+        result.append((tuple([PyUnicode_DecodeUTF8(PyBytes_AS_STRING(t), PyBytes_GET_SIZE(t), NULL) for t in found]), copies))
+    return tuple(result), children

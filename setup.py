@@ -1,0 +1,21 @@
+"""The compiled kernels of feedrouter (:mod:`feedrouter.kernel`); everything else is in pyproject.toml.
+
+The kernels are optional: where no C compiler is at hand the build goes on without them and the
+Python path does their work (slower, the same results).
+"""
+
+import lxml
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+KERNELS = [
+    Extension(
+        "feedrouter.kernel._children",
+        ["plugins/feedrouter/kernel/_children.pyx"],
+        # lxml's public declarations of its element type and of libxml2's node structs
+        include_dirs=lxml.get_include(),
+        optional=True,
+    )
+]
+
+setup(ext_modules=cythonize(KERNELS, compiler_directives={"language_level": "3"}, quiet=True))

@@ -1,0 +1,164 @@
+"""The compiled reader of plain children (feedrouter.kernel): where it answers, its values and copies
+are exactly lxml's (the XPath string value, ``etree.tostring``, ``element.get``); where a child is
+not plain or a namespace is in scope it declines, and the Python path answers."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from lxml import etree
+
+from feedrouter import kernel
+from feedrouter.plan.context import element_string
+
+plain_children = kernel.plain_children
+needs_kernel = pytest.mark.skipif(plain_children is None, reason="FEEDROUTER_KERNEL=off")
+
+
+def test_the_kernel_is_built_here() -> None:
+    """The project's own files build it (setup.py, scripts/setup): a build that failed quietly (it is
+    optional for installs without a compiler) would leave every row on the slow path."""
+    if os.environ.get("FEEDROUTER_KERNEL", "on").lower() in ("off", "0", "false", "no"):
+        pytest.skip("turned off here")
+    assert plain_children is not None
+
+
+#: text content libxml2 escapes (``&``, ``<``, ``>``, a carriage return by reference), quotes it
+#: does not, characters past ASCII, CDATA (the parser makes it text), an entity of the internal subset
+TEXTS = st.sampled_from(
+    ["", "x", "a &amp; b", "&lt;c&gt;", "&#13;", "\"q\" 'q'", "é€😀", "<![CDATA[<c>&]]>", " ", "\n\t", "&e;"]
+)
+#: what makes a child not plain: an element, a comment, a processing instruction, an attribute
+EXTRAS = st.sampled_from([""] * 12 + ["<i>n</i>", "<!--c-->", "<?pi d?>"])
+ATTRIBUTES = st.sampled_from(["", ' id="1"', ' id="a&amp;b"', ' p:id="2"', ' id="&e;"'])
+CHILD_ATTRIBUTES = st.sampled_from([""] * 12 + [' id="1"', ' p:id="2"'])
+NAMES = ("a", "b", "c")
+
+
+@st.composite
+def items(draw: st.DrawFn) -> str:
+    """An ``item`` with attributes and children named a, b, c (some repeated, some not plain)."""
+    children = []
+    for _ in range(draw(st.integers(0, 6))):
+        name = draw(st.sampled_from(NAMES))
+        body = draw(TEXTS) + draw(EXTRAS) + draw(TEXTS)
+        attribute = draw(CHILD_ATTRIBUTES)
+        children.append(
+            f"<{name}{attribute}>{body}</{name}>" if body or draw(st.booleans()) else f"<{name}/>"
+        )
+    separator = draw(st.sampled_from(["", "\n  ", "<!--between-->"]))
+    return f"<item{draw(ATTRIBUTES)}>{separator.join(children)}</item>"
+
+
+def parsed(item: str, namespace: bool) -> etree._Element:
+    declared = ' xmlns:p="urn:p"' if namespace or "p:" in item else ""
+    doctype = '<!DOCTYPE root [<!ENTITY e "E&amp;e">]>'
+    parser = etree.XMLParser(resolve_entities="internal", no_network=True)  # type: ignore[arg-type]
+    return etree.fromstring(f"{doctype}<root{declared}>{item}</root>".encode(), parser)[0]
+
+
+def python_children(element: etree._Element, names: tuple[str, ...]) -> tuple[object, ...]:
+    """What the Python path gives for each name: the children's string values and copies, or the
+    element's own attribute's value."""
+    found = []
+    for name in names:
+        if name.startswith("@"):
+            value = element.get(name[1:])
+            found.append(((() if value is None else (value,)), b""))
+            continue
+        children = [child for child in element if child.tag == name]
+        copies = b"".join(etree.tostring(child, encoding="utf-8", with_tail=False) for child in children)
+        found.append((tuple(element_string(child) for child in children), copies))
+    return tuple(found)
+
+
+def is_plain(element: etree._Element, names: tuple[str, ...]) -> bool:
+    """Whether the kernel must answer: no namespace in scope and every child it reads plain."""
+    if any(node.nsmap for node in element.iterancestors()) or element.nsmap:
+        return False
+    children = [child for child in element if child.tag in names]
+    attributes = [element.attrib.get(name[1:]) for name in names if name.startswith("@")]
+    return all(len(child) == 0 and not child.attrib for child in children) and all(
+        value is None or isinstance(value, str) for value in attributes
+    )
+
+
+@needs_kernel
+@settings(max_examples=300, deadline=None)
+@given(
+    items(),
+    st.sampled_from([False] * 4 + [True]),
+    st.lists(st.sampled_from(["a", "b", "c", "d", "@id", "@none"]), max_size=5),
+)
+def test_what_the_kernel_reads_is_lxmls(item: str, namespace: bool, wanted: list[str]) -> None:
+    element = parsed(item, namespace)
+    names = tuple(dict.fromkeys(wanted))
+    read = plain_children(element, tuple(name.encode() for name in names), 10**6)  # type: ignore[misc]
+    if read is None:
+        assert not is_plain(element, names), item
+        return
+    columns, walked = read
+    assert columns == python_children(element, names), item
+    assert walked == len(element)
+
+
+@needs_kernel
+def test_escaping_and_empty_children() -> None:
+    element = parsed('<item lang="e&amp;n"><a>1 &lt; 2 &amp;&#13; "3" &gt; é</a><a/><b></b></item>', False)
+    read = plain_children(element, (b"a", b"b", b"@lang", b"c"), 10**6)  # type: ignore[misc]
+    assert read == (
+        (
+            (('1 < 2 &\r "3" > é', ""), '<a>1 &lt; 2 &amp;&#13; "3" &gt; é</a><a/>'.encode()),
+            (("",), b"<b/>"),
+            (("e&n",), b""),
+            ((), b""),
+        ),
+        3,
+    )
+
+
+@needs_kernel
+@pytest.mark.parametrize(
+    "item, others_read",
+    [
+        ("<item><a>x<i/>y</a></item>", True),  # an element child
+        ("<item><a>x<!--c--></a></item>", True),  # a comment
+        ('<item><a id="1">x</a></item>', True),  # an attribute (its copy carries it)
+        ('<item><a xmlns:q="urn:q">x</a></item>', True),  # a namespace declared on the child
+        ('<item xmlns:q="urn:q"><a>x</a></item>', False),  # ... or in scope (lxml copies it onto the child)
+    ],
+)
+def test_a_child_that_is_not_plain_declines(item: str, others_read: bool) -> None:
+    """Reading it declines the whole call; reading only its plain siblings does not."""
+    element = parsed(item, False)
+    assert plain_children(element, (b"b", b"a"), 10**6) is None  # type: ignore[misc]
+    expected = ((((), b""),), len(element)) if others_read else None
+    assert plain_children(element, (b"b",), 10**6) == expected  # type: ignore[misc]
+
+
+@needs_kernel
+def test_a_large_text_is_read_whole() -> None:
+    text = "x&amp;" * 200_000
+    element = parsed(f"<item><a>{text}</a></item>", False)
+    ((values, copies),), _ = plain_children(element, (b"a",), 10**7)  # type: ignore[misc]
+    assert values == ("x&" * 200_000,) and copies == b"<a>" + text.encode() + b"</a>"
+
+
+@needs_kernel
+def test_only_elements_are_read() -> None:
+    with pytest.raises(TypeError, match="not an lxml element: str"):
+        plain_children("<item/>", (), 10)  # type: ignore[misc]
+
+
+@needs_kernel
+def test_copies_past_the_limit_decline_before_they_are_made() -> None:
+    """A text of ``&`` grows five times when copied: past the limit nothing is copied and the
+    caller's path (which stops copying at its limit) answers."""
+    element = parsed("<item>" + "<a>&amp;&amp;</a>" * 3 + "<b>x</b></item>", False)
+    copy = len(b"<a>&amp;&amp;</a>")
+    assert plain_children(element, (b"a", b"b"), 3 * copy + 8) is not None  # type: ignore[misc]
+    assert plain_children(element, (b"a", b"b"), 3 * copy + 7) is None  # type: ignore[misc]
+    assert plain_children(element, (b"b", b"@x"), 8) is not None  # type: ignore[misc]
