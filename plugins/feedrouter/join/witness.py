@@ -180,19 +180,15 @@ class _RowReader:
         self, ctx: DocumentContext, element: etree._Element | None, limit: int
     ) -> tuple[tuple[tuple[str, ...], bytes], ...] | None:
         """Per name in :attr:`names`, the element's children of that name (values, copies) read by
-        the compiled kernel in one walk, or None: no kernel, no such name, a child that is not
-        plain, or copies past ``limit`` (the Python path reads the row then, and stops where its
-        limit falls). The walk is charged to the document's work
-        budget as :meth:`~feedrouter.plan.context.DocumentContext.children_named` charges its own."""
+        the compiled kernel in one walk, or None: no kernel, no such name, or the kernel declined
+        (a child that is not plain, a namespace in scope, copies past ``limit``: the Python path
+        reads the row then, and stops where its limit falls). The walk is charged to the
+        document's work budget as the Python path's is, once per element."""
         read_plain = kernel.plain_children  # looked up per row: the benchmarks turn it off and on
         if element is None or not self.names or read_plain is None:
             return None
-        read = read_plain(element, self.names, limit)
-        if read is None:
-            return None
-        columns, children = read
-        ctx.charge(children)
-        return columns
+        ctx.charge_children(element)
+        return read_plain(element, self.names, limit)
 
 
 #: how a fragment of plain child elements is rendered: their copies, or their values in an attribute

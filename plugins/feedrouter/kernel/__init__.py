@@ -12,12 +12,13 @@ in the environment turns the kernels off (the benchmarks measure both ways).
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-#: per name (values, copies), and the children walked; None where the kernel declines
-PlainColumns = tuple[tuple[tuple[tuple[str, ...], bytes], ...], int]
+#: per name (values, copies); None where the kernel declines
+PlainColumns = tuple[tuple[tuple[str, ...], bytes], ...]
 PlainChildren = Callable[[Any, tuple[bytes, ...], int], PlainColumns | None]
 
 
@@ -27,6 +28,9 @@ def _load() -> PlainChildren | None:
     try:
         from feedrouter.kernel._children import plain_children as compiled
     except ImportError:  # not built here: the Python path answers
+        return None
+    except (ValueError, TypeError) as exc:  # built against another lxml than the one imported
+        warnings.warn(f"feedrouter's compiled kernel does not fit this lxml ({exc}): not used", stacklevel=2)
         return None
     return compiled
 

@@ -78,6 +78,10 @@ cdef bytes _text(tree.xmlNode* child, Py_ssize_t length):
     return data
 
 
+cdef str _decoded(bytes text):
+    return PyUnicode_DecodeUTF8(PyBytes_AS_STRING(text), PyBytes_GET_SIZE(text), NULL)
+
+
 cdef Py_ssize_t _escaped_length(const unsigned char* text, Py_ssize_t length):
     cdef Py_ssize_t i, size = length
     for i in range(length):
@@ -149,60 +153,69 @@ cdef object _attribute(tree.xmlNode* element, const char* name):
             if length < 0:
                 return None
             text = _text(attribute.children, length)
-            return (PyUnicode_DecodeUTF8(PyBytes_AS_STRING(text), length, NULL),)
+            return (_decoded(text),)
         attribute = attribute.next
     return ()
+
+
+cdef bint _declares_attributes(tree.xmlNode* element):
+    """Whether the element's document has a DTD, which may give its attributes defaults that are
+    not in the tree (``element.get`` answers them; a walk over the written attributes would not)."""
+    cdef tree.xmlDoc* doc = element.doc
+    return doc is not NULL and (doc.intSubset is not NULL or doc.extSubset is not NULL)
 
 
 def plain_children(element, tuple names, Py_ssize_t limit):
     """For each of ``names`` (UTF-8 local names, no namespace), the element's children of that
     name as ``(string values, serialized copies)``, in document order; for a name ``@name``, the
-    value of the element's own attribute of that name as ``((value,) or (), b"")``; with the number of the
-    element's children as ``len()`` counts them (the work the walk did); or None when the copies
-    would pass ``limit`` bytes (the caller's path stops copying there: nothing is made past it), or when one of those children is not plain or a namespace
-    is in scope (the caller's general path answers then).
+    value of the element's own attribute of that name as ``((value,) or (), b"")``.
 
-    ``element`` must be an lxml element; anything else raises TypeError.
+    None where the caller's path answers instead: a namespace is in scope, one of those children
+    is not plain, an own attribute is read from a document with a DTD (it may default the
+    attribute), or the copies would pass ``limit`` bytes (that path stops copying where its limit
+    falls: nothing is made past it here). ``element`` must be an lxml element and ``names`` bytes;
+    anything else raises TypeError.
     """
     cdef tree.xmlNode* c_element
     cdef tree.xmlNode* child
-    cdef Py_ssize_t count = len(names), i, length, children = 0, size
+    cdef Py_ssize_t count = len(names), i, length, size, total
     cdef const char* c_names[MAX_NAMES]
-    cdef list texts
-    cdef object found
+    cdef list texts, sizes, result
+    cdef object found, name
     cdef bytes text, copies
     cdef char* out
     if not isinstance(element, cetree._Element):
         raise TypeError(f"plain_children: not an lxml element: {type(element).__name__}")
+    for name in names:
+        if type(name) is not bytes:
+            raise TypeError(f"plain_children: a name is not bytes: {type(name).__name__}")
     if count > MAX_NAMES:
         return None
     c_element = (<cetree._Element>element)._c_node
-    if _namespaces_in_scope(c_element):
+    if c_element.type != tree.XML_ELEMENT_NODE or _namespaces_in_scope(c_element):
         return None
     texts = [None] * count
     for i in range(count):
         c_names[i] = PyBytes_AS_STRING(names[i])
         if c_names[i][0] == b'@':
+            if _declares_attributes(c_element):
+                return None
             texts[i] = _attribute(c_element, c_names[i] + 1)
             if texts[i] is None:
                 return None
     child = c_element.children
     while child is not NULL:
-        if child.type != tree.XML_TEXT_NODE and child.type != tree.XML_CDATA_SECTION_NODE:
-            children += 1  # what len() counts: elements, comments, processing instructions, entity references
         if child.type == tree.XML_ELEMENT_NODE:
-            for i in range(count):
-                if c_names[i][0] == b'@':
+            for i in range(count):  # every name that matches (a name given twice gets both)
+                if c_names[i][0] == b'@' or strcmp(<const char*>child.name, c_names[i]) != 0:
                     continue
-                if strcmp(<const char*>child.name, c_names[i]) == 0:
-                    length = _plain_text_length(child)
-                    if length < 0:
-                        return None
-                    found = texts[i]
-                    if found is None:
-                        found = texts[i] = []
-                    found.append(_text(child.children, length))
-                    break
+                length = _plain_text_length(child)
+                if length < 0:
+                    return None
+                found = texts[i]
+                if found is None:
+                    found = texts[i] = []
+                found.append(_text(child.children, length))
         child = child.next
     sizes = [0] * count
     total = 0
@@ -222,13 +235,12 @@ def plain_children(element, tuple names, Py_ssize_t limit):
         found = texts[i]
         if found is None:
             result.append(((), b""))
-            continue
-        if c_names[i][0] == b'@':
+        elif c_names[i][0] == b'@':
             result.append((found, b""))
-            continue
-        copies = PyBytes_FromStringAndSize(NULL, sizes[i])
-        out = PyBytes_AS_STRING(copies)
-        for text in found:
-            out = _write_copy(out, c_names[i], text)
-        result.append((tuple([PyUnicode_DecodeUTF8(PyBytes_AS_STRING(t), PyBytes_GET_SIZE(t), NULL) for t in found]), copies))
-    return tuple(result), children
+        else:
+            copies = PyBytes_FromStringAndSize(NULL, sizes[i])
+            out = PyBytes_AS_STRING(copies)
+            for text in found:
+                out = _write_copy(out, c_names[i], text)
+            result.append((tuple([_decoded(text) for text in found]), copies))
+    return tuple(result)

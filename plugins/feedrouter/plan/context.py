@@ -88,6 +88,8 @@ class PlanCaches:
     survivors: dict[tuple[int, etree._Element | None], set[etree._Element]] = field(default_factory=dict)
     # DocumentContext.children_named: an element's children by name (join witnesses read them)
     children_named: dict[etree._Element, dict[str, list[etree._Element]]] = field(default_factory=dict)
+    # DocumentContext.charge_children: the elements whose children were charged to the budget
+    children_charged: set[etree._Element] = field(default_factory=set)
     # DocumentContext.small_stream: a path's tuples when they are few, else None
     small_streams: dict[int, list[PathTuple] | None] = field(default_factory=dict)
 
@@ -314,8 +316,17 @@ class DocumentContext:
                         found[tag] = [child]
                     else:
                         named.append(child)
-            self.charge(len(element))
+            self.charge_children(element)
         return found
+
+    def charge_children(self, element: etree._Element) -> None:
+        """Charge a walk over the element's children (a unit each) once per document, whoever
+        walks them (:meth:`children_named`, the compiled witness-row kernel): the budget a
+        document gets does not depend on which path read it."""
+        charged = self.caches.children_charged
+        if element not in charged:
+            charged.add(element)
+            self.charge(len(element))
 
     def children(self, nid: int, tag: str, descendants: bool) -> Iterator[int]:
         """Ids of the element children (or descendants) of a node named ``tag`` (``*``: any)."""

@@ -2,7 +2,8 @@
 
 ``python -m feedrouter.spark.package --out dist`` (or ``feedrouter spark package``) writes
 
-* ``feedrouter-<version>-py3-none-any.whl``: the project, built from its source tree;
+* ``feedrouter-<version>-<python>-<platform>.whl``: the project, built from its source tree by the
+  environment's Python (with its compiled kernels, made for that Python version);
 * ``feedrouter-env.tar.gz``: a fresh virtual environment holding that wheel, its runtime
   dependencies (lxml, boto3, SQLAlchemy, psycopg, …) and the executors' Arrow (pyarrow, pandas, at
   this environment's versions), packed with venv-pack;
@@ -84,8 +85,9 @@ def pinned_extras(names: Sequence[str] = EXECUTOR_EXTRAS) -> list[str]:
 WHEEL_SOURCES = ("pyproject.toml", "setup.py", "README.md", "plugins/feedrouter")
 
 
-def build_wheel(source: Path, out: Path) -> Path:
-    """Build feedrouter's wheel from ``source`` into ``out``; its path.
+def build_wheel(source: Path, out: Path, python: str = sys.executable) -> Path:
+    """Build feedrouter's wheel from ``source`` into ``out`` with ``python`` (the interpreter that
+    will run it: the wheel holds the compiled kernels, made for one Python version); its path.
 
     The build runs on a copy of the package's sources: setuptools writes its ``*.egg-info`` beside
     the package, and one left in a checkout's ``plugins/`` (on Airflow's plugin path) would make a
@@ -98,7 +100,7 @@ def build_wheel(source: Path, out: Path) -> Path:
         copy = Path(scratch) / "feedrouter"
         for name in WHEEL_SOURCES:
             _copy_source(source / name, copy / name)
-        pip_wheel = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", str(out)]
+        pip_wheel = [python, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", str(out)]
         _run([*pip_wheel, str(copy)])
     [wheel] = out.glob("feedrouter-*.whl")
     return wheel
@@ -114,12 +116,15 @@ def _copy_source(source: Path, target: Path) -> None:
         shutil.copy2(source, target)
 
 
-def build_environment(folder: Path, wheel: Path, extras: Sequence[str], python: str) -> Path:
-    """A fresh virtual environment in ``folder`` with ``wheel``, its dependencies and ``extras``."""
+def build_environment(folder: Path, source: Path, out: Path, extras: Sequence[str], python: str) -> Path:
+    """A fresh virtual environment in ``folder`` made from ``python``, with feedrouter's wheel
+    (built by that environment's interpreter into ``out``, so that its compiled kernels are made for
+    the executors' Python, whatever runs this), its dependencies and ``extras``; the wheel's path."""
     _run([python, "-m", "venv", "--clear", str(folder)])
-    pip = [str(folder / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-    _run([*pip, str(wheel), *extras])
-    return folder
+    interpreter = str(folder / "bin" / "python")
+    wheel = build_wheel(source, out, interpreter)
+    _run([interpreter, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", str(wheel), *extras])
+    return wheel
 
 
 def pack_environment(
@@ -162,11 +167,11 @@ def build_package(
         compress_level: gzip level of the archive (1 builds fastest, 9 ships smallest).
     """
     out.mkdir(parents=True, exist_ok=True)
-    wheel = build_wheel(source or project_root(), out)
     base = python or str(getattr(sys, "_base_executable", sys.executable))
     requirements = pinned_extras() if extras is None else list(extras)
     with tempfile.TemporaryDirectory(prefix="feedrouter-env-") as scratch:
-        folder = build_environment(Path(scratch) / "env", wheel, requirements, base)
+        folder = Path(scratch) / "env"
+        wheel = build_environment(folder, source or project_root(), out, requirements, base)
         archive = pack_environment(folder, out / ARCHIVE_NAME, python_prefix, compress_level)
     application = out / APPLICATION_NAME
     shutil.copyfile(Path(__file__).with_name("app.py"), application)

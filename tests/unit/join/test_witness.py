@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Any, cast
 
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from lxml import etree
 
 from feedrouter import Router, kernel
@@ -17,6 +18,7 @@ from feedrouter.join.witness import WitnessRow, witness_rows
 from feedrouter.output.factory import attribute_value, render_items_within
 from feedrouter.plan.context import DocumentContext
 from feedrouter.plan.results import ReturnItem
+from tests.unit.kernel.test_children import items
 from tests.unit.plan.test_tree_reader import PROLOG, trees
 
 #: the items a witness plan returns: leaves first (values), then fragments (copies or a value)
@@ -87,11 +89,22 @@ def test_rows_are_what_the_general_path_gives(document: str) -> None:
         assert rows == [general_row(context(text), returns, node) for node in bound], (anchor, document)
 
 
+@st.composite
+def plain_trees(draw: st.DrawFn, depth: int = 0) -> str:
+    """Trees without namespaces (the kernel reads their plain children): text, comments and
+    attributes here and there, so that rows mix plain children and others."""
+    tag = draw(st.sampled_from(["a", "b", "c"]))
+    attribute = draw(st.sampled_from(["", "", ' id="1"', ' id="x &amp; y"']))
+    children = draw(st.lists(plain_trees(depth + 1), max_size=3)) if depth < 3 else []
+    text = st.sampled_from(["", "", "x", "a &amp; b", "<![CDATA[<c>]]>", "é", "<!--n-->"])
+    body = draw(text) + "".join(child + draw(text) for child in children)
+    return f"<{tag}{attribute}>{body}</{tag}>"
+
+
 @settings(max_examples=200, deadline=None)
-@given(trees())
+@given(plain_trees())
 def test_rows_without_namespaces_are_what_the_general_path_gives(document: str) -> None:
     """No namespace in scope: the compiled kernel reads the plain children (where it is built)."""
-    assume("p:" not in document)
     text = f"<root>{document}</root>".encode()
     for anchor in ("a", "b"):
         returns = PLANS[anchor]
@@ -99,6 +112,60 @@ def test_rows_without_namespaces_are_what_the_general_path_gives(document: str) 
         bound = ROUTER._plans[anchor].bindings(ctx)
         rows = read_rows(ctx, returns, bound, 10**6)
         assert rows == [general_row(context(text), returns, node) for node in bound], (anchor, document)
+
+
+#: a plan whose every leaf and fragment the kernel reads: leaves @id, a, b; copies of a and c and
+#: b's values in an attribute
+PLAIN_ROUTER = Router.compile(
+    [
+        (
+            "item",
+            'for $v in //item return <r k="{ $v/b }"><l>{ $v/@id }{ $v/a }{ $v/b }</l>{ $v/a }{ $v/c }</r>',
+        )
+    ],
+    optimize="none",
+)
+_value, *_items = PLAIN_ROUTER._plans["item"].returns
+PLAIN_RETURNS = [*_items, _value]
+
+
+def plain_context(document: bytes) -> DocumentContext:
+    parser = PLAIN_ROUTER._parser
+    return DocumentContext(run(PLAIN_ROUTER._dfa, parser.events(document, None), parser.limits.max_depth))
+
+
+def plain_rows(document: bytes, limit: int) -> tuple[list[WitnessRow] | None, int]:
+    """The rows of every ``item`` and the work charged for them."""
+    ctx = plain_context(document)
+    bound = PLAIN_ROUTER._plans["item"].bindings(ctx)
+    before = ctx.work
+    found = witness_rows(PLAIN_RETURNS, 3, ("",) * 3, ctx, bound, limit)
+    return (None if found is None else found[0]), ctx.work - before
+
+
+@pytest.mark.skipif(kernel.plain_children is None, reason="FEEDROUTER_KERNEL=off")
+@settings(max_examples=300, deadline=None)
+@given(st.lists(items(), min_size=1, max_size=3), st.integers(-40, 2))
+def test_rows_the_kernel_reads_whole_are_the_python_paths(found: list[str], margin: int) -> None:
+    """The kernel's whole-row path gives the Python path's rows, refuses exactly the rows it
+    refuses whatever the limit, and charges the document's work budget the same."""
+    assert witness._row_reader(tuple(PLAIN_RETURNS), 3, ("",) * 3).plain is not None
+    body = "".join(found)
+    doctype = '<!DOCTYPE root [<!ENTITY e "E&amp;e">]>' if "&e;" in body else ""
+    declared = ' xmlns:p="urn:p"' if "p:" in body else ""
+    document = f"{doctype}<root{declared}>{body}</root>".encode()
+    with kernel.turned_off():
+        python, python_work = plain_rows(document, 10**6)
+    assert python is not None
+    size = len(python) * 16 + sum(
+        sum(len(v) for values in row.values for v in values) + sum(map(len, row.fragments)) for row in python
+    )
+    for limit in (10**6, size + margin):
+        rows, work = plain_rows(document, limit)
+        with kernel.turned_off():
+            expected, _ = plain_rows(document, limit)
+        assert rows == expected, (document, limit)
+        assert rows is None or work == python_work
 
 
 @pytest.mark.skipif(kernel.plain_children is None, reason="FEEDROUTER_KERNEL=off")
@@ -171,6 +238,7 @@ def test_copying_many_children_stops_at_the_limit(monkeypatch: pytest.MonkeyPatc
     assert 0 < copies < 40
 
 
+@pytest.mark.skipif(kernel.plain_children is None, reason="FEEDROUTER_KERNEL=off")
 def test_rows_are_the_same_with_the_kernel_turned_off() -> None:
     document = b'<root><a id="1"><a>x &amp; y</a><b>y</b><b/><c>z</c></a><a><b>q<c/></b></a></root>'
     bound = ROUTER._plans["a"].bindings(context(document))
