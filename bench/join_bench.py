@@ -63,6 +63,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import TypeVar
 
 from common import RESULTS, markdown_table, write_csv
 from feedrouter import Router, heap, kernel
@@ -280,6 +281,17 @@ def per_message(
     return {name: statistics.median(found) for name, found in means.items()}
 
 
+T = TypeVar("T")
+
+
+def loaded(value: T) -> T:
+    """``value`` as a routing worker has it: unpickled from its artifact (a copy of its own, laid
+    out in memory as unpickling lays it out; every router measured is one, so none finds another's
+    structures warm)."""
+    copy: T = pickle.loads(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+    return copy
+
+
 #: messages a router routes before the next takes its turn (:func:`per_message`)
 TURN = 25
 #: passes over the messages (:func:`per_message`)
@@ -305,18 +317,15 @@ def stage1(workload: Workload, sizes: Sizes) -> list[dict]:
             clock = clock_block(feed, CLOCK_PATH)
             started = time.perf_counter()
             routers: dict[str, tuple[Router, WitnessPlans | None]] = {
-                "ordinary": (witness_router((), ordinary), None)
+                "ordinary": (loaded(witness_router((), ordinary)), None)
             }
             for name, min_shared in VARIANTS.items():
                 plans = witness_plans(blocks, min_shared)
-                routers[name] = (witness_router([*plans.bases.values(), clock], ordinary), plans)
-            # its own copy of the router, the kernel off: sharing one, a variant whose turn follows the
-            # other's would find the router's structures warm in the processor's caches
-            factored, factored_plans = routers["selections factored"]
-            routers[PYTHON_ROWS] = (
-                pickle.loads(pickle.dumps(factored)),
-                pickle.loads(pickle.dumps(factored_plans)),
-            )
+                router = witness_router([*plans.bases.values(), clock], ordinary)
+                routers[name] = (loaded(router), loaded(plans))
+                if name == "selections factored":  # the same, read without the kernel
+                    routers[PYTHON_ROWS] = (loaded(router), loaded(plans))
+                del router
             compiled = time.perf_counter() - started
             hour = workload.feeds[feed][len(workload.feeds[feed]) // 2]
             messages = [m.data for m in hour.messages[: sizes.stage1_messages]]
@@ -833,9 +842,13 @@ blocks: `blocks one by one` (every distinct block its own witness plan, the earl
 `selections factored` (the default, `feedrouter.join.selections`: the conditions a node's leaf
 values decide are factored out, blocks that differ only in them share one base witness plan, and
 filing finds a block by hash look-up of a leaf value or by a needle); `witness plans` counts the
-latter's compiled plans. The ordinary population: `//item` filters on one author, category, ticker
-or title word (some with `@lang`), values uniform over the vocabulary: what subscribers of an item
-feed ask for; the selection index serves them, so their routing costs little more than parsing."""
+latter's compiled plans. Both read a bound node's plain children (their values and copies) with the
+compiled kernel (`feedrouter.kernel`); `factored, rows in Python` is the default without it. Every
+router is measured as a routing worker has it, unpickled from its artifact, each its own copy (so
+that none finds another's structures warm). The ordinary population: `//item` filters on one
+author, category, ticker or title word (some with `@lang`), values uniform over the vocabulary: what
+subscribers of an item feed ask for; the selection index serves them, so their routing costs little
+more than parsing."""
 
 STAGE1_TASK_TEXT = """\
 The same comparison inside the routing task a batch runs (`feedrouter.spark.tasks`, in one process,

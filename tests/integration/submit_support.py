@@ -30,7 +30,9 @@ def package_key() -> str:
     """A digest of what the packed environment is built from."""
     root = project_root()
     digest = hashlib.sha256("\n".join(pinned_extras()).encode())
-    for path in sorted([root / "pyproject.toml", *(root / "plugins" / "feedrouter").rglob("*.py")]):
+    package = root / "plugins" / "feedrouter"
+    sources = [root / "pyproject.toml", root / "setup.py", *package.rglob("*.py"), *package.rglob("*.pyx")]
+    for path in sorted(sources):
         digest.update(str(path.relative_to(root)).encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
