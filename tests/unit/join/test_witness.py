@@ -18,7 +18,7 @@ from feedrouter.join.witness import WitnessRow, witness_rows
 from feedrouter.output.factory import attribute_value, render_items_within
 from feedrouter.plan.context import DocumentContext
 from feedrouter.plan.results import ReturnItem
-from tests.unit.kernel.test_children import items
+from tests.unit.kernel.test_children import items, needs_kernel
 from tests.unit.plan.test_tree_reader import PROLOG, trees
 
 #: the items a witness plan returns: leaves first (values), then fragments (copies or a value)
@@ -143,7 +143,7 @@ def plain_rows(document: bytes, limit: int) -> tuple[list[WitnessRow] | None, in
     return (None if found is None else found[0]), ctx.work - before
 
 
-@pytest.mark.skipif(kernel.plain_children is None, reason="FEEDROUTER_KERNEL=off")
+@needs_kernel
 @settings(max_examples=300, deadline=None)
 @given(st.lists(items(), min_size=1, max_size=3), st.integers(-40, 2))
 def test_rows_the_kernel_reads_whole_are_the_python_paths(found: list[str], margin: int) -> None:
@@ -168,7 +168,7 @@ def test_rows_the_kernel_reads_whole_are_the_python_paths(found: list[str], marg
         assert rows is None or work == python_work
 
 
-@pytest.mark.skipif(kernel.plain_children is None, reason="FEEDROUTER_KERNEL=off")
+@needs_kernel
 def test_plain_rows_are_read_by_the_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
     """Where every child a row reads is plain, one kernel call reads them all; where one is not,
     the row is still the general path's."""
@@ -238,7 +238,7 @@ def test_copying_many_children_stops_at_the_limit(monkeypatch: pytest.MonkeyPatc
     assert 0 < copies < 40
 
 
-@pytest.mark.skipif(kernel.plain_children is None, reason="FEEDROUTER_KERNEL=off")
+@needs_kernel
 def test_rows_are_the_same_with_the_kernel_turned_off() -> None:
     document = b'<root><a id="1"><a>x &amp; y</a><b>y</b><b/><c>z</c></a><a><b>q<c/></b></a></root>'
     bound = ROUTER._plans["a"].bindings(context(document))
