@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from itertools import chain
@@ -32,7 +32,7 @@ from feedrouter.errors import (
     error,
 )
 from feedrouter.join.plan import BlockSpec
-from feedrouter.join.witness import WitnessRow, witness_rows
+from feedrouter.join.witness import RowReader, WitnessRow, row_reader
 from feedrouter.limits import ResultLimits
 from feedrouter.output.defaults import complete_attribute_defaults
 from feedrouter.output.factory import assemble_within, render_items_within
@@ -43,7 +43,7 @@ from feedrouter.plan.optimize import Optimize
 from feedrouter.plan.patterns import PathPattern
 from feedrouter.plan.planner import Planner, Strategy
 from feedrouter.plan.profile import Profiler
-from feedrouter.plan.results import SubscriptionPlan
+from feedrouter.plan.results import ReturnItem, SubscriptionPlan
 from feedrouter.plan.sharing import PlanGroup, SharedPlans
 from feedrouter.schema import DtdGraph
 from feedrouter.schema.dtd import load_dtd
@@ -90,6 +90,9 @@ class Router:
     # join blocks compiled as witness plans: id -> (leaf count, default namespace per fragment)
     _witnesses: dict[str, tuple[int, tuple[str, ...]]] = {}
     _witness_specs: dict[str, BlockSpec] = {}
+    # per set of witness blocks of a group, how their rows are read (Router._witness_readers):
+    # built on first need in each process, dropped whenever a plan is added or removed
+    _readers: dict[tuple[str, ...], list[tuple[RowReader, list[str]]]]
 
     def __init__(
         self,
@@ -128,6 +131,7 @@ class Router:
         self._warnings: dict[str, CompileWarning] = {}
         self._witnesses = {}
         self._witness_specs = {}
+        self._readers = {}
 
     @classmethod
     def compile(
@@ -222,6 +226,7 @@ class Router:
     def _file(self, sid: str, plan: SubscriptionPlan, tree: lang.ast.Subscription) -> None:
         """Put a compiled plan where routing finds it: its shared group and the selection index."""
         self._plans[sid] = plan
+        self._readers = {}
         if lang.ast.mentions(tree, lang.ast.Position):
             self._positional.add(sid)
         if plan.warning is not None:  # the planner's never-match check (FR304)
@@ -284,6 +289,7 @@ class Router:
             raise CompileError(f"no subscription {sid!r} is compiled in this router", code="FR301")
         group, emptied = self._shared.leave(plan)
         group.witnesses = tuple(member for member in group.witnesses if member != sid)
+        self._readers = {}
         if emptied:
             # routers pickled before unions knew one entry, the group's probe
             entries = getattr(group, "entries", None) or [(plan.main.alternatives[0].pid, group.probe)]
@@ -411,15 +417,9 @@ class Router:
         blocks = group.witnesses
         if not blocks:
             return False
-        # one plan, the same returns for every member; but blocks whose plans are equal may split
-        # them differently between leaves and fragments (`//item[@lang = "en"]` wanting `author`'s
-        # value, `//item where $w/@lang = "en"` its copy): rows per way of splitting them
-        shapes: dict[tuple[int, tuple[str, ...]], list[str]] = {}
-        for block in blocks:
-            shapes.setdefault(self._witnesses[block], []).append(block)
-        for (leaves, namespaces), members in shapes.items():
+        for reader, members in self._witness_readers(blocks, group.plan.returns):
             allowed = min(limit, budget.left)  # an earlier shape of the group took its share
-            found = witness_rows(group.plan.returns, leaves, namespaces, ctx, bound, allowed)
+            found = reader.rows(ctx, bound, allowed)
             if found is None:
                 refusal = budget.refuse(allowed, ctx.source)
                 for block in members:
@@ -430,6 +430,22 @@ class Router:
             for block in members:
                 outcome.witnesses[block] = rows
         return len(blocks) == len(group.members)
+
+    def _witness_readers(
+        self, blocks: tuple[str, ...], returns: Sequence[ReturnItem]
+    ) -> list[tuple[RowReader, list[str]]]:
+        """How a group's witness rows are read: one reader per way its blocks split the plan's
+        returns between leaves and fragments (`//item[@lang = "en"]` wanting `author`'s value,
+        `//item where $w/@lang = "en"` its copy), with the blocks it serves; worked out once per
+        process and set of blocks (routing asks for it for every node a witness plan binds)."""
+        readers = self._readers.get(blocks)
+        if readers is None:
+            shapes: dict[tuple[int, tuple[str, ...]], list[str]] = {}
+            for block in blocks:
+                shapes.setdefault(self._witnesses[block], []).append(block)
+            readers = [(row_reader(returns, *shape), members) for shape, members in shapes.items()]
+            self._readers[blocks] = readers
+        return readers
 
     # -- documents the DTD-driven plans cannot serve ----------------------------------------------
 
@@ -495,10 +511,12 @@ class Router:
         state = dict(self.__dict__)
         state.pop("_validator", None)
         state.pop("_fallback", None)
+        state.pop("_readers", None)
         return state
 
     def __setstate__(self, state: dict[str, object]) -> None:
         self.__dict__.update(state)
+        self._readers = {}
         self.__dict__.setdefault("_positional", set())  # older routers: positions from the tree
         if "_texts" not in state:  # pickled when each plan kept its own text
             plans: dict[str, SubscriptionPlan] = state["_plans"]  # type: ignore[assignment]

@@ -63,12 +63,26 @@ def admitted(time: datetime | None, hour: datetime, lateness: timedelta) -> date
 @dataclass
 class MessageWitnesses:
     """One message's witnesses with their leaves and fragments named (what a routing task sends
-    to the task that writes the hour's relations: no plan needed to read it)."""
+    to the task that writes the hour's relations: no plan needed to read it).
+
+    Attributes:
+        bound: per node some block bound, the blocks that bound it (its root in each).
+        values, fragments: per such node, its leaves' values and its fragments, by name.
+    """
 
     message: MessageRef
-    roots: dict[str, list[int]] = field(default_factory=dict)
+    bound: dict[int, list[str]] = field(default_factory=dict)
     values: dict[int, dict[str, tuple[str, ...]]] = field(default_factory=dict)
     fragments: dict[int, dict[str, bytes]] = field(default_factory=dict)
+
+    @property
+    def roots(self) -> dict[str, list[int]]:
+        """The nodes each block bound, in document order (R_bin of this message)."""
+        roots: dict[str, list[int]] = {}
+        for node in sorted(self.bound):
+            for block in self.bound[node]:
+                roots.setdefault(block, []).append(node)
+        return roots
 
 
 def message_witnesses(
@@ -78,22 +92,26 @@ def message_witnesses(
     leaves' values and fragments of the nodes some block bound; plans not in ``plans`` (another
     plan build's, or the clock) are left out."""
     found = MessageWitnesses(message)
+    named_values, named_fragments = found.values, found.fragments
     for plan, rows in witnesses.items():
         served = plans.served.get(plan)
         if served is None:
             continue
-        kept = served.bind(rows, found.roots)  # a block is served by one plan: it files alone
+        kept = served.bind(rows, found.bound)
         if not kept:
             continue
         spec = plans.bases[plan]
+        leaves, fragments = spec.leaves, spec.fragments
         for row in kept:
             node = row.node
-            values = dict(zip(spec.leaves, row.values, strict=True))
-            fragments = dict(zip(spec.fragments, row.fragments, strict=True))
-            if node in found.values:  # another plan's rows bound the node too
-                values = found.values[node] | values
-                fragments = found.fragments[node] | fragments
-            found.values[node], found.fragments[node] = values, fragments
+            if node in named_values:  # another plan's rows bound the node too
+                named_values[node] = named_values[node] | dict(zip(leaves, row.values, strict=True))
+                named_fragments[node] = named_fragments[node] | dict(
+                    zip(fragments, row.fragments, strict=True)
+                )
+            else:
+                named_values[node] = dict(zip(leaves, row.values, strict=True))
+                named_fragments[node] = dict(zip(fragments, row.fragments, strict=True))
     return found
 
 
@@ -142,8 +160,18 @@ class HourWitnesses:
         """File the next message of the hour (stream order) with its named witnesses."""
         number = len(self.messages)
         self.messages.append(found.message)
-        for block, nodes in found.roots.items():
-            self.roots.setdefault(block, []).extend((number, node) for node in nodes)
+        roots = self.roots
+        bound = found.bound
+        # document order within each block: a node's blocks come from the plans that bound it,
+        # and where two plans bound nodes of the message, their nodes interleave
+        for node in sorted(bound) if len(bound) > 1 else bound:
+            key = (number, node)
+            for block in bound[node]:
+                nodes = roots.get(block)
+                if nodes is None:
+                    roots[block] = [key]
+                else:
+                    nodes.append(key)
         for node, values in found.values.items():
             self.values[(number, node)] = values
         for node, fragments in found.fragments.items():

@@ -333,14 +333,16 @@ class Served:
     index: dict[int, dict[str, list[Indexed]]] = field(default_factory=dict)
     needles: dict[tuple[int, str], dict[str, list[Indexed]]] = field(default_factory=dict)
 
-    def bind(self, rows: Sequence[WitnessRow], roots: dict[str, list[int]]) -> list[WitnessRow]:
-        """File in ``roots`` (block -> nodes, document order) the nodes of ``rows`` each block
-        binds; the rows some block bound."""
+    def bind(self, rows: Sequence[WitnessRow], bound: dict[int, list[str]]) -> list[WitnessRow]:
+        """File in ``bound`` (node -> blocks) the blocks each of ``rows`` binds, in the order they
+        are found; the rows some block bound. (Per node, not per block: a message binds a node or
+        two and each in many blocks, and the hour's writer turns the rows round into its blocks'
+        columns anyway, :meth:`~feedrouter.join.relations.HourWitnesses.append`.)"""
         decide, index, needles = self._checks()
         kept = []
         for row in rows:
-            values, node = row.values, row.node
-            found = decide(values)
+            values = row.values
+            found = decide(values)  # a new list each time: it becomes the node's
             for position, by_value in index:
                 strings = values[position]
                 for value in strings if len(strings) < 2 else dict.fromkeys(strings):
@@ -360,12 +362,11 @@ class Served:
                         found += bucket.decide(values)
             if found:
                 kept.append(row)
-                for block in found:
-                    nodes = roots.get(block)
-                    if nodes is None:
-                        roots[block] = [node]
-                    else:
-                        nodes.append(node)
+                known = bound.get(row.node)
+                if known is None:
+                    bound[row.node] = found
+                else:  # another plan's rows bound the node too (its blocks are others)
+                    known += found
         return kept
 
     def _checks(self) -> _Checks:

@@ -49,25 +49,20 @@ def witness_rows(
     constructors with the default namespaces ``default_ns``. None as soon as the rows pass ``limit``
     bytes (the caller refuses the block's witnesses for this document, as a subscription's result
     past its limit)."""
-    reader = _row_reader(tuple(returns), leaves, tuple(default_ns))
-    rows: list[WitnessRow] = []
-    size = 0
-    for node in bound:
-        built = reader.row(ctx, node, limit - size)
-        if built is None:
-            return None
-        row, row_size = built
-        size += row_size
-        rows.append(row)
-    return rows, size
+    return row_reader(returns, leaves, default_ns).rows(ctx, bound, limit)
+
+
+def row_reader(returns: Sequence[ReturnItem], leaves: int, default_ns: Sequence[str]) -> RowReader:
+    """How the rows of a block whose plan returns ``returns`` are read (:func:`witness_rows`)."""
+    return _row_reader(tuple(returns), leaves, tuple(default_ns))
 
 
 @lru_cache(maxsize=4096)  # a feed's witness plans and the clock: far fewer (bounded: plans change hourly)
-def _row_reader(returns: tuple[ReturnItem, ...], leaves: int, default_ns: tuple[str, ...]) -> _RowReader:
-    return _RowReader(returns, leaves, default_ns)
+def _row_reader(returns: tuple[ReturnItem, ...], leaves: int, default_ns: tuple[str, ...]) -> RowReader:
+    return RowReader(returns, leaves, default_ns)
 
 
-class _RowReader:
+class RowReader:
     """How one witness plan's rows are read, worked out once per plan and way of splitting its
     return items (a row is built for every node a message binds: the loop stays tight).
 
@@ -108,19 +103,58 @@ class _RowReader:
         ]
         #: the child names the kernel reads in one walk over a node's children (UTF-8)
         self.names = tuple(name.encode() for name in columns)
-        #: when the kernel reads every item (the common case): each leaf's and fragment's column
+        #: when the kernel reads every item (the common case): each leaf's column, each fragment's
+        #: column and how it is written (:func:`feedrouter.kernel.plain_row`'s arguments)
         self.plain = (
-            ([leaf[3] for leaf in self.leaves], [(f[5], f[4]) for f in self.fragments])
+            (
+                tuple(leaf[3] for leaf in self.leaves),
+                tuple(f[5] for f in self.fragments),
+                tuple(f[4] for f in self.fragments),
+            )
             if all(leaf[3] >= 0 for leaf in self.leaves) and all(f[5] >= 0 for f in self.fragments)
             else None
         )
 
+    def rows(
+        self, ctx: DocumentContext, bound: Sequence[int], limit: int
+    ) -> tuple[list[WitnessRow], int] | None:
+        """The rows of the nodes ``bound`` and their size in bytes; None as soon as they pass
+        ``limit`` (:func:`witness_rows`)."""
+        rows: list[WitnessRow] = []
+        size = 0
+        for node in bound:
+            built = self.row(ctx, node, limit - size)
+            if built is None:
+                return None
+            rows.append(built[0])
+            size += built[1]
+        return rows, size
+
     def row(self, ctx: DocumentContext, node: int, limit: int) -> tuple[WitnessRow, int] | None:
         """One node's row and its size in bytes (with 16 for its bookkeeping); None past ``limit``."""
         element = ctx.nodes[node] if node >= 0 else None  # -1: the document node (general path)
-        plain = self._plain_columns(ctx, element, limit)
-        if plain is not None and self.plain is not None:
-            return self._plain_row(node, plain, limit)
+        if element is None:
+            return self._general_row(ctx, None, node, None, limit)
+        if self.plain is not None:
+            read_row = kernel.plain_row  # looked up per row: the benchmarks turn it off and on
+            if read_row is not None:
+                ctx.charge_children(element)
+                found = read_row(element, self.names, *self.plain, limit)
+                if found is not None:
+                    return WitnessRow(node, found[0], found[1]), found[2]
+                # declined for what every column would decline for, or past the limit
+                return self._general_row(ctx, element, node, None, limit)
+        return self._general_row(ctx, element, node, self._plain_columns(ctx, element, limit), limit)
+
+    def _general_row(
+        self,
+        ctx: DocumentContext,
+        element: etree._Element | None,
+        node: int,
+        plain: tuple[tuple[tuple[str, ...], bytes], ...] | None,
+        limit: int,
+    ) -> tuple[WitnessRow, int] | None:
+        """:meth:`row` where the kernel did not read every item (``plain``: what it read, if any)."""
         children = None
         size = 16
         values = []
@@ -164,26 +198,8 @@ class _RowReader:
             return None
         return WitnessRow(node, tuple(values), tuple(fragments)), size
 
-    def _plain_row(
-        self, node: int, plain: tuple[tuple[tuple[str, ...], bytes], ...], limit: int
-    ) -> tuple[WitnessRow, int] | None:
-        """A row whose every item the kernel read (:meth:`row`'s loop without its branches)."""
-        assert self.plain is not None
-        leaf_columns, fragment_columns = self.plain
-        values = tuple([plain[column][0] for column in leaf_columns])
-        fragments = tuple(
-            [
-                plain[column][1] if kind == _COPIES else attribute_value(plain[column][0])
-                for column, kind in fragment_columns
-            ]
-        )
-        size = 16 + sum([len(string) for strings in values for string in strings]) + sum(map(len, fragments))
-        if size > limit:
-            return None
-        return WitnessRow(node, values, fragments), size
-
     def _plain_columns(
-        self, ctx: DocumentContext, element: etree._Element | None, limit: int
+        self, ctx: DocumentContext, element: etree._Element, limit: int
     ) -> tuple[tuple[tuple[str, ...], bytes], ...] | None:
         """Per name in :attr:`names`, the element's children of that name (values, copies) read by
         the compiled kernel in one walk, or None: no kernel, no such name, or the kernel declined
@@ -191,7 +207,7 @@ class _RowReader:
         reads the row then, and stops where its limit falls). The walk is charged to the
         document's work budget as the Python path's is, once per element."""
         read_plain = kernel.plain_children  # looked up per row: the benchmarks turn it off and on
-        if element is None or not self.names or read_plain is None:
+        if not self.names or read_plain is None:
             return None
         ctx.charge_children(element)
         return read_plain(element, self.names, limit)

@@ -5,8 +5,8 @@ Python path stays the reference (the tests compare the two) and the fallback whe
 was not built (an install without a C compiler: setup.py builds it as optional). ``FEEDROUTER_KERNEL=off``
 in the environment turns the kernels off (the benchmarks measure both ways).
 
-* :func:`plain_children`: an element's plain children by name, their string values and copies
-  (witness rows, :mod:`feedrouter.join.witness`).
+* :func:`plain_children`: an element's plain children by name, their string values and copies;
+  :func:`plain_row`: a whole witness row read off them (witness rows, :mod:`feedrouter.join.witness`).
 """
 
 from __future__ import annotations
@@ -20,31 +20,41 @@ from typing import Any
 #: per name (values, copies); None where the kernel declines
 PlainColumns = tuple[tuple[tuple[str, ...], bytes], ...]
 PlainChildren = Callable[[Any, tuple[bytes, ...], int], PlainColumns | None]
+#: (values per leaf, fragments, size); None where the kernel declines
+PlainRow = tuple[tuple[tuple[str, ...], ...], tuple[bytes, ...], int]
+PlainRowReader = Callable[
+    [Any, tuple[bytes, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...], int], PlainRow | None
+]
 
 
-def _load() -> PlainChildren | None:
+def _load() -> Any:
+    """The compiled module, or None (not built here, or turned off)."""
     if os.environ.get("FEEDROUTER_KERNEL", "on").lower() in ("off", "0", "false", "no"):
         return None
     try:
-        from feedrouter.kernel._children import plain_children as compiled
+        from feedrouter.kernel import _children  # type: ignore[attr-defined]
     except ImportError:  # not built here: the Python path answers
         return None
     except (ValueError, TypeError) as exc:  # built against another lxml than the one imported
         warnings.warn(f"feedrouter's compiled kernel does not fit this lxml ({exc}): not used", stacklevel=2)
         return None
-    return compiled
+    return _children
 
 
+_compiled = _load()
 #: the compiled reader of plain children, or None (not built, or turned off)
-plain_children: PlainChildren | None = _load()
+plain_children: PlainChildren | None = None if _compiled is None else _compiled.plain_children
+#: the compiled reader of whole plain rows, or None
+plain_row: PlainRowReader | None = None if _compiled is None else _compiled.plain_row
 
 
 @contextmanager
 def turned_off() -> Iterator[None]:
     """The kernels off for the block: the Python paths answer (the benchmarks measure both)."""
-    global plain_children
-    kept, plain_children = plain_children, None
+    global plain_children, plain_row
+    kept = plain_children, plain_row
+    plain_children = plain_row = None
     try:
         yield
     finally:
-        plain_children = kept
+        plain_children, plain_row = kept

@@ -165,25 +165,16 @@ cdef bint _declares_attributes(tree.xmlNode* element):
     return doc is not NULL and (doc.intSubset is not NULL or doc.extSubset is not NULL)
 
 
-def plain_children(element, tuple names, Py_ssize_t limit):
-    """For each of ``names`` (UTF-8 local names, no namespace), the element's children of that
-    name as ``(string values, serialized copies)``, in document order; for a name ``@name``, the
-    value of the element's own attribute of that name as ``((value,) or (), b"")``.
-
-    None where the caller's path answers instead: a namespace is in scope, one of those children
-    is not plain, an own attribute is read from a document with a DTD (it may default the
-    attribute), or the copies would pass ``limit`` bytes (that path stops copying where its limit
-    falls: nothing is made past it here). ``element`` must be an lxml element and ``names`` bytes;
-    anything else raises TypeError.
-    """
+cdef list _read_texts(element, tuple names, const char** c_names):
+    """Per name, what the element holds of it: for a child name a list of its children's texts
+    (UTF-8 bytes, document order; None when it has none), for ``@name`` a 1-tuple of the attribute's
+    value or (). None where the kernel declines (see :func:`plain_children`). Raises TypeError for
+    anything but an lxml element and bytes names."""
     cdef tree.xmlNode* c_element
     cdef tree.xmlNode* child
-    cdef Py_ssize_t count = len(names), i, length, size, total
-    cdef const char* c_names[MAX_NAMES]
-    cdef list texts, sizes, result
+    cdef Py_ssize_t count = len(names), i, length
+    cdef list texts
     cdef object found, name
-    cdef bytes text, copies
-    cdef char* out
     if not isinstance(element, cetree._Element):
         raise TypeError(f"plain_children: not an lxml element: {type(element).__name__}")
     for name in names:
@@ -217,6 +208,162 @@ def plain_children(element, tuple names, Py_ssize_t limit):
                     found = texts[i] = []
                 found.append(_text(child.children, length))
         child = child.next
+    return texts
+
+
+cdef bytes _copies(const char* name, list found):
+    """The copies of a name's children (their texts ``found``), as ``etree.tostring`` writes them."""
+    cdef Py_ssize_t size = 0
+    cdef bytes text, copies
+    cdef char* out
+    if found is None:
+        return b""
+    for text in found:
+        size += _copy_length(name, text)
+    copies = PyBytes_FromStringAndSize(NULL, size)
+    out = PyBytes_AS_STRING(copies)
+    for text in found:
+        out = _write_copy(out, name, text)
+    return copies
+
+
+cdef tuple _strings(const char* name, object found):
+    """A name's values as strings: its children's texts decoded, or an own attribute's 1-tuple."""
+    cdef bytes text
+    if found is None:
+        return ()
+    if name[0] == b'@':
+        return <tuple>found
+    return tuple([_decoded(text) for text in <list>found])
+
+
+cdef Py_ssize_t _attribute_escaped_length(const unsigned char* text, Py_ssize_t length):
+    cdef Py_ssize_t i, size = length
+    for i in range(length):
+        c = text[i]
+        if c == b'&':
+            size += 4
+        elif c == b'"':
+            size += 5
+        elif c == b'<':
+            size += 3
+        elif c == b'\t':
+            size += 3
+        elif c == b'\n' or c == b'\r':
+            size += 4
+    return size
+
+
+cdef char* _write_attribute_escaped(char* out, const unsigned char* text, Py_ssize_t length):
+    """Text in an attribute value as the factory writes it (``serialized_attribute``): ``&``,
+    ``<``, ``"`` escaped, tabs, newlines and carriage returns as character references."""
+    cdef Py_ssize_t i
+    for i in range(length):
+        c = text[i]
+        if c == b'&':
+            out = _write(out, b"&amp;", 5)
+        elif c == b'<':
+            out = _write(out, b"&lt;", 4)
+        elif c == b'"':
+            out = _write(out, b"&quot;", 6)
+        elif c == b'\t':
+            out = _write(out, b"&#9;", 4)
+        elif c == b'\n':
+            out = _write(out, b"&#10;", 5)
+        elif c == b'\r':
+            out = _write(out, b"&#13;", 5)
+        else:
+            out[0] = <char>c
+            out += 1
+    return out
+
+
+cdef bytes _attribute_value(list found):
+    """A name's children's values joined by single spaces and escaped for an attribute value
+    (``attribute_value`` of :mod:`feedrouter.output.factory`)."""
+    cdef Py_ssize_t size = 0, n = 0
+    cdef bytes text, data
+    cdef char* out
+    if found is None:
+        return b""
+    for text in found:
+        if n:
+            size += 1
+        size += _attribute_escaped_length(<const unsigned char*>PyBytes_AS_STRING(text), PyBytes_GET_SIZE(text))
+        n += 1
+    data = PyBytes_FromStringAndSize(NULL, size)
+    out = PyBytes_AS_STRING(data)
+    n = 0
+    for text in found:
+        if n:
+            out = _write(out, b" ", 1)
+        out = _write_attribute_escaped(out, <const unsigned char*>PyBytes_AS_STRING(text), PyBytes_GET_SIZE(text))
+        n += 1
+    return data
+
+
+def plain_row(element, tuple names, tuple leaves, tuple fragments, tuple kinds, Py_ssize_t limit):
+    """A witness row read whole off the element's plain children and own attributes: ``names`` as
+    for :func:`plain_children`; ``leaves``, per leaf, the index of its name; ``fragments``, per
+    fragment, the index of its (child) name, with ``kinds`` saying how it is written: 0 the
+    children's copies, 1 their values joined by spaces in an attribute. Returns ``(values,
+    fragments, size)``: the leaves' string values, the fragments' bytes and the row's size (16 for
+    its bookkeeping, the values' lengths in characters, the fragments' in bytes). None where
+    :func:`plain_children` declines, and where the row would pass ``limit`` (the caller's path
+    refuses it where its limit falls)."""
+    cdef const char* c_names[MAX_NAMES]
+    cdef list texts = _read_texts(element, names, c_names)
+    cdef list values, data
+    cdef Py_ssize_t size = 16, column, i
+    cdef tuple strings
+    cdef str string
+    cdef bytes written
+    if texts is None:
+        return None
+    values = []
+    for column in leaves:
+        strings = _strings(c_names[column], texts[column])
+        for string in strings:
+            size += len(string)
+        values.append(strings)
+    data = []
+    for i in range(len(fragments)):
+        column = fragments[i]
+        if c_names[column][0] == b'@':
+            raise ValueError("plain_row: a fragment reads child elements, not an attribute")
+        if kinds[i] == 0:
+            written = _copies(c_names[column], texts[column])
+        else:
+            written = _attribute_value(texts[column])
+        size += len(written)
+        if size > limit:
+            return None
+        data.append(written)
+    if size > limit:
+        return None
+    return tuple(values), tuple(data), size
+
+
+def plain_children(element, tuple names, Py_ssize_t limit):
+    """For each of ``names`` (UTF-8 local names, no namespace), the element's children of that
+    name as ``(string values, serialized copies)``, in document order; for a name ``@name``, the
+    value of the element's own attribute of that name as ``((value,) or (), b"")``.
+
+    None where the caller's path answers instead: a namespace is in scope, one of those children
+    is not plain, an own attribute is read from a document with a DTD (it may default the
+    attribute), or the copies would pass ``limit`` bytes (that path stops copying where its limit
+    falls: nothing is made past it here). ``element`` must be an lxml element and ``names`` bytes;
+    anything else raises TypeError.
+    """
+    cdef const char* c_names[MAX_NAMES]
+    cdef list texts = _read_texts(element, names, c_names)
+    cdef Py_ssize_t count = len(names), i, size, total
+    cdef list sizes, result
+    cdef object found
+    cdef bytes text, copies
+    cdef char* out
+    if texts is None:
+        return None
     sizes = [0] * count
     total = 0
     for i in range(count):

@@ -3,6 +3,7 @@ fragments, the return assembled from both sides, explain."""
 
 from __future__ import annotations
 
+import pickle
 from datetime import datetime, timezone
 
 from feedrouter import Router
@@ -97,6 +98,28 @@ def test_blocks_sharing_one_plan_get_rows_split_as_each_asks() -> None:
     hour = HourWitnesses("f", datetime(2026, 1, 1, tzinfo=timezone.utc))
     hour.add(MessageRef("m.xml", 0, None), outcome.witnesses, witness_plans(joins.specs_for("f")))
     assert hour.values[(0, 0)] == {"title": ("t",), "author": ("A",)}
+
+
+def test_a_block_replaced_with_more_leaves_reads_its_new_rows_also_after_pickling() -> None:
+    """The router works out how a group's rows are read once (per process) and forgets it when a
+    plan comes or goes: a block grown by a later subscription reads its new leaves at once."""
+    one = PROLOG + (
+        'for $a in fr:stream()//item[@lang = "en"], $b in fr:stream()//item where $b/title = $a/title '
+        'and fr:within($a, $b, "PT1H") return <r/>'
+    )
+    two = one.replace("where $b/title = $a/title", "where $b/title = $a/title and $b/author = $a/author")
+    document = b'<item lang="en"><title>t</title><author>A</author></item>'
+    joins, router = JoinSet(), Router()
+    block = joins.add("1", parse(one), "f").blocks[0]
+    router.add_witness(joins.specs[block])
+    assert router.route_outcome(document).witnesses[block] == [WitnessRow(0, (("t",),), ())]
+    assert joins.add("2", parse(two), "f").blocks[0] == block
+    router.add_witness(joins.specs[block])
+    grown = [WitnessRow(0, (("t",), ("A",)), ())]
+    assert router.route_outcome(document).witnesses[block] == grown
+    assert pickle.loads(pickle.dumps(router)).route_outcome(document).witnesses[block] == grown
+    router.remove(block)
+    assert block not in router.route_outcome(document).witnesses
 
 
 def test_explain_shows_the_blocks_the_reduced_graph_and_the_template() -> None:

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from lxml import etree
 
 from feedrouter import kernel
+from feedrouter.output.factory import attribute_value
 from feedrouter.plan.context import element_string
 
 plain_children = kernel.plain_children
@@ -185,3 +186,56 @@ def test_copies_past_the_limit_decline_before_they_are_made() -> None:
     assert plain_children(element, (b"a", b"b"), 3 * copy + 8) is not None  # type: ignore[misc]
     assert plain_children(element, (b"a", b"b"), 3 * copy + 7) is None  # type: ignore[misc]
     assert plain_children(element, (b"b", b"@x"), 8) is not None  # type: ignore[misc]
+
+
+plain_row = kernel.plain_row
+
+
+@needs_kernel
+@settings(max_examples=300, deadline=None)
+@given(
+    items(),
+    st.lists(st.sampled_from(["a", "b", "@id", "@none"]), max_size=4),
+    st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), st.sampled_from([0, 1])), max_size=4),
+)
+def test_a_whole_row_is_its_columns(item: str, leaves: list[str], fragments: list[tuple[str, int]]) -> None:
+    """``plain_row`` gives what the row's columns say: the leaves' values, the fragments' copies or
+    values in an attribute (the factory's :func:`attribute_value`), and the row's size; it declines
+    where reading the columns declines, and past the limit, to the byte."""
+    element = parsed(item, False)
+    names = tuple(dict.fromkeys([*leaves, *(name for name, _ in fragments)]))
+    encoded = tuple(name.encode() for name in names)
+    leaf_columns = tuple(names.index(name) for name in leaves)
+    fragment_columns = tuple(names.index(name) for name, _ in fragments)
+    kinds = tuple(kind for _, kind in fragments)
+    columns = plain_children(element, encoded, 10**6)  # type: ignore[misc]
+    row = plain_row(element, encoded, leaf_columns, fragment_columns, kinds, 10**6)  # type: ignore[misc]
+    if columns is None:
+        assert row is None
+        return
+    values = tuple(columns[column][0] for column in leaf_columns)
+    data = tuple(
+        columns[column][1] if kind == 0 else attribute_value(columns[column][0])
+        for column, kind in zip(fragment_columns, kinds, strict=True)
+    )
+    size = 16 + sum(len(value) for strings in values for value in strings) + sum(map(len, data))
+    assert row == (values, data, size), item
+    assert plain_row(element, encoded, leaf_columns, fragment_columns, kinds, size) == row  # type: ignore[misc]
+    assert plain_row(element, encoded, leaf_columns, fragment_columns, kinds, size - 1) is None  # type: ignore[misc]
+
+
+@needs_kernel
+def test_a_row_escapes_attribute_values_as_the_factory_does() -> None:
+    element = parsed('<item><a>"1" &lt; 2\t&amp; 3\n&#13;&gt;</a><a>é</a></item>', False)
+    values, (copies, value), _ = plain_row(element, (b"a",), (0,), (0, 0), (0, 1), 10**6)  # type: ignore[misc]
+    assert values == (('"1" < 2\t& 3\n\r>', "é"),)
+    assert copies == '<a>"1" &lt; 2\t&amp; 3\n&#13;&gt;</a><a>é</a>'.encode()
+    assert value == attribute_value(values[0]) == "&quot;1&quot; &lt; 2&#9;&amp; 3&#10;&#13;> é".encode()
+
+
+@needs_kernel
+def test_a_row_fragment_reads_children_not_attributes() -> None:
+    with pytest.raises(ValueError, match="not an attribute"):
+        plain_row(parsed('<item id="1"/>', False), (b"@id",), (), (0,), (0,), 100)  # type: ignore[misc]
+    with pytest.raises(TypeError, match="not an lxml element"):
+        plain_row(None, (), (), (), (), 100)  # type: ignore[misc]
