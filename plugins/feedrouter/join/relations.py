@@ -66,12 +66,13 @@ class MessageWitnesses:
     to the task that writes the hour's relations: no plan needed to read it).
 
     Attributes:
-        bound: per node some block bound, the blocks that bound it (its root in each).
+        bound: per node some block bound, the blocks that bound it (its root in each), in the
+            groups filing found them in (:meth:`~feedrouter.join.selections.Served.bind`).
         values, fragments: per such node, its leaves' values and its fragments, by name.
     """
 
     message: MessageRef
-    bound: dict[int, list[str]] = field(default_factory=dict)
+    bound: dict[int, list[tuple[str, ...]]] = field(default_factory=dict)
     values: dict[int, dict[str, tuple[str, ...]]] = field(default_factory=dict)
     fragments: dict[int, dict[str, bytes]] = field(default_factory=dict)
 
@@ -80,8 +81,9 @@ class MessageWitnesses:
         """The nodes each block bound, in document order (R_bin of this message)."""
         roots: dict[str, list[int]] = {}
         for node in sorted(self.bound):
-            for block in self.bound[node]:
-                roots.setdefault(block, []).append(node)
+            for blocks in self.bound[node]:
+                for block in blocks:
+                    roots.setdefault(block, []).append(node)
         return roots
 
 
@@ -166,12 +168,13 @@ class HourWitnesses:
         # and where two plans bound nodes of the message, their nodes interleave
         for node in sorted(bound) if len(bound) > 1 else bound:
             key = (number, node)
-            for block in bound[node]:
-                nodes = roots.get(block)
-                if nodes is None:
-                    roots[block] = [key]
-                else:
-                    nodes.append(key)
+            for blocks in bound[node]:
+                for block in blocks:
+                    nodes = roots.get(block)
+                    if nodes is None:
+                        roots[block] = [key]
+                    else:
+                        nodes.append(key)
         for node, values in found.values.items():
             self.values[(number, node)] = values
         for node, fragments in found.fragments.items():

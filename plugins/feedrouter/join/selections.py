@@ -224,9 +224,9 @@ def checker(test: Test) -> Callable[[Values], bool]:
     return lambda values: any(term(values) for term in terms)
 
 
-def decider(groups: Sequence[tuple[Test | None, Sequence[str]]]) -> Callable[[Values], list[str]]:
+def decider(groups: Sequence[tuple[Test | None, Sequence[str]]]) -> Callable[[Values], list[Blocks]]:
     """One function deciding every test of ``groups`` on a row: a new list of the blocks of those
-    that hold (None holds always), in ``groups``' order.
+    that hold (None holds always), a tuple per group, in ``groups``' order.
 
     The blocks tested on every row of a base are the broad ones (``not($w/ticker)``, ``$w/@lang !=
     "de"``): tens of tests built from a few atoms (one leaf's existence, one comparison). As one
@@ -260,11 +260,11 @@ def decider(groups: Sequence[tuple[Test | None, Sequence[str]]]) -> Callable[[Va
 
     decisions = []
     for test, blocks in groups:
-        listed = constant(list(blocks))
+        listed = constant(tuple(blocks))
         if test is None:
-            decisions.append(f"    found += {listed}")
+            decisions.append(f"    found.append({listed})")
         else:
-            decisions.append(f"    if {formula(test)}:\n        found += {listed}")
+            decisions.append(f"    if {formula(test)}:\n        found.append({listed})")
     source = "\n".join(["def decide(v):", *lines, "    found = []", *decisions, "    return found"])
     try:
         code = compile(source, "<feedrouter.join.selections.decider>", "exec")
@@ -273,17 +273,17 @@ def decider(groups: Sequence[tuple[Test | None, Sequence[str]]]) -> Callable[[Va
         return _one_by_one(groups)
     namespace: dict[str, object] = {"K": constants, "any": any, "map": map, "len": len}
     exec(code, namespace)
-    return cast(Callable[[Values], list[str]], namespace["decide"])
+    return cast(Callable[[Values], list[Blocks]], namespace["decide"])
 
 
-def _one_by_one(groups: Sequence[tuple[Test | None, Sequence[str]]]) -> Callable[[Values], list[str]]:
-    checks = [(None if test is None else checker(test), list(blocks)) for test, blocks in groups]
+def _one_by_one(groups: Sequence[tuple[Test | None, Sequence[str]]]) -> Callable[[Values], list[Blocks]]:
+    checks = [(None if test is None else checker(test), tuple(blocks)) for test, blocks in groups]
 
-    def decide(values: Values) -> list[str]:
-        found: list[str] = []
+    def decide(values: Values) -> list[Blocks]:
+        found: list[Blocks] = []
         for check, blocks in checks:
             if check is None or check(values):
-                found += blocks
+                found.append(blocks)
         return found
 
     return decide
@@ -305,6 +305,8 @@ def _atom_source(test: Test, constant: Callable[[object], str]) -> str:
 
 #: a block served through a selection: its id and the test of its other factored conditions
 Indexed = tuple[str, Test | None]
+#: blocks found together (filed under one key, or decided by one test): a row's filing keeps the group
+Blocks = tuple[str, ...]
 
 
 class NeedleFinder(Keywords):
@@ -333,11 +335,13 @@ class Served:
     index: dict[int, dict[str, list[Indexed]]] = field(default_factory=dict)
     needles: dict[tuple[int, str], dict[str, list[Indexed]]] = field(default_factory=dict)
 
-    def bind(self, rows: Sequence[WitnessRow], bound: dict[int, list[str]]) -> list[WitnessRow]:
-        """File in ``bound`` (node -> blocks) the blocks each of ``rows`` binds, in the order they
-        are found; the rows some block bound. (Per node, not per block: a message binds a node or
-        two and each in many blocks, and the hour's writer turns the rows round into its blocks'
-        columns anyway, :meth:`~feedrouter.join.relations.HourWitnesses.append`.)"""
+    def bind(self, rows: Sequence[WitnessRow], bound: dict[int, list[Blocks]]) -> list[WitnessRow]:
+        """File in ``bound`` (node -> blocks) the blocks each of ``rows`` binds, in the groups
+        they are found in (the tuples of blocks filed under a key or decided by one test); the rows
+        some block bound. (Per node and group, not per block: a message binds a node or two, each
+        in tens of blocks, and the hour's writer turns them round into its blocks' columns anyway,
+        :meth:`~feedrouter.join.relations.HourWitnesses.append`; a row's filing touches a tuple
+        per group, not every block's name.)"""
         decide, index, needles = self._checks()
         kept = []
         for row in rows:
@@ -348,7 +352,8 @@ class Served:
                 for value in strings if len(strings) < 2 else dict.fromkeys(strings):
                     bucket = by_value.get(value)
                     if bucket is not None:
-                        found += bucket.blocks
+                        if bucket.blocks:
+                            found.append(bucket.blocks)
                         if bucket.decide is not None:
                             found += bucket.decide(values)
             for position, finder, by_needle in needles:
@@ -357,7 +362,8 @@ class Served:
                     continue  # the call's argument is more than one item: false (plan.evaluate)
                 for needle in finder.find(strings[0] if strings else ""):
                     bucket = by_needle[needle]
-                    found += bucket.blocks
+                    if bucket.blocks:
+                        found.append(bucket.blocks)
                     if bucket.decide is not None:
                         found += bucket.decide(values)
             if found:
@@ -389,13 +395,13 @@ class _Bucket:
     """The blocks filed under one key: those with no other test (bound outright) and a function
     of the row giving those of the others whose tests hold (None: there are none)."""
 
-    blocks: list[str]
-    decide: Callable[[Values], list[str]] | None
+    blocks: Blocks
+    decide: Callable[[Values], list[Blocks]] | None
 
 
 _Buckets = dict[str, _Bucket]
 _Checks = tuple[
-    Callable[[Values], list[str]],
+    Callable[[Values], list[Blocks]],
     list[tuple[int, _Buckets]],
     list[tuple[int, NeedleFinder, _Buckets]],
 ]
@@ -411,7 +417,7 @@ SMALL_BUCKET = 8
 
 
 def _bucket(entries: Sequence[Indexed]) -> _Bucket:
-    bound = [block for block, test in entries if test is None]
+    bound = tuple(block for block, test in entries if test is None)
     tested = [(block, test) for block, test in entries if test is not None]
     if not tested:
         return _Bucket(bound, None)
