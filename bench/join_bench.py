@@ -61,7 +61,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TypeVar
 
@@ -248,8 +248,9 @@ def per_message(
     passes: int,
     python_rows: Collection[str] = (),
 ) -> dict[str, float]:
-    """Seconds per message of each router, and with its plans to file its witnesses by block too
-    (what a routing task does before it sends them to the hour's writer).
+    """Seconds per message of each router, and with its plans to file its witnesses by block and
+    add them to the hour's relations too (what a routing task does before it sends them to the
+    hour's writer, and what the writer does with each message before it writes the hour's tables).
 
     The routers take turns in blocks of :data:`TURN` messages (in rotating order) over ``passes``
     passes of ``messages``: the machine's drift (it is shared) falls on every router alike, and a
@@ -271,10 +272,11 @@ def per_message(
                     router, plans = routers[name]
                     with kernel.turned_off() if name in python_rows else contextlib.nullcontext():
                         started = time.perf_counter()
+                        hour = HourWitnesses("f", HOUR_OF_MESSAGES)
                         for data in block:
                             outcome = router.route_outcome(data)
                             if plans is not None:
-                                message_witnesses(unfiled, outcome.witnesses, plans)
+                                hour.append(message_witnesses(unfiled, outcome.witnesses, plans))
                         spent[name] += time.perf_counter() - started
             for name in names:
                 means[name].append(spent[name] / len(messages))
@@ -294,6 +296,8 @@ def loaded(value: T) -> T:
 
 #: messages a router routes before the next takes its turn (:func:`per_message`)
 TURN = 25
+#: the hour :func:`per_message` files messages in (any: nothing reads it)
+HOUR_OF_MESSAGES = datetime(2026, 1, 1, tzinfo=timezone.utc)
 #: passes over the messages (:func:`per_message`)
 PASSES = 9
 
@@ -835,15 +839,18 @@ STAGE1_TEXT = """\
 One hour's first messages of each feed (hour 12), `route_outcome` by a router with the ordinary
 population only, then by routers with the same population plus the feed's blocks and its clock,
 each message's witnesses also filed by block (`message_witnesses`: what a routing task does before
-it sends them to the hour's writer), the routers taking turns every 25 messages over 9 passes
-(the machine's drift falls on all of them alike), median of the passes, ms per message; with 10,000
+it sends them to the hour's writer) and added to the hour's relations (`HourWitnesses.append`:
+what the writer does with each message before it writes the hour's tables), the routers taking
+turns every 25 messages over 9 passes (the machine's drift falls on all of them alike), median of
+the passes, ms per message; with 10,000
 ordinary subscriptions and with as many as there are join subscriptions. Two ways of compiling the
 blocks: `blocks one by one` (every distinct block its own witness plan, the earlier design) and
 `selections factored` (the default, `feedrouter.join.selections`: the conditions a node's leaf
 values decide are factored out, blocks that differ only in them share one base witness plan, and
 filing finds a block by hash look-up of a leaf value or by a needle); `witness plans` counts the
-latter's compiled plans. Both read a bound node's plain children (their values and copies) with the
-compiled kernel (`feedrouter.kernel`); `factored, rows in Python` is the default without it. Every
+latter's compiled plans. Both read a bound node's row (its plain children's values and copies, its
+own attributes) with one call of the compiled kernel (`feedrouter.kernel`); `factored, rows in
+Python` is the default without it. Every
 router is measured as a routing worker has it, unpickled from its artifact, each its own copy (so
 that none finds another's structures warm). The ordinary population: `//item` filters on one
 author, category, ticker or title word (some with `@lang`), values uniform over the vocabulary: what
