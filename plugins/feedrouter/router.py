@@ -437,7 +437,9 @@ class Router:
         """How a group's witness rows are read: one reader per way its blocks split the plan's
         returns between leaves and fragments (`//item[@lang = "en"]` wanting `author`'s value,
         `//item where $w/@lang = "en"` its copy), with the blocks it serves; worked out once per
-        process and set of blocks (routing asks for it for every node a witness plan binds)."""
+        process and set of blocks (routing asks for it for every witness group a document binds).
+        The blocks alone are the key: a block belongs to one group, whose plan gives ``returns``,
+        and any plan coming or going drops what was worked out."""
         readers = self._readers.get(blocks)
         if readers is None:
             shapes: dict[tuple[int, tuple[str, ...]], list[str]] = {}

@@ -10,7 +10,7 @@ literal, existence, ``contains``/``starts-with``/``ends-with`` with a literal, u
 ``not``/``and``/``or``, of paths without predicates or backward steps) are factored out: the blocks
 that differ only in them share one *base* witness plan (the binding path and the remaining
 conditions) that reads their paths as leaves besides the blocks' own, and filing a message's
-witnesses (:meth:`Served.roots`) puts a base's node in every block whose conditions its values
+witnesses (:meth:`Served.bind`) puts a base's node in every block whose conditions its values
 satisfy. A block is found by the key of one of its conditions, the one fewest blocks share: an
 equality with a string (one hash look-up per leaf value) or a literal match (a needle compared
 with the row's string); the blocks with neither (the broad ones) are decided on every row by one
@@ -232,7 +232,7 @@ def decider(groups: Sequence[tuple[Test | None, Sequence[str]]]) -> Callable[[Va
     "de"``): tens of tests built from a few atoms (one leaf's existence, one comparison). As one
     generated function, each atom is decided once per row and the tests are Python's own boolean
     expressions over them, instead of a tree of closures per test. The source holds nothing but
-    leaf positions and indexes into a table of constants (literals, comparators, block lists), so
+    leaf positions and indexes into a table of constants (literals, comparators, block tuples), so
     no text of a subscription reaches it.
     """
     constants: list[object] = []

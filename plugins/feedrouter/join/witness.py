@@ -74,13 +74,15 @@ class RowReader:
     fragments cached per node and item: every block binding the node shares them.
 
     Where :mod:`feedrouter.kernel` is built, the plain children and own attributes a row reads
-    (:attr:`names`) are read in one compiled walk over the node's children; when it reads every item
-    (:attr:`plain`) the row is put together from its columns at once. Where it declines, the loop
-    below reads the row as without it, with the same bytes, the same refusals past a limit and the
-    same work charged.
+    (:attr:`names`) are read in one compiled walk over the node's children: when they are every
+    item the row reads (:attr:`plain`), the kernel makes the whole row in that call
+    (:func:`~feedrouter.kernel.plain_row`); otherwise it reads those columns
+    (:func:`~feedrouter.kernel.plain_children`) and :meth:`_general_row` the rest. Where it
+    declines, :meth:`_general_row` reads the row as without it, with the same bytes, the same
+    refusals past a limit and the same work charged.
     """
 
-    __slots__ = ("fragments", "leaves", "names", "plain")
+    __slots__ = ("fragments", "leaves", "names", "plain", "walks")
 
     def __init__(self, returns: tuple[ReturnItem, ...], leaves: int, default_ns: tuple[str, ...]) -> None:
         columns: dict[str, int] = {}
@@ -103,6 +105,9 @@ class RowReader:
         ]
         #: the child names the kernel reads in one walk over a node's children (UTF-8)
         self.names = tuple(name.encode() for name in columns)
+        #: whether the kernel walks the node's children (a child name, not only own attributes):
+        #: the walk is charged to the document's work budget as the Python path's is
+        self.walks = any(not name.startswith("@") for name in columns)
         #: when the kernel reads every item (the common case): each leaf's column, each fragment's
         #: column and how it is written (:func:`feedrouter.kernel.plain_row`'s arguments)
         self.plain = (
@@ -138,11 +143,14 @@ class RowReader:
         if self.plain is not None:
             read_row = kernel.plain_row  # looked up per row: the benchmarks turn it off and on
             if read_row is not None:
-                ctx.charge_children(element)
+                if self.walks:
+                    ctx.charge_children(element)
                 found = read_row(element, self.names, *self.plain, limit)
-                if found is not None:
+                if found:
                     return WitnessRow(node, found[0], found[1]), found[2]
-                # declined for what every column would decline for, or past the limit
+                if found is False:  # past the limit: the Python path refuses it too, at no cost
+                    return None
+                # declined for what every column would decline for
                 return self._general_row(ctx, element, node, None, limit)
         return self._general_row(ctx, element, node, self._plain_columns(ctx, element, limit), limit)
 
@@ -209,7 +217,8 @@ class RowReader:
         read_plain = kernel.plain_children  # looked up per row: the benchmarks turn it off and on
         if not self.names or read_plain is None:
             return None
-        ctx.charge_children(element)
+        if self.walks:
+            ctx.charge_children(element)
         return read_plain(element, self.names, limit)
 
 

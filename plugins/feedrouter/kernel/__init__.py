@@ -15,15 +15,17 @@ import os
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Literal
 
 #: per name (values, copies); None where the kernel declines
 PlainColumns = tuple[tuple[tuple[str, ...], bytes], ...]
 PlainChildren = Callable[[Any, tuple[bytes, ...], int], PlainColumns | None]
-#: (values per leaf, fragments, size); None where the kernel declines
+#: a witness row read whole: (values per leaf, fragments, size)
 PlainRow = tuple[tuple[tuple[str, ...], ...], tuple[bytes, ...], int]
+#: (values per leaf, fragments, size); None where the kernel declines, False past the limit
 PlainRowReader = Callable[
-    [Any, tuple[bytes, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...], int], PlainRow | None
+    [Any, tuple[bytes, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...], int],
+    PlainRow | Literal[False] | None,
 ]
 
 
@@ -45,7 +47,7 @@ _compiled = _load()
 #: the compiled reader of plain children, or None (not built, or turned off)
 plain_children: PlainChildren | None = None if _compiled is None else _compiled.plain_children
 #: the compiled reader of whole plain rows, or None
-plain_row: PlainRowReader | None = None if _compiled is None else _compiled.plain_row
+plain_row: PlainRowReader | None = getattr(_compiled, "plain_row", None)  # None: a build from before it
 
 
 @contextmanager

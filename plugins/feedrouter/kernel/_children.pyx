@@ -172,20 +172,21 @@ cdef list _read_texts(element, tuple names, const char** c_names):
     anything but an lxml element and bytes names."""
     cdef tree.xmlNode* c_element
     cdef tree.xmlNode* child
-    cdef Py_ssize_t count = len(names), i, length
+    cdef Py_ssize_t count = len(names), i, length, children
     cdef list texts
     cdef object found, name
     if not isinstance(element, cetree._Element):
-        raise TypeError(f"plain_children: not an lxml element: {type(element).__name__}")
+        raise TypeError(f"feedrouter.kernel: not an lxml element: {type(element).__name__}")
     for name in names:
         if type(name) is not bytes:
-            raise TypeError(f"plain_children: a name is not bytes: {type(name).__name__}")
+            raise TypeError(f"feedrouter.kernel: a name is not bytes: {type(name).__name__}")
     if count > MAX_NAMES:
         return None
     c_element = (<cetree._Element>element)._c_node
     if c_element.type != tree.XML_ELEMENT_NODE or _namespaces_in_scope(c_element):
         return None
     texts = [None] * count
+    children = 0
     for i in range(count):
         c_names[i] = PyBytes_AS_STRING(names[i])
         if c_names[i][0] == b'@':
@@ -194,7 +195,9 @@ cdef list _read_texts(element, tuple names, const char** c_names):
             texts[i] = _attribute(c_element, c_names[i] + 1)
             if texts[i] is None:
                 return None
-    child = c_element.children
+        else:
+            children += 1
+    child = c_element.children if children else NULL  # own attributes only: no walk
     while child is not NULL:
         if child.type == tree.XML_ELEMENT_NODE:
             for i in range(count):  # every name that matches (a name given twice gets both)
@@ -211,15 +214,24 @@ cdef list _read_texts(element, tuple names, const char** c_names):
     return texts
 
 
-cdef bytes _copies(const char* name, list found):
-    """The copies of a name's children (their texts ``found``), as ``etree.tostring`` writes them."""
+cdef Py_ssize_t _copies_length(const char* name, list found):
+    """The length in bytes of the copies of a name's children (their texts ``found``)."""
     cdef Py_ssize_t size = 0
+    cdef bytes text
+    if found is None:
+        return 0
+    for text in found:
+        size += _copy_length(name, text)
+    return size
+
+
+cdef bytes _copies(const char* name, list found, Py_ssize_t size):
+    """The copies of a name's children (their texts ``found``, ``size`` bytes of copies), as
+    ``etree.tostring`` writes them."""
     cdef bytes text, copies
     cdef char* out
     if found is None:
         return b""
-    for text in found:
-        size += _copy_length(name, text)
     copies = PyBytes_FromStringAndSize(NULL, size)
     out = PyBytes_AS_STRING(copies)
     for text in found:
@@ -278,28 +290,48 @@ cdef char* _write_attribute_escaped(char* out, const unsigned char* text, Py_ssi
     return out
 
 
-cdef bytes _attribute_value(list found):
-    """A name's children's values joined by single spaces and escaped for an attribute value
-    (``attribute_value`` of :mod:`feedrouter.output.factory`)."""
+cdef Py_ssize_t _attribute_value_length(list found):
+    """The length in bytes of a name's children's values in an attribute (:func:`_attribute_value`)."""
     cdef Py_ssize_t size = 0, n = 0
-    cdef bytes text, data
-    cdef char* out
+    cdef bytes text
     if found is None:
-        return b""
+        return 0
     for text in found:
         if n:
             size += 1
         size += _attribute_escaped_length(<const unsigned char*>PyBytes_AS_STRING(text), PyBytes_GET_SIZE(text))
         n += 1
+    return size
+
+
+cdef bytes _attribute_value(list found, Py_ssize_t size):
+    """A name's children's values joined by single spaces and escaped for an attribute value
+    (``attribute_value`` of :mod:`feedrouter.output.factory`), ``size`` bytes."""
+    cdef Py_ssize_t n = 0
+    cdef bytes text, data
+    cdef char* out
+    if found is None:
+        return b""
     data = PyBytes_FromStringAndSize(NULL, size)
     out = PyBytes_AS_STRING(data)
-    n = 0
     for text in found:
         if n:
             out = _write(out, b" ", 1)
         out = _write_attribute_escaped(out, <const unsigned char*>PyBytes_AS_STRING(text), PyBytes_GET_SIZE(text))
         n += 1
     return data
+
+
+cdef int _check_columns(Py_ssize_t count, tuple leaves, tuple fragments, tuple kinds) except -1:
+    """Refuse columns that do not index the names (the walk reads them unchecked)."""
+    cdef Py_ssize_t i, column
+    if len(kinds) != len(fragments):
+        raise ValueError("plain_row: a kind per fragment")
+    for i in range(len(leaves) + len(fragments)):
+        column = leaves[i] if i < len(leaves) else fragments[i - len(leaves)]
+        if column < 0 or column >= count:
+            raise ValueError(f"plain_row: a column is not the index of a name: {column}")
+    return 0
 
 
 def plain_row(element, tuple names, tuple leaves, tuple fragments, tuple kinds, Py_ssize_t limit):
@@ -309,38 +341,47 @@ def plain_row(element, tuple names, tuple leaves, tuple fragments, tuple kinds, 
     children's copies, 1 their values joined by spaces in an attribute. Returns ``(values,
     fragments, size)``: the leaves' string values, the fragments' bytes and the row's size (16 for
     its bookkeeping, the values' lengths in characters, the fragments' in bytes). None where
-    :func:`plain_children` declines, and where the row would pass ``limit`` (the caller's path
-    refuses it where its limit falls)."""
+    :func:`plain_children` declines (the caller's path reads the row); False where the row would
+    pass ``limit`` bytes, decided before any fragment is made (the caller's path refuses such a
+    row too). Columns that do not index ``names`` raise ValueError."""
     cdef const char* c_names[MAX_NAMES]
-    cdef list texts = _read_texts(element, names, c_names)
-    cdef list values, data
-    cdef Py_ssize_t size = 16, column, i
+    cdef list texts, values, data, lengths
+    cdef Py_ssize_t size = 16, column, i, length
     cdef tuple strings
     cdef str string
-    cdef bytes written
+    _check_columns(len(names), leaves, fragments, kinds)
+    texts = _read_texts(element, names, c_names)
     if texts is None:
         return None
+    for column in fragments:
+        if c_names[column][0] == b'@':
+            raise ValueError("plain_row: a fragment reads child elements, not an attribute")
     values = []
     for column in leaves:
         strings = _strings(c_names[column], texts[column])
         for string in strings:
             size += len(string)
         values.append(strings)
+    if size > limit:
+        return False
+    lengths = []
+    for i in range(len(fragments)):
+        column = fragments[i]
+        if kinds[i] == 0:
+            length = _copies_length(c_names[column], texts[column])
+        else:
+            length = _attribute_value_length(texts[column])
+        size += length
+        if size > limit:
+            return False
+        lengths.append(length)
     data = []
     for i in range(len(fragments)):
         column = fragments[i]
-        if c_names[column][0] == b'@':
-            raise ValueError("plain_row: a fragment reads child elements, not an attribute")
         if kinds[i] == 0:
-            written = _copies(c_names[column], texts[column])
+            data.append(_copies(c_names[column], texts[column], lengths[i]))
         else:
-            written = _attribute_value(texts[column])
-        size += len(written)
-        if size > limit:
-            return None
-        data.append(written)
-    if size > limit:
-        return None
+            data.append(_attribute_value(texts[column], lengths[i]))
     return tuple(values), tuple(data), size
 
 

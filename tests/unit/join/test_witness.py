@@ -243,8 +243,53 @@ def test_rows_are_the_same_with_the_kernel_turned_off() -> None:
     document = b'<root><a id="1"><a>x &amp; y</a><b>y</b><b/><c>z</c></a><a><b>q<c/></b></a></root>'
     bound = ROUTER._plans["a"].bindings(context(document))
     rows = read_rows(context(document), PLANS["a"], bound, 10**6)
-    compiled = kernel.plain_children
+    compiled = kernel.plain_children, kernel.plain_row
     with kernel.turned_off():
-        assert kernel.plain_children is None
+        assert kernel.plain_children is None and kernel.plain_row is None
         assert read_rows(context(document), PLANS["a"], bound, 10**6) == rows
-    assert kernel.plain_children is compiled
+    assert (kernel.plain_children, kernel.plain_row) == compiled
+
+
+@needs_kernel
+def test_a_row_whose_every_item_is_plain_takes_one_kernel_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = []
+    compiled = kernel.plain_row
+
+    def counted(*args: Any) -> object:
+        calls.append(args[1])
+        return compiled(*args)  # type: ignore[misc]
+
+    def refused(*args: Any) -> object:
+        raise AssertionError("the columns are read by plain_row alone")
+
+    monkeypatch.setattr(kernel, "plain_row", counted)
+    monkeypatch.setattr(kernel, "plain_children", refused)
+    rows, _ = plain_rows(b'<root><item id="7"><a>x</a><b>y</b></item><item><c>z</c></item></root>', 10**6)
+    assert rows is not None and len(rows) == len(calls) == 2
+
+
+#: a block that reads only the bound node's own attribute (an event time in ``@at``, say)
+ATTRIBUTE_ROUTER = Router.compile([("item", "for $v in //item return <r>{ $v/@id }</r>")], optimize="none")
+
+
+@needs_kernel
+def test_a_row_of_own_attributes_charges_the_same_work_with_or_without_the_kernel() -> None:
+    """Reading ``@id`` walks no children on either path, so neither charges a walk: a document's
+    budget does not depend on the kernel."""
+    document = b'<root><item id="1"><a>x</a><a>y</a><a>z</a></item></root>'
+    returns = ATTRIBUTE_ROUTER._plans["item"].returns
+    assert witness._row_reader(tuple(returns), 1, ()).plain is not None
+
+    def read() -> tuple[object, int]:
+        parser = ATTRIBUTE_ROUTER._parser
+        events = parser.events(document, None)
+        ctx = DocumentContext(run(ATTRIBUTE_ROUTER._dfa, events, parser.limits.max_depth))
+        bound = ATTRIBUTE_ROUTER._plans["item"].bindings(ctx)
+        before = ctx.work
+        found = witness_rows(returns, 1, (), ctx, bound, 10**6)
+        return found, ctx.work - before
+
+    with kernel.turned_off():
+        expected = read()
+    assert expected[0] == ([WitnessRow(1, (("1",),), ())], 17)
+    assert read() == expected

@@ -201,7 +201,7 @@ plain_row = kernel.plain_row
 def test_a_whole_row_is_its_columns(item: str, leaves: list[str], fragments: list[tuple[str, int]]) -> None:
     """``plain_row`` gives what the row's columns say: the leaves' values, the fragments' copies or
     values in an attribute (the factory's :func:`attribute_value`), and the row's size; it declines
-    where reading the columns declines, and past the limit, to the byte."""
+    where reading the columns declines (None), and past the limit, to the byte (False)."""
     element = parsed(item, False)
     names = tuple(dict.fromkeys([*leaves, *(name for name, _ in fragments)]))
     encoded = tuple(name.encode() for name in names)
@@ -221,7 +221,7 @@ def test_a_whole_row_is_its_columns(item: str, leaves: list[str], fragments: lis
     size = 16 + sum(len(value) for strings in values for value in strings) + sum(map(len, data))
     assert row == (values, data, size), item
     assert plain_row(element, encoded, leaf_columns, fragment_columns, kinds, size) == row  # type: ignore[misc]
-    assert plain_row(element, encoded, leaf_columns, fragment_columns, kinds, size - 1) is None  # type: ignore[misc]
+    assert plain_row(element, encoded, leaf_columns, fragment_columns, kinds, size - 1) is False  # type: ignore[misc]
 
 
 @needs_kernel
@@ -235,7 +235,11 @@ def test_a_row_escapes_attribute_values_as_the_factory_does() -> None:
 
 @needs_kernel
 def test_a_row_fragment_reads_children_not_attributes() -> None:
+    element = parsed('<item id="1"/>', False)
     with pytest.raises(ValueError, match="not an attribute"):
-        plain_row(parsed('<item id="1"/>', False), (b"@id",), (), (0,), (0,), 100)  # type: ignore[misc]
+        plain_row(element, (b"@id",), (), (0,), (0,), 100)  # type: ignore[misc]
+    for leaves, fragments, kinds in [((1,), (), ()), ((-1,), (), ()), ((), (0,), ()), ((), (), (0,))]:
+        with pytest.raises(ValueError, match="plain_row: a"):
+            plain_row(element, (b"a",), leaves, fragments, kinds, 100)  # type: ignore[misc]
     with pytest.raises(TypeError, match="not an lxml element"):
         plain_row(None, (), (), (), (), 100)  # type: ignore[misc]
