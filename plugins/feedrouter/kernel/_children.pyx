@@ -82,40 +82,58 @@ cdef str _decoded(bytes text):
     return PyUnicode_DecodeUTF8(PyBytes_AS_STRING(text), PyBytes_GET_SIZE(text), NULL)
 
 
-cdef Py_ssize_t _escaped_length(const unsigned char* text, Py_ssize_t length):
-    cdef Py_ssize_t i, size = length
-    for i in range(length):
-        c = text[i]
-        if c == b'&':
-            size += 4
-        elif c == b'<' or c == b'>':
-            size += 3
-        elif c == b'\r':
-            size += 4
-    return size
-
-
 cdef char* _write(char* out, const char* text, Py_ssize_t length):
     memcpy(out, text, length)
     return out + length
 
 
-cdef char* _write_escaped(char* out, const unsigned char* text, Py_ssize_t length):
-    """Text content as libxml2 serializes it: ``&``, ``<``, ``>`` and carriage returns escaped."""
-    cdef Py_ssize_t i
+#: per byte, what it is written as (NULL: itself): in text content as libxml2 serializes it (``&``,
+#: ``<``, ``>`` and carriage returns escaped), and in an attribute value as the factory writes one
+#: (``serialized_attribute``: ``&``, ``<``, ``"`` escaped, tabs, newlines and carriage returns as
+#: character references; ``>`` kept)
+cdef const char* _IN_TEXT[256]
+cdef const char* _IN_ATTRIBUTE[256]
+
+
+cdef void _fill_escapes() noexcept:
+    cdef int i
+    for i in range(256):
+        _IN_TEXT[i] = NULL
+        _IN_ATTRIBUTE[i] = NULL
+    _IN_TEXT[ord("&")] = _IN_ATTRIBUTE[ord("&")] = b"&amp;"
+    _IN_TEXT[ord("<")] = _IN_ATTRIBUTE[ord("<")] = b"&lt;"
+    _IN_TEXT[ord(">")] = b"&gt;"
+    _IN_TEXT[ord("\r")] = _IN_ATTRIBUTE[ord("\r")] = b"&#13;"
+    _IN_ATTRIBUTE[ord('"')] = b"&quot;"
+    _IN_ATTRIBUTE[ord("\t")] = b"&#9;"
+    _IN_ATTRIBUTE[ord("\n")] = b"&#10;"
+
+
+_fill_escapes()
+
+
+cdef Py_ssize_t _escaped_length(const unsigned char* text, Py_ssize_t length, const char** escapes):
+    """The length of ``text`` written with ``escapes``."""
+    cdef Py_ssize_t i, size = length
+    cdef const char* escape
     for i in range(length):
-        c = text[i]
-        if c == b'&':
-            out = _write(out, b"&amp;", 5)
-        elif c == b'<':
-            out = _write(out, b"&lt;", 4)
-        elif c == b'>':
-            out = _write(out, b"&gt;", 4)
-        elif c == b'\r':
-            out = _write(out, b"&#13;", 5)
-        else:
-            out[0] = <char>c
+        escape = escapes[text[i]]
+        if escape is not NULL:
+            size += <Py_ssize_t>strlen(escape) - 1
+    return size
+
+
+cdef char* _write_escaped(char* out, const unsigned char* text, Py_ssize_t length, const char** escapes):
+    """``text`` written with ``escapes``."""
+    cdef Py_ssize_t i
+    cdef const char* escape
+    for i in range(length):
+        escape = escapes[text[i]]
+        if escape is NULL:
+            out[0] = <char>text[i]
             out += 1
+        else:
+            out = _write(out, escape, strlen(escape))
     return out
 
 
@@ -124,7 +142,7 @@ cdef Py_ssize_t _copy_length(const char* name, bytes text):
     cdef Py_ssize_t length = PyBytes_GET_SIZE(text)
     if length == 0 and text is not None:
         return n + 3  # <name/>
-    return 2 * n + 5 + _escaped_length(<const unsigned char*>PyBytes_AS_STRING(text), length)
+    return 2 * n + 5 + _escaped_length(<const unsigned char*>PyBytes_AS_STRING(text), length, _IN_TEXT)
 
 
 cdef char* _write_copy(char* out, const char* name, bytes text):
@@ -135,7 +153,7 @@ cdef char* _write_copy(char* out, const char* name, bytes text):
     if length == 0:
         return _write(out, b"/>", 2)
     out = _write(out, b">", 1)
-    out = _write_escaped(out, <const unsigned char*>PyBytes_AS_STRING(text), length)
+    out = _write_escaped(out, <const unsigned char*>PyBytes_AS_STRING(text), length, _IN_TEXT)
     out = _write(out, b"</", 2)
     out = _write(out, name, n)
     return _write(out, b">", 1)
@@ -249,47 +267,6 @@ cdef tuple _strings(const char* name, object found):
     return tuple([_decoded(text) for text in <list>found])
 
 
-cdef Py_ssize_t _attribute_escaped_length(const unsigned char* text, Py_ssize_t length):
-    cdef Py_ssize_t i, size = length
-    for i in range(length):
-        c = text[i]
-        if c == b'&':
-            size += 4
-        elif c == b'"':
-            size += 5
-        elif c == b'<':
-            size += 3
-        elif c == b'\t':
-            size += 3
-        elif c == b'\n' or c == b'\r':
-            size += 4
-    return size
-
-
-cdef char* _write_attribute_escaped(char* out, const unsigned char* text, Py_ssize_t length):
-    """Text in an attribute value as the factory writes it (``serialized_attribute``): ``&``,
-    ``<``, ``"`` escaped, tabs, newlines and carriage returns as character references."""
-    cdef Py_ssize_t i
-    for i in range(length):
-        c = text[i]
-        if c == b'&':
-            out = _write(out, b"&amp;", 5)
-        elif c == b'<':
-            out = _write(out, b"&lt;", 4)
-        elif c == b'"':
-            out = _write(out, b"&quot;", 6)
-        elif c == b'\t':
-            out = _write(out, b"&#9;", 4)
-        elif c == b'\n':
-            out = _write(out, b"&#10;", 5)
-        elif c == b'\r':
-            out = _write(out, b"&#13;", 5)
-        else:
-            out[0] = <char>c
-            out += 1
-    return out
-
-
 cdef Py_ssize_t _attribute_value_length(list found):
     """The length in bytes of a name's children's values in an attribute (:func:`_attribute_value`)."""
     cdef Py_ssize_t size = 0, n = 0
@@ -299,7 +276,9 @@ cdef Py_ssize_t _attribute_value_length(list found):
     for text in found:
         if n:
             size += 1
-        size += _attribute_escaped_length(<const unsigned char*>PyBytes_AS_STRING(text), PyBytes_GET_SIZE(text))
+        size += _escaped_length(
+            <const unsigned char*>PyBytes_AS_STRING(text), PyBytes_GET_SIZE(text), _IN_ATTRIBUTE
+        )
         n += 1
     return size
 
@@ -317,7 +296,9 @@ cdef bytes _attribute_value(list found, Py_ssize_t size):
     for text in found:
         if n:
             out = _write(out, b" ", 1)
-        out = _write_attribute_escaped(out, <const unsigned char*>PyBytes_AS_STRING(text), PyBytes_GET_SIZE(text))
+        out = _write_escaped(
+            out, <const unsigned char*>PyBytes_AS_STRING(text), PyBytes_GET_SIZE(text), _IN_ATTRIBUTE
+        )
         n += 1
     return data
 
@@ -398,26 +379,19 @@ def plain_children(element, tuple names, Py_ssize_t limit):
     """
     cdef const char* c_names[MAX_NAMES]
     cdef list texts = _read_texts(element, names, c_names)
-    cdef Py_ssize_t count = len(names), i, size, total
+    cdef Py_ssize_t count = len(names), i, total
     cdef list sizes, result
     cdef object found
-    cdef bytes text, copies
-    cdef char* out
     if texts is None:
         return None
     sizes = [0] * count
     total = 0
     for i in range(count):
-        found = texts[i]
-        if found is None or c_names[i][0] == b'@':
-            continue
-        size = 0
-        for text in found:
-            size += _copy_length(c_names[i], text)
-        sizes[i] = size
-        total += size
-        if total > limit:
-            return None
+        if c_names[i][0] != b'@':
+            sizes[i] = _copies_length(c_names[i], texts[i])
+            total += sizes[i]
+            if total > limit:
+                return None
     result = []
     for i in range(count):
         found = texts[i]
@@ -426,9 +400,5 @@ def plain_children(element, tuple names, Py_ssize_t limit):
         elif c_names[i][0] == b'@':
             result.append((found, b""))
         else:
-            copies = PyBytes_FromStringAndSize(NULL, sizes[i])
-            out = PyBytes_AS_STRING(copies)
-            for text in found:
-                out = _write_copy(out, c_names[i], text)
-            result.append((tuple([_decoded(text) for text in found]), copies))
+            result.append((_strings(c_names[i], found), _copies(c_names[i], found, sizes[i])))
     return tuple(result)
