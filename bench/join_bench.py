@@ -249,8 +249,9 @@ def per_message(
     python_rows: Collection[str] = (),
 ) -> dict[str, float]:
     """Seconds per message of each router, and with its plans to file its witnesses by block and
-    add them to the hour's relations too (what a routing task does before it sends them to the
-    hour's writer, and what the writer does with each message before it writes the hour's tables).
+    file them into the hour's relations too (what a routing task does before it sends them to the
+    hour's writer, and what the writer does with the hour's messages before it writes its tables:
+    :meth:`HourWitnesses.settle` after each turn's messages, timed with them).
 
     The routers take turns in blocks of :data:`TURN` messages (in rotating order) over ``passes``
     passes of ``messages``: the machine's drift (it is shared) falls on every router alike, and a
@@ -277,6 +278,7 @@ def per_message(
                             outcome = router.route_outcome(data)
                             if plans is not None:
                                 hour.append(message_witnesses(unfiled, outcome.witnesses, plans))
+                        hour.settle()  # the writer files its messages' witnesses: timed with them
                         spent[name] += time.perf_counter() - started
             for name in names:
                 means[name].append(spent[name] / len(messages))
@@ -839,8 +841,9 @@ STAGE1_TEXT = """\
 One hour's first messages of each feed (hour 12), `route_outcome` by a router with the ordinary
 population only, then by routers with the same population plus the feed's blocks and its clock,
 each message's witnesses also filed by block (`message_witnesses`: what a routing task does before
-it sends them to the hour's writer) and added to the hour's relations (`HourWitnesses.append`:
-what the writer does with each message before it writes the hour's tables), the routers taking
+it sends them to the hour's writer) and filed into the hour's relations (`HourWitnesses.append`,
+then `settle` after each turn's messages: what the writer does with the hour's messages before it
+writes the hour's tables, the blocks' roots expanded and the rows' columns named), the routers taking
 turns every 25 messages over 9 passes (the machine's drift falls on all of them alike), median of
 the passes, ms per message; with 10,000
 ordinary subscriptions and with as many as there are join subscriptions. Two ways of compiling the

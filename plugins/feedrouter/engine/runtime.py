@@ -131,11 +131,15 @@ class Nodes:
     object costs about 80 bytes: keeping one per element would double the tree's memory.
     """
 
-    __slots__ = ("_elements", "_matches")
+    # It holds the run's parents, not the run (:class:`Matches` holds it): no reference cycle,
+    # so a routed document's tree is freed as soon as routing drops it, not at the collector's
+    # next pass (a worker keeps no tree of a document it is done with).
+    __slots__ = ("_elements", "_ends", "_parents")
 
-    def __init__(self, matches: Matches) -> None:
-        self._matches = matches
+    def __init__(self, parents: array[int]) -> None:
+        self._parents = parents
         self._elements: list[etree._Element | None] = []
+        self._ends: array[int] | None = None
 
     def __len__(self) -> int:
         return len(self._elements)
@@ -151,8 +155,21 @@ class Nodes:
         if self._elements:
             yield from self[0].iter(etree.Element)
 
+    def subtree_ends(self) -> array[int]:
+        """Per element, the id of the last element in its subtree (:meth:`Matches.subtree_ends`),
+        worked out once the run has recorded every element."""
+        if self._ends is None:
+            parents = self._parents
+            ends = array("i", range(len(parents)))
+            for nid in range(len(parents) - 1, 0, -1):
+                parent = parents[nid]
+                if parent >= 0 and ends[nid] > ends[parent]:
+                    ends[parent] = ends[nid]
+            self._ends = ends
+        return self._ends
+
     def _make(self, nid: int) -> etree._Element:
-        elements, parents = self._elements, self._matches.parents
+        elements, parents = self._elements, self._parents
         missing = []
         node = nid
         while elements[node] is None:  # the root element is always kept
@@ -165,7 +182,7 @@ class Nodes:
         return made
 
     def _make_children(self, parent: int) -> None:
-        elements, ends = self._elements, self._matches.subtree_ends()
+        elements, ends = self._elements, self.subtree_ends()
         nid = parent + 1  # a child's next sibling is the element after its subtree
         parent_element = elements[parent]
         assert parent_element is not None  # made first: ancestors are made top down
@@ -224,7 +241,6 @@ class Matches:
         "_chained",
         "_chains",
         "_dfa",
-        "_ends",
         "_last",
         "_pids",
         "_tuples",
@@ -239,14 +255,13 @@ class Matches:
 
     def __init__(self, dfa: LazyDfa) -> None:
         self._dfa = dfa
-        self.nodes = Nodes(self)
         self.parents = array("i")  # -1 for the root element
+        self.nodes = Nodes(self.parents)
         self.tags: list[str] = []  # one string object per distinct name
         self.by_state: dict[int, array[int]] = {}
         self._pids: dict[int, list[int]] | None = None
         self._last: dict[int, Sequence[int]] = {}
         self._tuples: dict[int, list[PathTuple]] = {}
-        self._ends: array[int] | None = None
         self._chains: dict[int, tuple[list[int], list[str]]] = {}
         self._chained = 0  # elements held by the chains in the memo
         # sibling positions, recorded while streaming when some plan has positional predicates
@@ -260,15 +275,7 @@ class Matches:
     def subtree_ends(self) -> array[int]:
         """Per element, the id of the last element in its subtree: ids are in document order, so
         the descendants of ``nid`` are exactly the ids ``nid + 1 .. ends[nid]``."""
-        if self._ends is None:
-            parents = self.parents
-            ends = array("i", range(len(parents)))
-            for nid in range(len(parents) - 1, 0, -1):
-                parent = parents[nid]
-                if parent >= 0 and ends[nid] > ends[parent]:
-                    ends[parent] = ends[nid]
-            self._ends = ends
-        return self._ends
+        return self.nodes.subtree_ends()
 
     def matched(self) -> dict[int, list[int]]:
         """Path id -> the DFA states (seen in this document) that accept it."""

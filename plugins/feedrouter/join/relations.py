@@ -60,21 +60,26 @@ def admitted(time: datetime | None, hour: datetime, lateness: timedelta) -> date
     return time
 
 
+#: a witness plan's leaf names and fragment names, in its spec's order: what a row's columns are
+Names = tuple[tuple[str, ...], tuple[str, ...]]
+
+
 @dataclass
 class MessageWitnesses:
-    """One message's witnesses with their leaves and fragments named (what a routing task sends
-    to the task that writes the hour's relations: no plan needed to read it).
+    """One message's witnesses as a routing task sends them to the task that writes the hour's
+    relations (no plan needed to read it).
 
     Attributes:
         bound: per node some block bound, the blocks that bound it (its root in each), in the
             groups filing found them in (:meth:`~feedrouter.join.selections.Served.bind`).
-        values, fragments: per such node, its leaves' values and its fragments, by name.
+        rows: the rows of those nodes, each with its plan's names (:data:`Names`), in the order
+            the plans filed them. The hour's writer names their columns
+            (:meth:`HourWitnesses.append`): a routing task builds no mapping per node.
     """
 
     message: MessageRef
     bound: dict[int, list[tuple[str, ...]]] = field(default_factory=dict)
-    values: dict[int, dict[str, tuple[str, ...]]] = field(default_factory=dict)
-    fragments: dict[int, dict[str, bytes]] = field(default_factory=dict)
+    rows: list[tuple[Names, WitnessRow]] = field(default_factory=list)
 
     @property
     def roots(self) -> dict[str, list[int]]:
@@ -86,34 +91,48 @@ class MessageWitnesses:
                     roots.setdefault(block, []).append(node)
         return roots
 
+    @property
+    def values(self) -> dict[int, dict[str, tuple[str, ...]]]:
+        """Per node some block bound, its leaves' values by name."""
+        return {node: named[0] for node, named in _named(self.rows).items()}
+
+    @property
+    def fragments(self) -> dict[int, dict[str, bytes]]:
+        """Per node some block bound, its fragments by name."""
+        return {node: named[1] for node, named in _named(self.rows).items()}
+
+
+def _named(
+    rows: Sequence[tuple[Names, WitnessRow]],
+) -> dict[int, tuple[dict[str, tuple[str, ...]], dict[str, bytes]]]:
+    """Per node, its rows' values and fragments by name; a node that several plans bound has the
+    union of their names (a name two plans share is the same leaf path or fragment of the same
+    node: the same value in both)."""
+    named: dict[int, tuple[dict[str, tuple[str, ...]], dict[str, bytes]]] = {}
+    for (leaves, names), row in rows:
+        values = dict(zip(leaves, row.values, strict=True))
+        fragments = dict(zip(names, row.fragments, strict=True))
+        known = named.get(row.node)
+        named[row.node] = (values, fragments) if known is None else (known[0] | values, known[1] | fragments)
+    return named
+
 
 def message_witnesses(
     message: MessageRef, witnesses: Mapping[str, Sequence[WitnessRow]], plans: WitnessPlans
 ) -> MessageWitnesses:
-    """Name a routed message's witness rows: the blocks each witness plan's rows bind, and the
-    leaves' values and fragments of the nodes some block bound; plans not in ``plans`` (another
-    plan build's, or the clock) are left out."""
+    """A routed message's witnesses: the blocks each witness plan's rows bind, and the rows of
+    the nodes some block bound with their plan's names; plans not in ``plans`` (another plan
+    build's, or the clock) are left out."""
     found = MessageWitnesses(message)
-    named_values, named_fragments = found.values, found.fragments
+    filed = found.rows
     for plan, rows in witnesses.items():
         served = plans.served.get(plan)
         if served is None:
             continue
         kept = served.bind(rows, found.bound)
-        if not kept:
-            continue
-        spec = plans.bases[plan]
-        leaves, fragments = spec.leaves, spec.fragments
-        for row in kept:
-            node = row.node
-            if node in named_values:  # another plan's rows bound the node too
-                named_values[node] = named_values[node] | dict(zip(leaves, row.values, strict=True))
-                named_fragments[node] = named_fragments[node] | dict(
-                    zip(fragments, row.fragments, strict=True)
-                )
-            else:
-                named_values[node] = dict(zip(leaves, row.values, strict=True))
-                named_fragments[node] = dict(zip(fragments, row.fragments, strict=True))
+        if kept:
+            names = plans.names(plan)
+            filed += [(names, row) for row in kept]
     return found
 
 
@@ -130,9 +149,11 @@ class HourWitnesses:
     #: the blocks the hour's plan computed (a block missing here was not looked for: back-fill it)
     blocks: tuple[str, ...] = ()
     messages: list[MessageRef] = field(default_factory=list)
-    roots: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
-    values: dict[tuple[int, int], dict[str, tuple[str, ...]]] = field(default_factory=dict)
-    fragments: dict[tuple[int, int], dict[str, bytes]] = field(default_factory=dict)
+    _roots: dict[str, list[tuple[int, int]]] = field(default_factory=dict, repr=False)
+    _values: dict[tuple[int, int], dict[str, tuple[str, ...]]] = field(default_factory=dict, repr=False)
+    _fragments: dict[tuple[int, int], dict[str, bytes]] = field(default_factory=dict, repr=False)
+    #: the last messages appended, not yet filed into the relations (:meth:`settle`)
+    _pending: list[MessageWitnesses] = field(default_factory=list, repr=False)
     _indexes: dict[str, dict[str, list[tuple[int, int]]]] = field(default_factory=dict, repr=False)
     _entries: dict[str, LeafEntries] = field(default_factory=dict, repr=False)
     _arrays: HourArrays | None = field(default=None, repr=False)
@@ -148,6 +169,42 @@ class HourWitnesses:
         identities), its views built from its columns without a Python object per row."""
         return cls(feed, hour, blocks, _columns=columns)
 
+    @property
+    def roots(self) -> dict[str, list[tuple[int, int]]]:
+        """Per block, the nodes it bound in the hour, in stream order (R_bin)."""
+        self.settle()
+        return self._roots
+
+    @roots.setter
+    def roots(self, roots: dict[str, list[tuple[int, int]]]) -> None:
+        self.settle()
+        self._roots = roots
+        self.forget()
+
+    @property
+    def values(self) -> dict[tuple[int, int], dict[str, tuple[str, ...]]]:
+        """Per node some block bound, its leaves' values by name (R_doc)."""
+        self.settle()
+        return self._values
+
+    @values.setter
+    def values(self, values: dict[tuple[int, int], dict[str, tuple[str, ...]]]) -> None:
+        self.settle()
+        self._values = values
+        self.forget()
+
+    @property
+    def fragments(self) -> dict[tuple[int, int], dict[str, bytes]]:
+        """Per node some block bound, its fragments by name."""
+        self.settle()
+        return self._fragments
+
+    @fragments.setter
+    def fragments(self, fragments: dict[tuple[int, int], dict[str, bytes]]) -> None:
+        self.settle()
+        self._fragments = fragments
+        self.forget()
+
     def add(
         self,
         message: MessageRef,
@@ -159,27 +216,39 @@ class HourWitnesses:
         self.append(message_witnesses(message, witnesses, plans))
 
     def append(self, found: MessageWitnesses) -> None:
-        """File the next message of the hour (stream order) with its named witnesses."""
-        number = len(self.messages)
+        """Add the next message of the hour (stream order) with its witnesses; they are filed
+        into the relations when those are next read (:meth:`settle`)."""
         self.messages.append(found.message)
-        roots = self.roots
-        bound = found.bound
-        # document order within each block: a node's blocks come from the plans that bound it,
-        # and where two plans bound nodes of the message, their nodes interleave
-        for node in sorted(bound) if len(bound) > 1 else bound:
-            key = (number, node)
-            for blocks in bound[node]:
-                for block in blocks:
-                    nodes = roots.get(block)
-                    if nodes is None:
-                        roots[block] = [key]
-                    else:
-                        nodes.append(key)
-        for node, values in found.values.items():
-            self.values[(number, node)] = values
-        for node, fragments in found.fragments.items():
-            self.fragments[(number, node)] = fragments
+        self._pending.append(found)
         self.forget()
+
+    def settle(self) -> None:
+        """File the messages appended since the relations were last read: each node's groups of
+        blocks expanded into the blocks' roots, its rows' columns named. The hour's writer reads
+        the relations once, after the hour's last message: one loop over the hour does for every
+        message what a call per message would (warm, and without a mapping per message made and
+        dropped)."""
+        pending = self._pending
+        if not pending:
+            return
+        self._pending = []
+        roots, values, fragments = self._roots, self._values, self._fragments
+        for number, found in enumerate(pending, len(self.messages) - len(pending)):
+            bound = found.bound
+            # document order within each block: a node's blocks come from the plans that bound
+            # it, and where two plans bound nodes of the message, their nodes interleave
+            for node in sorted(bound) if len(bound) > 1 else bound:
+                key = (number, node)
+                for blocks in bound[node]:
+                    for block in blocks:
+                        nodes = roots.get(block)
+                        if nodes is None:
+                            roots[block] = [key]
+                        else:
+                            nodes.append(key)
+            for node, (named_values, named_fragments) in _named(found.rows).items():
+                values[(number, node)] = named_values
+                fragments[(number, node)] = named_fragments
 
     def forget(self) -> None:
         """Drop the derived views (value indexes, memberships): they are rebuilt on next use."""

@@ -441,6 +441,19 @@ class WitnessPlans:
     bases: dict[str, BlockSpec] = field(default_factory=dict)
     served: dict[str, Served] = field(default_factory=dict)
 
+    def names(self, plan: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """A witness plan's leaf names and fragment names (its spec's order): what its rows'
+        columns are, one tuple pair per plan that every row of it shares."""
+        known = self.__dict__.setdefault("_names", {})
+        found = known.get(plan)
+        if found is None:
+            spec = self.bases[plan]
+            found = known[plan] = (tuple(spec.leaves), tuple(spec.fragments))
+        return cast(tuple[tuple[str, ...], tuple[str, ...]], found)
+
+    def __getstate__(self) -> dict[str, object]:
+        return {key: value for key, value in self.__dict__.items() if key != "_names"}
+
 
 def witness_plans(specs: Iterable[BlockSpec], min_shared: int = MIN_SHARED) -> WitnessPlans:
     """The witness plans of ``specs`` (blocks of one feed): a base for every group of at least

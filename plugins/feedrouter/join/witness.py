@@ -73,7 +73,7 @@ class RowReader:
     node's children by name, one look-up each. Others take the general path, their values and
     fragments cached per node and item: every block binding the node shares them.
 
-    Where :mod:`feedrouter.kernel` is built, the plain children and own attributes a row reads
+    Where :mod:`feedrouter.kernel` is built, the plain children, own attributes and own text a row reads
     (:attr:`names`) are read in one compiled walk over the node's children: when they are every
     item the row reads (:attr:`plain`), the kernel makes the whole row in that call
     (:func:`~feedrouter.kernel.plain_row`); otherwise it reads those columns
@@ -94,7 +94,7 @@ class RowReader:
             return columns.setdefault(tag, len(columns))
 
         self.leaves = [
-            (item, reader, tag, column(tag or _own_attribute(reader)))
+            (item, reader, tag, column(tag or _own_attribute(reader) or _own_text(reader)))
             for item in returns[:leaves]
             for reader, tag in [(item.tree_reader, _child_tag(item.tree_reader))]
         ]
@@ -107,7 +107,7 @@ class RowReader:
         self.names = tuple(name.encode() for name in columns)
         #: whether the kernel walks the node's children (a child name, not only own attributes):
         #: the walk is charged to the document's work budget as the Python path's is
-        self.walks = any(not name.startswith("@") for name in columns)
+        self.walks = any(not name.startswith(("@", ".")) for name in columns)
         #: when the kernel reads every item (the common case): each leaf's column, each fragment's
         #: column and how it is written (:func:`feedrouter.kernel.plain_row`'s arguments)
         self.plain = (
@@ -284,6 +284,14 @@ def _own_attribute(reader: TreeReader | None) -> str | None:
         return None
     name = reader.attribute
     return None if "{" in name or "*" in name or ":" in name else "@" + name
+
+
+def _own_text(reader: TreeReader | None) -> str | None:
+    """``.`` for a reader of the node's own string value (an event-time path's leaf, ``//pubDate``):
+    the kernel reads it when the node has nothing but text inside."""
+    if reader is None or reader.tags or reader.text or reader.value or reader.attribute:
+        return None
+    return "."
 
 
 def _general_values(ctx: DocumentContext, item: ReturnItem, node: int) -> tuple[tuple[str, ...], int]:

@@ -183,11 +183,18 @@ cdef bint _declares_attributes(tree.xmlNode* element):
     return doc is not NULL and (doc.intSubset is not NULL or doc.extSubset is not NULL)
 
 
+cdef inline bint _is_child(const char* name):
+    """Whether a name is a child element's (not ``@name``, an own attribute, nor ``.``, the
+    element's own string value)."""
+    return name[0] != b'@' and name[0] != b'.'
+
+
 cdef list _read_texts(element, tuple names, const char** c_names):
     """Per name, what the element holds of it: for a child name a list of its children's texts
     (UTF-8 bytes, document order; None when it has none), for ``@name`` a 1-tuple of the attribute's
-    value or (). None where the kernel declines (see :func:`plain_children`). Raises TypeError for
-    anything but an lxml element and bytes names."""
+    value or (), for ``.`` a list of its own text (it has nothing but text inside). None where the
+    kernel declines (see :func:`plain_children`). Raises TypeError for anything but an lxml element
+    and bytes names."""
     cdef tree.xmlNode* c_element
     cdef tree.xmlNode* child
     cdef Py_ssize_t count = len(names), i, length, children
@@ -213,13 +220,18 @@ cdef list _read_texts(element, tuple names, const char** c_names):
             texts[i] = _attribute(c_element, c_names[i] + 1)
             if texts[i] is None:
                 return None
+        elif c_names[i][0] == b'.':
+            length = _text_nodes_length(c_element.children)
+            if length < 0:  # an element, a comment, a CDATA section inside: the caller's path
+                return None
+            texts[i] = [_text(c_element.children, length)]
         else:
             children += 1
     child = c_element.children if children else NULL  # own attributes only: no walk
     while child is not NULL:
         if child.type == tree.XML_ELEMENT_NODE:
             for i in range(count):  # every name that matches (a name given twice gets both)
-                if c_names[i][0] == b'@' or strcmp(<const char*>child.name, c_names[i]) != 0:
+                if not _is_child(c_names[i]) or strcmp(<const char*>child.name, c_names[i]) != 0:
                     continue
                 length = _plain_text_length(child)
                 if length < 0:
@@ -258,7 +270,8 @@ cdef bytes _copies(const char* name, list found, Py_ssize_t size):
 
 
 cdef tuple _strings(const char* name, object found):
-    """A name's values as strings: its children's texts decoded, or an own attribute's 1-tuple."""
+    """A name's values as strings: its children's (or its own) texts decoded, or an own
+    attribute's 1-tuple."""
     cdef bytes text
     if found is None:
         return ()
@@ -335,8 +348,8 @@ def plain_row(element, tuple names, tuple leaves, tuple fragments, tuple kinds, 
     if texts is None:
         return None
     for column in fragments:
-        if c_names[column][0] == b'@':
-            raise ValueError("plain_row: a fragment reads child elements, not an attribute")
+        if not _is_child(c_names[column]):
+            raise ValueError("plain_row: a fragment reads child elements, not an attribute or the element")
     values = []
     for column in leaves:
         strings = _strings(c_names[column], texts[column])
@@ -369,7 +382,8 @@ def plain_row(element, tuple names, tuple leaves, tuple fragments, tuple kinds, 
 def plain_children(element, tuple names, Py_ssize_t limit):
     """For each of ``names`` (UTF-8 local names, no namespace), the element's children of that
     name as ``(string values, serialized copies)``, in document order; for a name ``@name``, the
-    value of the element's own attribute of that name as ``((value,) or (), b"")``.
+    value of the element's own attribute of that name as ``((value,) or (), b"")``; for ``.``, the
+    element's own string value as ``((value,), b"")`` when it has nothing but text inside.
 
     None where the caller's path answers instead: a namespace is in scope, one of those children
     is not plain, an own attribute is read from a document with a DTD (it may default the
@@ -387,7 +401,7 @@ def plain_children(element, tuple names, Py_ssize_t limit):
     sizes = [0] * count
     total = 0
     for i in range(count):
-        if c_names[i][0] != b'@':
+        if _is_child(c_names[i]):
             sizes[i] = _copies_length(c_names[i], texts[i])
             total += sizes[i]
             if total > limit:
@@ -397,8 +411,8 @@ def plain_children(element, tuple names, Py_ssize_t limit):
         found = texts[i]
         if found is None:
             result.append(((), b""))
-        elif c_names[i][0] == b'@':
-            result.append((found, b""))
+        elif not _is_child(c_names[i]):
+            result.append((_strings(c_names[i], found), b""))
         else:
             result.append((_strings(c_names[i], found), _copies(c_names[i], found, sizes[i])))
     return tuple(result)

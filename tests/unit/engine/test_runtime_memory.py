@@ -4,6 +4,7 @@ again from the tree when asked for, the same elements in the same document order
 
 from __future__ import annotations
 
+import gc
 import pickle
 import tracemalloc
 from array import array
@@ -11,6 +12,7 @@ from array import array
 from hypothesis import given, settings
 from lxml import etree
 
+from feedrouter import Router
 from feedrouter.engine.document import DocumentParser
 from feedrouter.engine.nfa import Nfa
 from feedrouter.engine.runtime import LazyDfa, Matches, run
@@ -99,3 +101,25 @@ def test_a_pickled_dfa_ships_without_its_memo() -> None:
     copy = pickle.loads(pickle.dumps(dfa))
     assert copy.size == 1
     assert run(copy, DocumentParser().events(WIDE), 256).stream(nfa.path_id(nav("//b")))[:1] == [(1,)]
+
+
+def test_a_routed_document_is_freed_as_soon_as_routing_drops_it() -> None:
+    """No reference cycle holds a document's run (its nodes hold the run's parents, not the run):
+    the tree goes when routing is done with it, not at the collector's next pass, which may be
+    many documents later."""
+    router = Router.compile(
+        [("s", "//b[c]"), ("t", "for $x in //b where $x/c return <r>{ $x/c }{ $x/parent::*/d }</r>")]
+    )
+    document = b"<a><b><c>1</c></b><b/><d>2</d></a>"
+    assert router.route(document).keys() == {"s", "t"}  # and its lazy states are made
+    gc.collect()
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for _ in range(3):
+            router.route(document)
+        matches_for(WIDE, ["//c"]).nodes[5]  # an element made on demand
+        assert gc.collect() == 0
+    finally:
+        if enabled:
+            gc.enable()

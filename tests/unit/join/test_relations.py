@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from feedrouter.join.relations import HourWitnesses, MessageRef, MessageWitnesses
+from feedrouter.join.witness import WitnessRow
 
 HOUR = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
@@ -21,4 +22,43 @@ def test_the_hour_keeps_each_blocks_nodes_in_document_order_whatever_order_they_
     hour.append(first)
     hour.append(second)
     assert hour.roots == {"b2": [(0, 2), (0, 9)], "b3": [(0, 2), (0, 9)], "b1": [(0, 5), (0, 9), (1, 1)]}
+    assert [m.key for m in hour.messages] == ["a", "b"]
+
+
+def test_a_message_s_rows_are_named_by_the_hour_as_they_were_filed() -> None:
+    """Routing tasks send rows with their plans' names; the hour names them when it is read, a node
+    two plans bound holding both plans' names, and messages added after a read come after it."""
+    first_plan = (("author", "@lang"), ("nodes  author",))
+    second_plan = (("title",), ("nodes  title", "value  title"))
+    both = MessageWitnesses(
+        MessageRef("a", 0, None),
+        bound={3: [("b1",), ("b2",)], 8: [("b1",)]},
+        rows=[
+            (first_plan, WitnessRow(3, (("x",), ("en",)), (b"<author>x</author>",))),
+            (first_plan, WitnessRow(8, (("y",), ()), (b"<author>y</author>",))),
+            (second_plan, WitnessRow(3, (("t",),), (b"<title>t</title>", b"t"))),
+        ],
+    )
+    assert both.values == {
+        3: {"author": ("x",), "@lang": ("en",), "title": ("t",)},
+        8: {"author": ("y",), "@lang": ()},
+    }
+    assert both.fragments[3] == {
+        "nodes  author": b"<author>x</author>",
+        "nodes  title": b"<title>t</title>",
+        "value  title": b"t",
+    }
+    hour = HourWitnesses("f", HOUR)
+    hour.append(both)
+    assert hour.values == {(0, n): named for n, named in both.values.items()}
+    assert hour.fragments == {(0, n): named for n, named in both.fragments.items()}
+    assert hour.roots == {"b1": [(0, 3), (0, 8)], "b2": [(0, 3)]}
+    later = MessageWitnesses(
+        MessageRef("b", 0, None),
+        bound={1: [("b2",)]},
+        rows=[(first_plan, WitnessRow(1, (("z",), ()), (b"",)))],
+    )
+    hour.append(later)
+    assert hour.roots == {"b1": [(0, 3), (0, 8)], "b2": [(0, 3), (1, 1)]}
+    assert hour.values[(1, 1)] == {"author": ("z",), "@lang": ()}
     assert [m.key for m in hour.messages] == ["a", "b"]

@@ -14,6 +14,7 @@ from lxml import etree
 from feedrouter import Router, kernel
 from feedrouter.engine.runtime import run
 from feedrouter.join import witness
+from feedrouter.join.plan import clock_block
 from feedrouter.join.witness import WitnessRow, witness_rows
 from feedrouter.output.factory import attribute_value, render_items_within
 from feedrouter.plan.context import DocumentContext
@@ -293,3 +294,42 @@ def test_a_row_of_own_attributes_charges_the_same_work_with_or_without_the_kerne
         expected = read()
     assert expected[0] == ([WitnessRow(1, (("1",),), ())], 17)
     assert read() == expected
+
+
+def clock_router() -> tuple[Router, str]:
+    clock = clock_block("f", "//time")
+    router = Router.compile([], on_error="collect")
+    router.add_witness(clock)
+    router.reindex()
+    return router, clock.id
+
+
+@needs_kernel
+@pytest.mark.parametrize(
+    "document",
+    [
+        b"<m><time>Wed, 01 May 2024 08:30:00 GMT</time><time/></m>",
+        b'<m><time zone="x">a &amp; b</time></m>',
+        b"<m><time>a<!--c--> b</time><time>x<b>y</b>z</time></m>",  # not text only: declined
+        b'<m xmlns:p="urn:p"><time>t</time></m>',  # a namespace in scope: declined
+    ],
+)
+def test_an_event_time_is_read_by_the_kernel_as_by_the_python_path(
+    document: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The clock's leaf is the bound node's own string value: one kernel call per node where it
+    holds only text, the Python path where the kernel declines, the same rows either way."""
+    router, clock = clock_router()
+    with kernel.turned_off():
+        expected = router.route_outcome(document).witnesses[clock]
+    answers = []
+    compiled = kernel.plain_row
+
+    def counted(*args: Any) -> object:
+        answers.append(compiled(*args))  # type: ignore[misc]
+        return answers[-1]
+
+    monkeypatch.setattr(kernel, "plain_row", counted)
+    assert router.route_outcome(document).witnesses[clock] == expected
+    plain = b"<!--" not in document and b"xmlns" not in document
+    assert len(answers) == len(expected) and all((answer is not None) == plain for answer in answers)

@@ -243,3 +243,38 @@ def test_a_row_fragment_reads_children_not_attributes() -> None:
             plain_row(element, (b"a",), leaves, fragments, kinds, 100)  # type: ignore[misc]
     with pytest.raises(TypeError, match="not an lxml element"):
         plain_row(None, (), (), (), (), 100)  # type: ignore[misc]
+
+
+@needs_kernel
+@pytest.mark.parametrize(
+    "item",
+    [
+        "<t>Wed, 01 May 2024 08:30:00 GMT</t>",
+        '<t at="1">x &amp; &lt;y&gt;</t>',
+        "<t/>",
+        "<t>&e; and é</t>",
+        "<t>a<b>b</b>c</t>",  # an element inside
+        "<t>a<!--c-->b</t>",  # a comment inside: two text nodes in XDM, a comment child in lxml
+        "<t><![CDATA[x]]></t>",  # text once parsed (CDATA sections are not kept)
+        '<t xmlns:p="urn:p">x</t>',  # a namespace in scope
+    ],
+)
+def test_an_element_s_own_string_value_is_lxmls_or_declined(item: str) -> None:
+    """``.`` (an event-time path's leaf): the element's own text where it holds nothing but text,
+    its attributes aside; anything else inside, or a namespace in scope, declines."""
+    element = parsed(item, False)
+    row = plain_row(element, (b".",), (0,), (), (), 10**6)  # type: ignore[misc]
+    columns = plain_children(element, (b".", b"x"), 10**6)  # type: ignore[misc]
+    plain = len(element) == 0 and not element.nsmap
+    if not plain:
+        assert row is None and columns is None
+        return
+    value = element_string(element)
+    assert row == (((value,),), (), 16 + len(value))
+    assert columns == (((value,), b""), ((), b""))
+
+
+@needs_kernel
+def test_an_element_s_own_string_value_is_a_leaf_never_a_fragment() -> None:
+    with pytest.raises(ValueError, match="not an attribute or the element"):
+        plain_row(parsed("<t>x</t>", False), (b".",), (), (0,), (0,), 100)  # type: ignore[misc]
