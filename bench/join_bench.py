@@ -250,7 +250,8 @@ def per_message(
 ) -> dict[str, float]:
     """Seconds per message of each router, and with its plans to file its witnesses by block and
     file them into the hour's relations too (what a routing task does before it sends them to the
-    hour's writer, and what the writer does with the hour's messages before it writes its tables:
+    hour's writer, a batch of messages at a time: :data:`~feedrouter.spark.tasks.FILING_BATCH`,
+    here a turn's; and what the writer does with the hour's messages before it writes its tables:
     :meth:`HourWitnesses.settle` after each turn's messages, timed with them).
 
     The routers take turns in blocks of :data:`TURN` messages (in rotating order) over ``passes``
@@ -273,12 +274,14 @@ def per_message(
                     router, plans = routers[name]
                     with kernel.turned_off() if name in python_rows else contextlib.nullcontext():
                         started = time.perf_counter()
-                        hour = HourWitnesses("f", HOUR_OF_MESSAGES)
-                        for data in block:
-                            outcome = router.route_outcome(data)
-                            if plans is not None:
-                                hour.append(message_witnesses(unfiled, outcome.witnesses, plans))
-                        hour.settle()  # the writer files its messages' witnesses: timed with them
+                        routed = [router.route_outcome(data).witnesses for data in block]
+                        if plans is not None:
+                            # a routing task files a batch of messages' witnesses at a time
+                            # (FILING_BATCH; a turn is fewer), the writer then the hour's
+                            hour = HourWitnesses("f", HOUR_OF_MESSAGES)
+                            for witnesses in routed:
+                                hour.append(message_witnesses(unfiled, witnesses, plans))
+                            hour.settle()
                         spent[name] += time.perf_counter() - started
             for name in names:
                 means[name].append(spent[name] / len(messages))
@@ -841,7 +844,8 @@ STAGE1_TEXT = """\
 One hour's first messages of each feed (hour 12), `route_outcome` by a router with the ordinary
 population only, then by routers with the same population plus the feed's blocks and its clock,
 each message's witnesses also filed by block (`message_witnesses`: what a routing task does before
-it sends them to the hour's writer) and filed into the hour's relations (`HourWitnesses.append`,
+it sends them to the hour's writer, for a turn's messages at a time, as the task files a batch of
+32) and filed into the hour's relations (`HourWitnesses.append`,
 then `settle` after each turn's messages: what the writer does with the hour's messages before it
 writes the hour's tables, the blocks' roots expanded and the rows' columns named), the routers taking
 turns every 25 messages over 9 passes (the machine's drift falls on all of them alike), median of

@@ -390,7 +390,7 @@ class Served:
         return {key: value for key, value in self.__dict__.items() if key != "_compiled"}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # one found per hit of a message's value: no dict per bucket
 class _Bucket:
     """The blocks filed under one key: those with no other test (bound outright) and a function
     of the row giving those of the others whose tests hold (None: there are none)."""

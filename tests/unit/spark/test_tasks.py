@@ -6,7 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +14,14 @@ import pytest
 
 from feedrouter.catalog import CompiledPlan, FeedConfig, Target
 from feedrouter.catalog.artifact import encode
+from feedrouter.catalog.joins import JoinsOfFeed
 from feedrouter.delivery import MANIFEST, SUCCESS, PlanRef, read_part
+from feedrouter.delivery.messages import Message
+from feedrouter.delivery.routing import Routed
 from feedrouter.errors import StorageError, TransientStorageError
+from feedrouter.join.plan import clock_block
+from feedrouter.join.relations import MessageRef, message_witnesses
+from feedrouter.join.selections import witness_plans
 from feedrouter.limits import ResultLimits
 from feedrouter.router import Router
 from feedrouter.spark import tasks
@@ -24,6 +30,7 @@ from feedrouter.spark.publish import withdraw
 from feedrouter.spark.spec import Fault, JobSpec
 from feedrouter.spark.stores import StoreOpener
 from feedrouter.storage import FileStore
+from tests.unit.join.support import join_set
 
 HOUR = datetime(2026, 11, 22, 16, tzinfo=timezone.utc)
 FOLDER = "titles/news/dt=2026-11-22/hour=16"
@@ -197,3 +204,46 @@ def test_delivery_tasks_take_the_targets_from_the_spec_and_never_decode_the_plan
     assert [kind for kind, _ in delivered] == ["stats", "stats", "delivery"] and tasks._PLANS == {}
     assert delivered[-1][1].prefix_uri == out  # the spec's target, not the plan's (alice)
     assert carried.without_targets().targets is None and spec.without_targets() is spec
+
+
+def test_a_task_files_its_messages_witnesses_a_batch_at_a_time() -> None:
+    """Witness records leave in batches of FILING_BATCH messages (and the rest at the end), each
+    the record filing that message alone gives, with its admitted event time; a refused message
+    has none."""
+    joins_set = join_set(
+        'for $a in fr:stream()//item[@lang = "en"], $b in fr:stream()//item '
+        'where $a/author = $b/author and fr:followed-by($a, $b, "PT1H") return <r/>'
+    )
+    reading = joins_set.specs_for("f")
+    joins = JoinsOfFeed(
+        joins_set.plans, joins_set.specs, tuple(s.id for s in reading), witness_plans(reading)
+    )
+    joins.clock, joins.event_format = clock_block("f", "//time"), "iso8601"
+    router = Router.compile([], on_error="collect")
+    for spec in [*joins.witnessing.bases.values(), joins.clock]:
+        router.add_witness(spec)
+    router.reindex()
+    messages = []
+    for n in range(2 * tasks.FILING_BATCH + 3):
+        lang, time = "en" if n % 2 else "de", f"2026-11-22T16:{n % 60:02d}:00Z"
+        data = f'<item lang="{lang}"><author>a{n % 5}</author><time>{time}</time></item>'
+        messages.append(Message(f"m{n}.xml", 0, data.encode()))
+    filing = tasks._Filing(joins, HOUR, timedelta(hours=1))
+    out = []
+    for n, message in enumerate(messages):
+        witnesses = router.route_outcome(message.data).witnesses
+        routed = Routed(message, witnesses=witnesses, error=ValueError("refused") if n == 7 else None)
+        batch = filing.add(n, routed)
+        assert len(batch) == (tasks.FILING_BATCH if (n + 1) % tasks.FILING_BATCH == 0 else 0)
+        out += batch
+    out += filing.flush()
+    assert filing.flush() == []
+    assert [key for key, _ in out] == [(tasks.WITNESSES, n, 0) for n in range(len(messages))]
+    for n, (_, found) in enumerate(out):
+        time = None if n == 7 else HOUR + timedelta(minutes=n % 60)
+        alone = message_witnesses(
+            MessageRef(f"m{n}.xml", 0, time, messages[n].digest),
+            router.route_outcome(messages[n].data).witnesses,
+            joins.witnessing,
+        )
+        assert found == alone and found.bound
