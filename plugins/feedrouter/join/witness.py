@@ -36,6 +36,11 @@ class WitnessRow(NamedTuple):
     fragments: tuple[bytes, ...]
 
 
+#: makes a :class:`WitnessRow` from a tuple of its fields in C (the named tuple's own ``__new__``
+#: is a Python function: a frame per row)
+_witness_row = tuple.__new__
+
+
 def witness_rows(
     returns: Sequence[ReturnItem],
     leaves: int,
@@ -123,12 +128,33 @@ class RowReader:
     def rows(
         self, ctx: DocumentContext, bound: Sequence[int], limit: int
     ) -> tuple[list[WitnessRow], int] | None:
-        """The rows of the nodes ``bound`` and their size in bytes; None as soon as they pass
-        ``limit`` (:func:`witness_rows`)."""
+        """The rows of the nodes ``bound`` and their size in bytes (with 16 per row for its
+        bookkeeping); None as soon as they pass ``limit`` (:func:`witness_rows`). One loop for
+        every row of a message (a plain row is a kernel call and a tuple: no frame of its own)."""
         rows: list[WitnessRow] = []
         size = 0
+        plain = self.plain
+        read_row = kernel.plain_row if plain is not None else None  # per call: benchmarks turn it off
+        nodes = ctx.nodes
         for node in bound:
-            built = self.row(ctx, node, limit - size)
+            element = nodes[node] if node >= 0 else None  # -1: the document node (general path)
+            left = limit - size
+            if element is None:
+                built = self._general_row(ctx, None, node, None, left)
+            elif read_row is not None and plain is not None:
+                if self.walks:
+                    ctx.charge_children(element)
+                found = read_row(element, self.names, *plain, left)
+                if found:
+                    rows.append(_witness_row(WitnessRow, (node, found[0], found[1])))
+                    size += found[2]
+                    continue
+                if found is False:  # past the limit: the Python path refuses it too, at no cost
+                    return None
+                # declined for what every column would decline for
+                built = self._general_row(ctx, element, node, None, left)
+            else:
+                built = self._general_row(ctx, element, node, self._plain_columns(ctx, element, left), left)
             if built is None:
                 return None
             rows.append(built[0])
@@ -136,23 +162,9 @@ class RowReader:
         return rows, size
 
     def row(self, ctx: DocumentContext, node: int, limit: int) -> tuple[WitnessRow, int] | None:
-        """One node's row and its size in bytes (with 16 for its bookkeeping); None past ``limit``."""
-        element = ctx.nodes[node] if node >= 0 else None  # -1: the document node (general path)
-        if element is None:
-            return self._general_row(ctx, None, node, None, limit)
-        if self.plain is not None:
-            read_row = kernel.plain_row  # looked up per row: the benchmarks turn it off and on
-            if read_row is not None:
-                if self.walks:
-                    ctx.charge_children(element)
-                found = read_row(element, self.names, *self.plain, limit)
-                if found:
-                    return WitnessRow(node, found[0], found[1]), found[2]
-                if found is False:  # past the limit: the Python path refuses it too, at no cost
-                    return None
-                # declined for what every column would decline for
-                return self._general_row(ctx, element, node, None, limit)
-        return self._general_row(ctx, element, node, self._plain_columns(ctx, element, limit), limit)
+        """One node's row and its size in bytes; None past ``limit``."""
+        found = self.rows(ctx, (node,), limit)
+        return None if found is None else (found[0][0], found[1])
 
     def _general_row(
         self,
