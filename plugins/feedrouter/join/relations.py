@@ -74,7 +74,7 @@ class MessageWitnesses:
             groups filing found them in (:meth:`~feedrouter.join.selections.Served.bind`).
         rows: the rows of those nodes, each with its plan's names (:data:`Names`), in the order
             the plans filed them. The hour's writer names their columns
-            (:meth:`HourWitnesses.append`): a routing task builds no mapping per node.
+            (:meth:`HourWitnesses.settle`): a routing task builds no mapping per node.
     """
 
     message: MessageRef
@@ -152,8 +152,8 @@ class HourWitnesses:
     _roots: dict[str, list[tuple[int, int]]] = field(default_factory=dict, repr=False)
     _values: dict[tuple[int, int], dict[str, tuple[str, ...]]] = field(default_factory=dict, repr=False)
     _fragments: dict[tuple[int, int], dict[str, bytes]] = field(default_factory=dict, repr=False)
-    #: the last messages appended, not yet filed into the relations (:meth:`settle`)
-    _pending: list[MessageWitnesses] = field(default_factory=list, repr=False)
+    #: the last messages appended with their numbers, not yet filed into the relations (:meth:`settle`)
+    _pending: list[tuple[int, MessageWitnesses]] = field(default_factory=list, repr=False)
     _indexes: dict[str, dict[str, list[tuple[int, int]]]] = field(default_factory=dict, repr=False)
     _entries: dict[str, LeafEntries] = field(default_factory=dict, repr=False)
     _arrays: HourArrays | None = field(default=None, repr=False)
@@ -218,8 +218,8 @@ class HourWitnesses:
     def append(self, found: MessageWitnesses) -> None:
         """Add the next message of the hour (stream order) with its witnesses; they are filed
         into the relations when those are next read (:meth:`settle`)."""
+        self._pending.append((len(self.messages), found))
         self.messages.append(found.message)
-        self._pending.append(found)
         self.forget()
 
     def settle(self) -> None:
@@ -233,7 +233,7 @@ class HourWitnesses:
             return
         self._pending = []
         roots, values, fragments = self._roots, self._values, self._fragments
-        for number, found in enumerate(pending, len(self.messages) - len(pending)):
+        for number, found in pending:
             bound = found.bound
             # document order within each block: a node's blocks come from the plans that bound
             # it, and where two plans bound nodes of the message, their nodes interleave
