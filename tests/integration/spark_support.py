@@ -362,6 +362,11 @@ class StandaloneCluster:
 AWS_VARIABLES = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE")
 
 
+#: the shuffle partitions of the test's Connect server (``local[2]``; not 2 x its cores, what a
+#: classic session's stage sets: the test sees that the client left it alone)
+CONNECT_SHUFFLES = "6"
+
+
 class ConnectServer:
     """A Spark Connect server (``local[2]`` behind it) in its own process, from the installed
     pyspark's ``SparkConnectServer``; its Python workers run this interpreter. It gets no AWS
@@ -388,6 +393,9 @@ class ConnectServer:
             "spark.driver.bindAddress": "127.0.0.1",
             "spark.ui.enabled": "false",
             "spark.speculation": "false",
+            # sized to local[2], as an operator sizes a server's (a Connect client cannot see its
+            # cores and keeps the server's setting: Spark's 200 made the join stage 4x slower here)
+            "spark.sql.shuffle.partitions": CONNECT_SHUFFLES,
             "spark.python.worker.reuse": "true",
             "spark.pyspark.python": sys.executable,
             "spark.driver.extraJavaOptions": FAST_JVM,

@@ -22,6 +22,7 @@ from feedrouter.storage import FileStore, open_store
 from feedrouter.storage.s3 import S3Settings
 from tests.integration.spark_support import (
     AWS_ENV,
+    CONNECT_SHUFFLES,
     HOUR,
     PART_BYTES,
     ConnectServer,
@@ -99,7 +100,7 @@ def test_a_lost_lease_interrupts_the_connect_operations_by_tag(spark: Any, tmp_p
 
 def test_the_join_stage_over_connect_gives_the_in_process_pairs(spark: Any, tmp_path: Path) -> None:
     """Both Spark join engines from a Connect client: the server's executors read the witness
-    Parquet (the partitioned engine's tasks as columns), the client sees no cores (Spark's own
+    Parquet (the partitioned engine's tasks as columns), the client sees no cores (the server's
     shuffle setting stays; the population in the parts a client without cores takes), the pairs
     come back as Arrow; every subscription's pairs of the last hour equal the in-process stage's."""
     from feedrouter.spark.joinparts import partitioned_pairs
@@ -109,7 +110,7 @@ def test_the_join_stage_over_connect_gives_the_in_process_pairs(spark: Any, tmp_
     join = generated_join_hour(tmp_path, seed=31)
     on_connect = spark_pairs(spark, join.plans, join.hour, join.source, join.lateness)
     assert {sid: on_connect.get(sid, []) for sid in join.in_process} == join.in_process
-    assert spark.conf.get("spark.sql.shuffle.partitions") == "200"
+    assert spark.conf.get("spark.sql.shuffle.partitions") == CONNECT_SHUFFLES  # the server's, unchanged
     assert partitioned_pairs(spark, join.plans, join.hour, join.source, join.lateness) == join.in_process
 
 
