@@ -87,12 +87,13 @@ class Router:
     # built on first need in each process and never pickled (see __getstate__)
     _validator: etree.DTD | None = None
     _fallback: Router | None = None
-    # join blocks compiled as witness plans: id -> (leaf count, default namespace per fragment)
-    _witnesses: dict[str, tuple[int, tuple[str, ...]]] = {}
+    # join blocks compiled as witness plans: id -> (leaf count, default namespace per fragment,
+    # whether only the first bound node's row is read); routers pickled before have no third
+    _witnesses: dict[str, tuple[int, tuple[str, ...]] | tuple[int, tuple[str, ...], bool]] = {}
     _witness_specs: dict[str, BlockSpec] = {}
     # per set of witness blocks of a group, how their rows are read (Router._witness_readers):
     # built on first need in each process, dropped whenever a plan is added or removed
-    _readers: dict[tuple[str, ...], list[tuple[RowReader, list[str]]]]
+    _readers: dict[tuple[str, ...], list[tuple[RowReader, list[str], bool]]]
 
     def __init__(
         self,
@@ -216,7 +217,8 @@ class Router:
             self.remove(spec.id)
         tree = spec.subscription()
         plan = self._planner.plan(spec.id, tree, spec.value_slots())
-        self._witnesses[spec.id] = (len(spec.leaves), tuple(f.default_ns for f in spec.fragments.values()))
+        namespaces = tuple(f.default_ns for f in spec.fragments.values())
+        self._witnesses[spec.id] = (len(spec.leaves), namespaces, spec.first)
         if self.validates_documents:  # the fallback for invalid documents compiles it again
             self._witness_specs[spec.id] = spec
         self._file(spec.id, plan, tree)
@@ -417,9 +419,9 @@ class Router:
         blocks = group.witnesses
         if not blocks:
             return False
-        for reader, members in self._witness_readers(blocks, group.plan.returns):
+        for reader, members, first in self._witness_readers(blocks, group.plan.returns):
             allowed = min(limit, budget.left)  # an earlier shape of the group took its share
-            found = reader.rows(ctx, bound, allowed)
+            found = reader.rows(ctx, bound[:1] if first else bound, allowed)
             if found is None:
                 refusal = budget.refuse(allowed, ctx.source)
                 for block in members:
@@ -433,19 +435,24 @@ class Router:
 
     def _witness_readers(
         self, blocks: tuple[str, ...], returns: Sequence[ReturnItem]
-    ) -> list[tuple[RowReader, list[str]]]:
+    ) -> list[tuple[RowReader, list[str], bool]]:
         """How a group's witness rows are read: one reader per way its blocks split the plan's
         returns between leaves and fragments (`//item[@lang = "en"]` wanting `author`'s value,
-        `//item where $w/@lang = "en"` its copy), with the blocks it serves; worked out once per
-        process and set of blocks (routing asks for it for every witness group a document binds).
-        The blocks alone are the key: a block belongs to one group, whose plan gives ``returns``,
-        and any plan coming or going drops what was worked out."""
+        `//item where $w/@lang = "en"` its copy) and whether it reads the first bound node only (an
+        event time), with the blocks it serves; worked out once per process and set of blocks
+        (routing asks for it for every witness group a document binds). The blocks alone are the
+        key: a block belongs to one group, whose plan gives ``returns``, and any plan coming or
+        going drops what was worked out."""
         readers = self._readers.get(blocks)
         if readers is None:
-            shapes: dict[tuple[int, tuple[str, ...]], list[str]] = {}
+            shapes: dict[tuple[int, tuple[str, ...], bool], list[str]] = {}
             for block in blocks:
-                shapes.setdefault(self._witnesses[block], []).append(block)
-            readers = [(row_reader(returns, *shape), members) for shape, members in shapes.items()]
+                leaves, namespaces, *first = self._witnesses[block]
+                shapes.setdefault((leaves, namespaces, bool(first and first[0])), []).append(block)
+            readers = [
+                (row_reader(returns, leaves, namespaces), members, first)
+                for (leaves, namespaces, first), members in shapes.items()
+            ]
             self._readers[blocks] = readers
         return readers
 

@@ -78,6 +78,9 @@ class BlockSpec:
     text: str
     leaves: dict[str, ast.RelPath] = field(default_factory=dict)
     fragments: dict[str, Fragment] = field(default_factory=dict)
+    #: only the first node the binding selects, in document order, is read (an event time: a
+    #: message's time is its first value; a bulk message's thousands of others cost nothing)
+    first: bool = False
 
     def merge(self, other: BlockSpec) -> bool:
         """Take ``other``'s leaves and fragments (same block); whether anything was new."""
@@ -329,9 +332,9 @@ class JoinSet:
 
 
 def clock_block(feed: str, path: str) -> BlockSpec:
-    """The block that reads a feed's event time in the same pass: the nodes the event-time path
-    selects, with their string value as the one leaf (``//pubDate``, ``/trade/@executed``,
-    ``//trade/time/text()``); the message's time is the first value, in document order.
+    """The block that reads a feed's event time in the same pass: the first node the event-time
+    path selects, in document order, with its string value as the one leaf (``//pubDate``,
+    ``/trade/@executed``, ``//trade/time/text()``); the message's time is its first value.
 
     Raises:
         SubscriptionError: the path is not an absolute path to elements or one attribute of them.
@@ -347,6 +350,6 @@ def clock_block(feed: str, path: str) -> BlockSpec:
     binding = ast.AbsPath(body.path.steps, body.path.span)
     text = f"event time of {feed}: {path}"
     digest = hashlib.sha256(text.encode()).hexdigest()[:20]
-    spec = BlockSpec(f"clock-{digest}", feed, binding, (), text)
+    spec = BlockSpec(f"clock-{digest}", feed, binding, (), text, first=True)
     spec.leaves[path_text(leaf)] = leaf
     return spec

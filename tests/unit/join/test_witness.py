@@ -4,6 +4,9 @@ items' own values and the message factory's copies), and a row past its limit is
 
 from __future__ import annotations
 
+import contextlib
+import pickle
+from dataclasses import replace
 from typing import Any, cast
 
 import pytest
@@ -14,8 +17,9 @@ from lxml import etree
 from feedrouter import Router, kernel
 from feedrouter.engine.runtime import run
 from feedrouter.join import witness
-from feedrouter.join.plan import clock_block
+from feedrouter.join.plan import BlockSpec, clock_block
 from feedrouter.join.witness import WitnessRow, witness_rows
+from feedrouter.limits import ResultLimits
 from feedrouter.output.factory import attribute_value, render_items_within
 from feedrouter.plan.context import DocumentContext
 from feedrouter.plan.results import ReturnItem
@@ -296,12 +300,30 @@ def test_a_row_of_own_attributes_charges_the_same_work_with_or_without_the_kerne
     assert read() == expected
 
 
-def clock_router() -> tuple[Router, str]:
+def clock_router(*others: BlockSpec, limits: ResultLimits | None = None) -> tuple[Router, str]:
     clock = clock_block("f", "//time")
-    router = Router.compile([], on_error="collect")
-    router.add_witness(clock)
+    router = Router.compile([], on_error="collect", result_limits=limits)
+    for spec in (clock, *others):
+        router.add_witness(spec)
     router.reindex()
     return router, clock.id
+
+
+@pytest.mark.parametrize("turned_off", [False, True])
+def test_the_clock_reads_the_first_node_only(turned_off: bool) -> None:
+    """A message's time is its event-time path's first value: of a bulk message's 3,000 event
+    times the clock reads the first (their rows would take 39 KB of the document's result budget
+    and past it leave the message without a time); a block of the same plan reads every node."""
+    every = replace(clock_block("f", "//time"), id="block-every-time", first=False)
+    document = b"<m>" + b"".join(b"<time>t%04d</time>" % i for i in range(3000)) + b"</m>"
+    roomy, clock = clock_router(every)
+    tight, _ = clock_router(limits=ResultLimits(per_subscription=1000, per_document=1000))
+    with kernel.turned_off() if turned_off else contextlib.nullcontext():
+        found = roomy.route_outcome(document).witnesses
+        alone = tight.route_outcome(document)
+    assert found[clock] == [WitnessRow(1, (("t0000",),), ())]
+    assert len(found[every.id]) == 3000 and found[every.id][2999] == WitnessRow(3000, (("t2999",),), ())
+    assert alone.witnesses[clock] == [WitnessRow(1, (("t0000",),), ())] and not alone.failures
 
 
 @needs_kernel
@@ -333,3 +355,13 @@ def test_an_event_time_is_read_by_the_kernel_as_by_the_python_path(
     assert router.route_outcome(document).witnesses[clock] == expected
     plain = b"<!--" not in document and b"xmlns" not in document
     assert len(answers) == len(expected) and all((answer is not None) == plain for answer in answers)
+
+
+def test_a_router_pickled_before_blocks_said_first_reads_every_node() -> None:
+    """Routers pickled before a block's shape said whether it reads its first node only hold two
+    fields per block: they read every node, as they did."""
+    router, clock = clock_router()
+    router._witnesses = {block: shape[:2] for block, shape in router._witnesses.items()}
+    router = pickle.loads(pickle.dumps(router))
+    rows = router.route_outcome(b"<m><time>a</time><time>b</time></m>").witnesses[clock]
+    assert [row.values for row in rows] == [(("a",),), (("b",),)]
