@@ -51,6 +51,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
+import gc
 import os
 import pickle
 import random
@@ -63,7 +64,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from common import RESULTS, markdown_table, write_csv
 from feedrouter import Router, heap, kernel
@@ -326,8 +327,23 @@ def loaded(value: T) -> T:
     """``value`` as a routing worker has it: unpickled from its artifact (a copy of its own, laid
     out in memory as unpickling lays it out; every router measured is one, so none finds another's
     structures warm)."""
-    copy: T = pickle.loads(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+    copy: T = pickle.loads(artifact(value))
     return copy
+
+
+def artifact(value: object) -> bytes:
+    return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def loaded_after_compiling(artifacts: Mapping[str, bytes]) -> dict[str, Any]:
+    """The routers of ``artifacts`` as workers have them: each unpickled into a heap the
+    compiling left no garbage in, one after the other. Unpickled among the compiler's freed
+    objects, a copy lands scattered over the holes they left: two copies of one router, the first
+    unpickled before any compiling and the second after, differed by 4 to 15% (and the factored
+    router read in Python came out cheaper than with the kernel, which it is not); unpickled so,
+    copies of one router agree within 1 to 3%."""
+    gc.collect()
+    return {name: pickle.loads(data) for name, data in artifacts.items()}
 
 
 #: messages a router routes before the next takes its turn (:func:`per_message`)
@@ -356,17 +372,16 @@ def stage1(workload: Workload, sizes: Sizes) -> list[dict]:
             blocks = workload.joins.specs_for(feed)
             clock = clock_block(feed, CLOCK_PATH)
             started = time.perf_counter()
-            routers: dict[str, tuple[Router, WitnessPlans | None]] = {
-                "ordinary": (loaded(witness_router((), ordinary)), None)
-            }
+            artifacts = {"ordinary": artifact((witness_router((), ordinary), None))}
             for name, min_shared in VARIANTS.items():
                 plans = witness_plans(blocks, min_shared)
-                router = witness_router([*plans.bases.values(), clock], ordinary)
-                routers[name] = (loaded(router), loaded(plans))
+                artifacts[name] = artifact((witness_router([*plans.bases.values(), clock], ordinary), plans))
                 if name == "selections factored":  # the same, read without the kernel
-                    routers[PYTHON_ROWS] = (loaded(router), loaded(plans))
-                del router
+                    artifacts[PYTHON_ROWS] = artifacts[name]
+                del plans
             compiled = time.perf_counter() - started
+            routers: dict[str, tuple[Router, WitnessPlans | None]] = loaded_after_compiling(artifacts)
+            del artifacts
             hour = workload.feeds[feed][len(workload.feeds[feed]) // 2]
             messages = [m.data for m in hour.messages[: sizes.stage1_messages]]
             timed = per_message(routers, messages, PASSES, python_rows={PYTHON_ROWS})
@@ -893,7 +908,8 @@ latter's compiled plans. Both read a bound node's row (its plain children's valu
 own attributes) with one call of the compiled kernel (`feedrouter.kernel`); `factored, rows in
 Python` is the default without it. Every
 router is measured as a routing worker has it, unpickled from its artifact, each its own copy (so
-that none finds another's structures warm). The ordinary population: `//item` filters on one
+that none finds another's structures warm), all unpickled one after the other once the compiling's
+garbage is collected (unpickled among its holes, two copies of one router differed by 4 to 15%). The ordinary population: `//item` filters on one
 author, category, ticker or title word (some with `@lang`), values uniform over the vocabulary: what
 subscribers of an item feed ask for; the selection index serves them, so their routing costs little
 more than parsing."""
