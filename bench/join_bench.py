@@ -337,11 +337,10 @@ def artifact(value: object) -> bytes:
 
 def loaded_after_compiling(artifacts: Mapping[str, bytes]) -> dict[str, Any]:
     """The routers of ``artifacts`` as workers have them: each unpickled into a heap the
-    compiling left no garbage in, one after the other. Unpickled among the compiler's freed
-    objects, a copy lands scattered over the holes they left: two copies of one router, the first
-    unpickled before any compiling and the second after, differed by 4 to 15% (and the factored
-    router read in Python came out cheaper than with the kernel, which it is not); unpickled so,
-    copies of one router agree within 1 to 3%."""
+    compiling left no garbage in, one after the other, as a worker unpickles its artifact into a
+    fresh process. Where a copy lands decides how well its structures share the caches: two copies
+    of one router (D's news, 10,000 ordinary subscriptions) unpickled at different points of a run
+    differed by 4 to 7%; unpickled so, copies of one router agree within 1 to 3%."""
     gc.collect()
     return {name: pickle.loads(data) for name, data in artifacts.items()}
 
@@ -909,7 +908,8 @@ own attributes) with one call of the compiled kernel (`feedrouter.kernel`); `fac
 Python` is the default without it. Every
 router is measured as a routing worker has it, unpickled from its artifact, each its own copy (so
 that none finds another's structures warm), all unpickled one after the other once the compiling's
-garbage is collected (unpickled among its holes, two copies of one router differed by 4 to 15%). The ordinary population: `//item` filters on one
+garbage is collected (copies of one router unpickled at different points of a run differed by 4 to
+7%; unpickled so, they agree within 1 to 3%). The ordinary population: `//item` filters on one
 author, category, ticker or title word (some with `@lang`), values uniform over the vocabulary: what
 subscribers of an item feed ask for; the selection index serves them, so their routing costs little
 more than parsing."""
