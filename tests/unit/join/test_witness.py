@@ -312,7 +312,7 @@ def clock_router(*others: BlockSpec, limits: ResultLimits | None = None) -> tupl
 @pytest.mark.parametrize("turned_off", [False, True])
 def test_the_clock_reads_the_first_node_only(turned_off: bool) -> None:
     """A message's time is its event-time path's first value: of a bulk message's 3,000 event
-    times the clock reads the first (their rows would take 39 KB of the document's result budget
+    times the clock reads the first (their rows would take 63 KB of the document's result budget
     and past it leave the message without a time); a block of the same plan reads every node."""
     every = replace(clock_block("f", "//time"), id="block-every-time", first=False)
     document = b"<m>" + b"".join(b"<time>t%04d</time>" % i for i in range(3000)) + b"</m>"
