@@ -258,7 +258,6 @@ def per_message(
     messages: Sequence[bytes],
     passes: int,
     python_rows: Collection[str] = (),
-    baseline: str = "ordinary",
 ) -> dict[str, Timed]:
     """Each router's time per message, and with its plans to file its witnesses by block and file
     them into the hour's relations too (what a routing task does before it sends them to the
@@ -273,7 +272,7 @@ def per_message(
     evict everything, on every turn: measured +14 points against the ordinary router from the
     order alone). A turn is short enough for the machine's drift (it is shared) to fall on every
     router alike, and long enough for a router's own structures to be warm, as they are in a worker
-    that routes with one plan. A router's cost against ``baseline``'s is the median of the per-turn
+    that routes with one plan. A router's cost against the ordinary router's is the median of the per-turn
     ratios (paired on the same messages, close in time: on a noisy machine it held within 1 to 2
     points from run to run where the difference of pass means moved by 10). The routers named in
     ``python_rows`` read witness rows without the compiled kernel
@@ -296,7 +295,7 @@ def per_message(
                     turn[name] = _route_turn(router, plans, block, unfiled, name in python_rows)
                 for name in names:
                     spent[name] += turn[name]
-                    ratios[name].append(turn[name] / turn[baseline])
+                    ratios[name].append(turn[name] / turn["ordinary"])
             for name in names:
                 means[name].append(spent[name] / len(messages))
     return {name: Timed(statistics.median(means[name]), statistics.median(ratios[name])) for name in names}
@@ -323,15 +322,8 @@ def _route_turn(
 T = TypeVar("T")
 
 
-def loaded(value: T) -> T:
-    """``value`` as a routing worker has it: unpickled from its artifact (a copy of its own, laid
-    out in memory as unpickling lays it out; every router measured is one, so none finds another's
-    structures warm)."""
-    copy: T = pickle.loads(artifact(value))
-    return copy
-
-
 def artifact(value: object) -> bytes:
+    """``value`` pickled as a plan artifact is (:func:`loaded_after_compiling` unpickles it)."""
     return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
 
 
@@ -361,10 +353,11 @@ PYTHON_ROWS = "factored, rows in Python"
 
 def rotations(routers: Mapping[str, T]) -> list[dict[str, T]]:
     """The routers that take turns together: the ordinary router with the one-by-one router, and
-    then with the default variants (measured last: theirs is the ordinary figure reported). In one
-    rotation the one-by-one router's 15,000 plans evicted the caches before every router that
-    followed it: the factored router's cost against the ordinary router's was +25% where apart it
-    is +15% (A's news feed, 93,207 ordinary subscriptions, in a harness pairing the two)."""
+    then with the default variants (measured last: theirs is the ordinary figure reported). A
+    worker routes with one router; in one rotation the one-by-one router's 15,000 plans evicted the
+    caches before every router that followed it. (A's news feed at 93,207 ordinary subscriptions:
+    +25% in one rotation, +23% apart, +15% in a harness pairing the factored and ordinary routers
+    alone: the rotation was not the whole of the difference.)"""
     one_by_one = "blocks one by one"
     return [
         {name: routers[name] for name in ("ordinary", one_by_one)},
