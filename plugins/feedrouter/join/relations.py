@@ -16,6 +16,7 @@ import bisect
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
+from itertools import chain
 
 import numpy as np
 import numpy.typing as npt
@@ -150,8 +151,15 @@ class HourWitnesses:
     blocks: tuple[str, ...] = ()
     messages: list[MessageRef] = field(default_factory=list)
     _roots: dict[str, list[tuple[int, int]]] = field(default_factory=dict, repr=False)
+    #: the roots filed since :attr:`roots` was last read, as the groups of blocks that bound each
+    #: node (:class:`_FiledRoots`): the writer turns them round into its table in one sort
+    _filed: _FiledRoots = field(default_factory=lambda: _FiledRoots(), repr=False)
+    _root_columns: RootColumns | None = field(default=None, repr=False)
     _values: dict[tuple[int, int], dict[str, tuple[str, ...]]] = field(default_factory=dict, repr=False)
     _fragments: dict[tuple[int, int], dict[str, bytes]] = field(default_factory=dict, repr=False)
+    #: the rows filed since :attr:`values` or :attr:`fragments` were last read, by message number:
+    #: the writer reads their columns straight from them (:meth:`value_columns`, :meth:`fragment_columns`)
+    _rows: list[tuple[int, list[tuple[Names, WitnessRow]]]] = field(default_factory=list, repr=False)
     #: the last messages appended with their numbers, not yet filed into the relations (:meth:`settle`)
     _pending: list[tuple[int, MessageWitnesses]] = field(default_factory=list, repr=False)
     _indexes: dict[str, dict[str, list[tuple[int, int]]]] = field(default_factory=dict, repr=False)
@@ -173,37 +181,91 @@ class HourWitnesses:
     def roots(self) -> dict[str, list[tuple[int, int]]]:
         """Per block, the nodes it bound in the hour, in stream order (R_bin)."""
         self.settle()
+        if self._filed.hits:
+            self._root_columns = None
+            columns = self._filed.columns()
+            self._filed = _FiledRoots()
+            roots = self._roots
+            nodes = list(zip(columns.messages.tolist(), columns.nodes.tolist(), strict=True))
+            bounds = columns.starts.tolist()
+            for at, block in enumerate(columns.names):
+                if bounds[at] < bounds[at + 1]:
+                    roots.setdefault(block, []).extend(nodes[bounds[at] : bounds[at + 1]])
         return self._roots
 
     @roots.setter
     def roots(self, roots: dict[str, list[tuple[int, int]]]) -> None:
         self.settle()
+        self._filed = _FiledRoots()  # what was filed is replaced too
         self._roots = roots
         self.forget()
+
+    def root_columns(self) -> RootColumns:
+        """The roots as the witness store's table holds them: sorted by block, message and node
+        (a node twice in a block's roots, if filed twice, as :attr:`roots` has it), built once."""
+        self.settle()
+        found = self._root_columns
+        if found is None:
+            found = self._root_columns = _sorted_roots(self._roots, self._filed)
+        return found
 
     @property
     def values(self) -> dict[tuple[int, int], dict[str, tuple[str, ...]]]:
         """Per node some block bound, its leaves' values by name (R_doc)."""
-        self.settle()
+        self._name_rows()
         return self._values
 
     @values.setter
     def values(self, values: dict[tuple[int, int], dict[str, tuple[str, ...]]]) -> None:
-        self.settle()
+        self._name_rows()
         self._values = values
         self.forget()
 
     @property
     def fragments(self) -> dict[tuple[int, int], dict[str, bytes]]:
         """Per node some block bound, its fragments by name."""
-        self.settle()
+        self._name_rows()
         return self._fragments
 
     @fragments.setter
     def fragments(self, fragments: dict[tuple[int, int], dict[str, bytes]]) -> None:
-        self.settle()
+        self._name_rows()
         self._fragments = fragments
-        self.forget()
+
+    def _name_rows(self) -> None:
+        """Name the columns of the rows filed since :attr:`values` or :attr:`fragments` were last
+        read: a node's values and fragments by name (the union of its rows')."""
+        self.settle()
+        rows, self._rows = self._rows, []
+        values, fragments = self._values, self._fragments
+        for number, found in rows:
+            for node, (named_values, named_fragments) in _named(found).items():
+                values[(number, node)] = named_values
+                fragments[(number, node)] = named_fragments
+
+    def value_columns(self) -> NamedColumns:
+        """The values table's rows, unsorted: per value of a leaf of a node, the leaf, the value
+        and the node (a value twice if a node's rows gave it twice: the table keeps it once)."""
+        self.settle()
+        found = _NamedColumnsBuilder()
+        for (m, n), named in self._values.items():
+            found.add(m, n, tuple(named), tuple(named.values()))
+        for m, rows in self._rows:
+            for (leaves, _), row in rows:
+                found.add(m, row.node, leaves, row.values)
+        return found.columns(per_item=True)
+
+    def fragment_columns(self) -> NamedColumns:
+        """The fragments table's rows, unsorted: per fragment of a node, its name, its bytes and
+        the node (a fragment twice if a node's rows gave it twice: the same bytes, kept once)."""
+        self.settle()
+        found = _NamedColumnsBuilder()
+        for (m, n), fragments in self._fragments.items():
+            found.add(m, n, tuple(fragments), tuple(fragments.values()))
+        for m, rows in self._rows:
+            for (_, names), row in rows:
+                found.add(m, row.node, names, row.fragments)
+        return found.columns(per_item=False)
 
     def add(
         self,
@@ -224,37 +286,28 @@ class HourWitnesses:
 
     def settle(self) -> None:
         """File the messages appended since the relations were last read: each node's groups of
-        blocks expanded into the blocks' roots, its rows' columns named. The hour's writer reads
-        the relations once, after the hour's last message: one loop over the hour does for every
-        message what a call per message would (warm, and without a mapping per message made and
-        dropped)."""
+        blocks numbered (:class:`_FiledRoots`; they become the blocks' roots in one sort, when
+        read), its rows kept with their message's number (their columns are named when read).
+        The hour's writer reads the relations once, after the hour's last message, and its tables
+        straight from these (:meth:`root_columns`, :meth:`value_columns`, :meth:`fragment_columns`)."""
         pending = self._pending
         if not pending:
             return
         self._pending = []
-        roots, values, fragments = self._roots, self._values, self._fragments
+        self._root_columns = None
+        file = self._filed.file
+        rows = self._rows
         for number, found in pending:
-            bound = found.bound
-            # document order within each block: a node's blocks come from the plans that bound
-            # it, and where two plans bound nodes of the message, their nodes interleave
-            for node in sorted(bound) if len(bound) > 1 else bound:
-                key = (number, node)
-                for blocks in bound[node]:
-                    for block in blocks:
-                        nodes = roots.get(block)
-                        if nodes is None:
-                            roots[block] = [key]
-                        else:
-                            nodes.append(key)
-            for node, (named_values, named_fragments) in _named(found.rows).items():
-                values[(number, node)] = named_values
-                fragments[(number, node)] = named_fragments
+            file(number, found.bound)
+            if found.rows:
+                rows.append((number, found.rows))
 
     def forget(self) -> None:
         """Drop the derived views (value indexes, memberships): they are rebuilt on next use."""
         self._indexes.clear()
         self._entries.clear()
         self._arrays = None
+        self._root_columns = None
 
     def time_of(self, node: tuple[int, int]) -> datetime | None:
         return self.messages[node[0]].time
@@ -300,6 +353,160 @@ class HourWitnesses:
                     index.setdefault(value, []).append(node)
             self._indexes[leaf] = index
         return index
+
+
+@dataclass(frozen=True)
+class NamedColumns:
+    """Rows of a node's named items (a leaf's values, or fragments), unsorted: row ``i`` is
+    ``items[i]`` of the name ``names[name[i]]`` (``names`` ascending) of node ``nodes[i]`` of
+    message ``messages[i]``."""
+
+    names: list[str]
+    name: npt.NDArray[np.int64]
+    items: list[str] | list[bytes]
+    messages: npt.NDArray[np.int64]
+    nodes: npt.NDArray[np.int64]
+
+
+class _NamedColumnsBuilder:
+    """Collects :class:`NamedColumns` a node's names at a time, with a few calls in C each (a
+    message's row has a name per leaf or fragment: the hour's writer reads every one)."""
+
+    def __init__(self) -> None:
+        self.codes: dict[tuple[str, ...], tuple[int, ...]] = {}
+        self.names: dict[str, int] = {}
+        self.name: list[int] = []  # per name of a node, the name's number (first seen)
+        self.items: list = []
+        self.per_node: list[int] = []  # per node, how many names
+        self.messages: list[int] = []
+        self.nodes: list[int] = []
+
+    def add(self, m: int, n: int, names: tuple[str, ...], items: Sequence) -> None:
+        codes = self.codes.get(names)
+        if codes is None:
+            known = self.names
+            codes = self.codes[names] = tuple(known.setdefault(name, len(known)) for name in names)
+        self.name.extend(codes)
+        self.per_node.append(len(codes))
+        self.messages.append(m)
+        self.nodes.append(n)
+        self.items.append(items)
+
+    def columns(self, *, per_item: bool) -> NamedColumns:
+        """The rows; ``per_item``: each name's item is a tuple of items (a leaf's values), else
+        one item (a fragment's bytes)."""
+        ordered = sorted(self.names)
+        rank = np.array([0] * len(ordered), np.int64)
+        for at, name in enumerate(ordered):
+            rank[self.names[name]] = at
+        names = rank[np.array(self.name, np.int64)]
+        per_node = np.array(self.per_node, np.int64)
+        messages = np.repeat(np.array(self.messages, np.int64), per_node)
+        nodes = np.repeat(np.array(self.nodes, np.int64), per_node)
+        items = list(chain.from_iterable(self.items))
+        if per_item:
+            sizes = np.array([len(values) for values in items], np.int64)
+            names, messages, nodes = (np.repeat(column, sizes) for column in (names, messages, nodes))
+            items = list(chain.from_iterable(items))
+        return NamedColumns(ordered, names, items, messages, nodes)
+
+
+@dataclass(frozen=True)
+class RootColumns:
+    """An hour's roots sorted by block, message and node: ``names[blocks[i]]`` bound node
+    ``nodes[i]`` of message ``messages[i]``; ``names[j]``'s rows are ``starts[j]`` up to
+    ``starts[j + 1]`` (``names`` ascending, a block without rows among them only if an hour's
+    roots were set so)."""
+
+    names: list[str]
+    starts: npt.NDArray[np.int64]
+    blocks: npt.NDArray[np.int64]
+    messages: npt.NDArray[np.int64]
+    nodes: npt.NDArray[np.int64]
+
+
+class _GroupNumbers(dict[tuple[str, ...], int]):
+    """A group of blocks (a tuple filing found them in) -> its number, numbered as first seen."""
+
+    def __missing__(self, blocks: tuple[str, ...]) -> int:
+        number = self[blocks] = len(self)
+        return number
+
+
+class _FiledRoots:
+    """Roots as filing found them: per node, the numbers of the groups of blocks that bound it.
+
+    A message binds a node or two, each in tens of blocks found in fewer groups (a selection's
+    bucket, a test's blocks). Filing a node is a look-up per group, done in C
+    (:meth:`file`); its blocks' rows are made for the whole hour at once, by array operations
+    (:meth:`columns`), instead of an append per block and node.
+    """
+
+    __slots__ = ("counts", "hits", "messages", "nodes", "numbers")
+
+    def __init__(self) -> None:
+        self.numbers = _GroupNumbers()
+        self.hits: list[int] = []  # the groups' numbers, node after node
+        self.counts: list[int] = []  # per node, how many of them are its
+        self.messages: list[int] = []
+        self.nodes: list[int] = []
+
+    def file(self, message: int, bound: dict[int, list[tuple[str, ...]]]) -> None:
+        """File one message's nodes (:attr:`MessageWitnesses.bound`)."""
+        number = self.numbers.__getitem__
+        for node, groups in bound.items():
+            self.hits.extend(map(number, groups))
+            self.counts.append(len(groups))
+            self.messages.append(message)
+            self.nodes.append(node)
+
+    def columns(self) -> RootColumns:
+        """The filed roots sorted by block, message and node."""
+        return _sorted_roots({}, self)
+
+
+def _sorted_roots(roots: Mapping[str, Sequence[tuple[int, int]]], filed: _FiledRoots) -> RootColumns:
+    """``roots`` and ``filed`` together as :class:`RootColumns`."""
+    groups = list(filed.numbers)
+    # every block named, as its rank among the names: the groups' blocks, each group's a run,
+    # then the blocks of ``roots``
+    named = np.array([*chain.from_iterable(groups), *roots], np.str_)
+    unique, ranks = np.unique(named, return_inverse=True)
+    names: list[str] = unique.tolist()
+    ranks = ranks.reshape(-1).astype(np.int64)
+    sizes = np.array(list(map(len, groups)), np.int64)
+    members = ranks[: int(sizes.sum())]
+    firsts = np.cumsum(sizes) - sizes
+    hits = np.array(filed.hits, np.int64)
+    per_hit = sizes[hits]
+    # row r comes from hit owner[r], as the (r - its first row)th block of that hit's group
+    owner = np.repeat(np.arange(len(hits)), per_hit)
+    within = np.arange(len(owner)) - np.repeat(np.cumsum(per_hit) - per_hit, per_hit)
+    counts = np.array(filed.counts, np.int64)
+    listed = [(m, n) for nodes in roots.values() for m, n in nodes]
+    listed_blocks = np.repeat(ranks[len(members) :], [len(nodes) for nodes in roots.values()])
+    listed_messages, listed_nodes = (
+        np.array(column, np.int64) for column in (zip(*listed, strict=True) if listed else ((), ()))
+    )
+    blocks = np.concatenate((members[firsts[hits][owner] + within], listed_blocks))
+    messages = np.concatenate((np.repeat(np.array(filed.messages, np.int64), counts)[owner], listed_messages))
+    nodes = np.concatenate((np.repeat(np.array(filed.nodes, np.int64), counts)[owner], listed_nodes))
+    # one sort of one number per row: the block's rank, then the node's among the hour's nodes
+    # (filed in stream order, but for nodes of a message and for ``roots``)
+    keys = _keys(messages, nodes)
+    if len(keys) and bool(np.all(keys[1:] >= keys[:-1])):
+        ordinal = np.concatenate(([0], np.cumsum(keys[1:] != keys[:-1])))
+    else:
+        ordinal = np.unique(keys, return_inverse=True)[1].reshape(-1)
+    order = np.argsort(blocks * (len(keys) + 1) + ordinal)
+    blocks = blocks[order]
+    return RootColumns(
+        names=names,
+        starts=np.searchsorted(blocks, np.arange(len(names) + 1)).astype(np.int64),
+        blocks=blocks,
+        messages=messages[order],
+        nodes=nodes[order],
+    )
 
 
 @dataclass(frozen=True)

@@ -273,7 +273,7 @@ def write_witnesses(spec: JobSpec, messages: Iterable[MessageWitnesses]) -> Witn
         raise error("FR600", f"the job spec of {spec.feed} {spec.hour_text} names no state location")
     written = write_hour(spec.stores.open(spec.state_uri), hour)
     timed = sum(1 for message in hour.messages if message.time is not None)
-    roots = sum(len(nodes) for nodes in hour.roots.values())
+    roots = len(hour.root_columns().blocks)
     return WitnessReport(len(hour.messages), timed, roots, written)
 
 

@@ -47,6 +47,7 @@ from feedrouter.join.relations import (
     HourWitnesses,
     JoinableColumns,
     MessageRef,
+    NamedColumns,
     Runs,
     microseconds,
 )
@@ -357,17 +358,21 @@ def _folder_hour(rest: str) -> datetime | None:
 
 def encode(witnesses: HourWitnesses) -> dict[str, bytes]:
     """The four tables of an hour as Parquet bytes (deterministic: sorted rows, fixed options)."""
+    return {
+        name: _parquet(table, VALUE_BUCKET_ROWS if name == "values" else None)
+        for name, table in tables(witnesses).items()
+    }
+
+
+def tables(witnesses: HourWitnesses) -> dict[str, pa.Table]:
+    """The four tables of an hour, their rows sorted (what :func:`encode` writes)."""
     import pyarrow as pa
 
-    tables = {
+    return {
         "messages": _messages(pa, witnesses),
         "roots": _roots(pa, witnesses),
         "values": _values(pa, witnesses),
         "fragments": _fragments(pa, witnesses),
-    }
-    return {
-        name: _parquet(table, VALUE_BUCKET_ROWS if name == "values" else None)
-        for name, table in tables.items()
     }
 
 
@@ -423,50 +428,56 @@ def _messages(pa: Any, witnesses: HourWitnesses) -> pa.Table:
 
 
 def _roots(pa: Any, witnesses: HourWitnesses) -> pa.Table:
-    rows = sorted((block, m, n) for block, nodes in witnesses.roots.items() for m, n in nodes)
+    columns = witnesses.root_columns()
     return pa.table(
         {
-            "block": pa.array([r[0] for r in rows], pa.string()),
-            "message": pa.array([r[1] for r in rows], pa.int32()),
-            "node": pa.array([r[2] for r in rows], pa.int32()),
+            "block": pa.array(columns.names, pa.string()).take(pa.array(columns.blocks)),
+            "message": pa.array(columns.messages.astype("int32")),
+            "node": pa.array(columns.nodes.astype("int32")),
         }
     )
 
 
 def _values(pa: Any, witnesses: HourWitnesses) -> pa.Table:
     # a leaf's values are compared as a set: each (leaf, value, node) once
-    rows = sorted(
-        {
-            (leaf, value, m, n)
-            for (m, n), leaves in witnesses.values.items()
-            for leaf, values in leaves.items()
-            for value in values
-        }
-    )
-    return pa.table(
-        {
-            "leaf": pa.array([r[0] for r in rows], pa.string()),
-            "value": pa.array([r[1] for r in rows], pa.string()),
-            "message": pa.array([r[2] for r in rows], pa.int32()),
-            "node": pa.array([r[3] for r in rows], pa.int32()),
-        }
-    )
+    columns = witnesses.value_columns()
+    table = _named_table(pa, columns, "leaf", "value", pa.string())
+    return _sorted_once(pa, table, table.column_names, "leaf", "value")
 
 
 def _fragments(pa: Any, witnesses: HourWitnesses) -> pa.Table:
-    rows = sorted(
-        (m, n, key, data)
-        for (m, n), fragments in witnesses.fragments.items()
-        for key, data in fragments.items()
-    )
+    columns = witnesses.fragment_columns()
+    table = _named_table(pa, columns, "fragment", "data", pa.binary())
+    # a node's fragment once: rows alike in the key are alike in the bytes, which need no sorting
+    key = ["message", "node", "fragment"]
+    return _sorted_once(pa, table.select([*key, "data"]), key, "fragment")
+
+
+def _named_table(pa: Any, columns: NamedColumns, name: str, item: str, kind: pa.DataType) -> pa.Table:
     return pa.table(
         {
-            "message": pa.array([r[0] for r in rows], pa.int32()),
-            "node": pa.array([r[1] for r in rows], pa.int32()),
-            "fragment": pa.array([r[2] for r in rows], pa.string()),
-            "data": pa.array([r[3] for r in rows], pa.binary()),
+            name: pa.array(columns.names, pa.string()).take(pa.array(columns.name)),
+            item: pa.array(columns.items, kind),
+            "message": pa.array(columns.messages.astype("int32")),
+            "node": pa.array(columns.nodes.astype("int32")),
         }
     )
+
+
+def _sorted_once(pa: Any, table: pa.Table, by: list[str], *key: str) -> pa.Table:
+    """``table`` sorted by the columns ``by``, a row once per distinct ``key`` and node (the
+    first: rows alike in those are alike in the rest)."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    table = table.sort_by([(column, "ascending") for column in by])
+    if table.num_rows < 2:
+        return table
+    same = np.ones(table.num_rows - 1, np.bool_)
+    for column in (*key, "message", "node"):
+        values = table.column(column)
+        same &= pc.equal(values.slice(1), values.slice(0, table.num_rows - 1)).to_numpy(zero_copy_only=False)
+    return table.filter(pa.array(np.concatenate(([True], ~same))))
 
 
 def _parquet(table: pa.Table, row_group_size: int | None) -> bytes:

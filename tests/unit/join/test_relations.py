@@ -62,3 +62,18 @@ def test_a_message_s_rows_are_named_by_the_hour_as_they_were_filed() -> None:
     assert hour.roots == {"b1": [(0, 3), (0, 8)], "b2": [(0, 3), (1, 1)]}
     assert hour.values[(1, 1)] == {"author": ("z",), "@lang": ()}
     assert [m.key for m in hour.messages] == ["a", "b"]
+
+
+def test_relations_set_replace_what_was_filed_before() -> None:
+    """An hour's roots set as a mapping (a decoded hour, a test) replace the ones filed before,
+    whether they were read or not; messages filed after them add to them."""
+    hour = HourWitnesses("f", HOUR)
+    hour.append(MessageWitnesses(MessageRef("a", 0, None), bound={4: [("b1",)]}))
+    hour.roots = {"b2": [(0, 7)]}
+    assert hour.roots == {"b2": [(0, 7)]}
+    hour.append(MessageWitnesses(MessageRef("b", 0, None), bound={2: [("b2", "b3")]}))
+    assert hour.roots == {"b2": [(0, 7), (1, 2)], "b3": [(1, 2)]}
+    columns = hour.root_columns()
+    assert columns.names == ["b2", "b3"] and columns.starts.tolist() == [0, 2, 3]
+    nodes = list(zip(columns.messages.tolist(), columns.nodes.tolist(), strict=True))
+    assert nodes == [(0, 7), (1, 2), (1, 2)]

@@ -183,11 +183,14 @@ def test_the_needle_finder_finds_what_trying_every_needle_finds(name: str) -> No
 
 
 @pytest.mark.parametrize("seed", [4, 5])
-def test_keys_shared_by_many_blocks_decide_them_in_one_function(
-    seed: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Every key's blocks through :func:`decider` (the way keys common to many blocks go)."""
-    monkeypatch.setattr(selections, "SMALL_BUCKET", 0)
+def test_tests_decided_one_by_one_find_the_same_blocks(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test through the closures of :func:`selections.checker` (what deciding falls back to
+    where Python cannot compile the generated function) files what the plans do unfactored."""
+
+    def refuse(*args: object) -> None:
+        raise RecursionError("too deep")
+
+    monkeypatch.setattr(selections, "compile", refuse, raising=False)
     rng = random.Random(seed)
     specs = generated_blocks(rng, 60)
     documents = [generated_item(rng) for _ in range(80)]
@@ -218,6 +221,18 @@ def test_the_decider_holds_only_positions_and_constant_indexes() -> None:
     assert decide([['x"); import os; ("'], ["v"]]) == [("b1",), ("b2",)]
     assert decide([["y"], ["v"]]) == [("b2",)]
     assert decide([["y"], []]) == [("b1",), ("b2",)]
+
+
+@pytest.mark.parametrize("name", ["contains", "starts-with", "ends-with"])
+def test_generated_string_matches_decide_as_the_checker_does(name: str) -> None:
+    """The generated function's inline ``contains``/``starts-with``/``ends-with`` against the
+    checker's: no value is the empty string, two values make the call false."""
+    rows = [[()], [("",)], [("ab",)], [("xab",)], [("abx",)], [("ab", "ab")], [("b",)]]
+    for needle in ("ab", "", "b"):
+        test = ("match", 0, name, (needle,))
+        decide = selections.decider([(test, ["b1"])])
+        for row in rows:
+            assert decide(row) == ([("b1",)] if selections.checker(test)(row) else []), (needle, row)
 
 
 def test_tests_past_what_python_compiles_are_decided_one_by_one(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import random
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 
 from feedrouter.errors import WitnessesUnreadable
-from feedrouter.join.relations import HourWitnesses, LeafEntries, MessageRef
+from feedrouter.join.relations import HourWitnesses, LeafEntries, MessageRef, MessageWitnesses
+from feedrouter.join.witness import WitnessRow
 from feedrouter.spark.witnesses import (
     DELIVERY_TABLES,
     WitnessHours,
@@ -18,6 +20,7 @@ from feedrouter.spark.witnesses import (
     read_hour,
     read_joinable,
     read_relation,
+    tables,
     write_hour,
 )
 from feedrouter.storage import open_store
@@ -60,6 +63,78 @@ def test_a_rerun_writes_identical_bytes() -> None:
     shuffled = hour_of_witnesses()
     shuffled.roots = {"block-2": [(2, 4)], "block-1": [(2, 4), (0, 1)]}  # same relation, other order
     assert encode(shuffled) == first
+
+
+def filed_messages(rng: random.Random, count: int) -> list[MessageWitnesses]:
+    """Messages as routing tasks file them: nodes bound in groups of blocks (a block now and then
+    in two groups of a node, as two plans can bind it), rows of two plans' names, a node now and
+    then in both plans' rows (a leaf both read, with the same values), values repeated and
+    missing."""
+    plans = [
+        (("author", "@lang"), ("nodes  author",)),
+        (("author", "title"), ("nodes  title", "value  title")),
+    ]
+    blocks = [f"block-{i:02}" for i in range(12)]
+    words = ["ann", "bob", "cy", "", "é\u00e9"]
+    found = []
+    for number in range(count):
+        message = MessageWitnesses(MessageRef(f"m{number}", 0, None))
+        for node in rng.sample(range(1, 40), rng.randint(0, 3)):
+            groups = [tuple(rng.sample(blocks, rng.randint(1, 3))) for _ in range(rng.randint(1, 3))]
+            message.bound[node] = groups
+            # a leaf of a node has its values whichever plan reads it
+            leaf_values = {
+                leaf: tuple(rng.choices(words, k=rng.randint(0, 2))) for leaf in ("author", "@lang", "title")
+            }
+            for names in rng.sample(plans, rng.randint(1, 2)):
+                values = tuple(leaf_values[leaf] for leaf in names[0])
+                fragments = tuple(f"<{name}>{node}</{name}>".encode() for name in names[1])
+                message.rows.append((names, WitnessRow(node, values, fragments)))
+        found.append(message)
+    return found
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_tables_of_filed_messages_hold_what_their_relations_do(seed: int) -> None:
+    """The writer builds its tables straight from the filed groups and rows, sorted in one pass:
+    they hold the rows of the relations read as mappings (each block's roots in stream order, a
+    node's names the union of its rows'), sorted as the store keeps them, whether the relations
+    were read between messages or not; and an hour set from those mappings writes the same bytes."""
+    rng = random.Random(seed)
+    messages = filed_messages(rng, 40)
+    roots: dict[str, list[tuple[int, int]]] = {}
+    values: dict[tuple[int, int], dict[str, tuple[str, ...]]] = {}
+    fragments: dict[tuple[int, int], dict[str, bytes]] = {}
+    for number, message in enumerate(messages):
+        for node in sorted(message.bound):
+            for group in message.bound[node]:
+                for block in group:
+                    roots.setdefault(block, []).append((number, node))
+        for (leaves, names), row in message.rows:
+            values.setdefault((number, row.node), {}).update(zip(leaves, row.values, strict=True))
+            fragments.setdefault((number, row.node), {}).update(zip(names, row.fragments, strict=True))
+    read_between = HourWitnesses("books", HOUR)
+    read_at_end = HourWitnesses("books", HOUR)
+    for message in messages:
+        read_at_end.append(message)
+        read_between.append(message)
+        if rng.random() < 0.2:
+            getattr(read_between, rng.choice(["roots", "values", "fragments"]))
+    as_mappings = HourWitnesses("books", HOUR, messages=[m.message for m in messages])
+    as_mappings.roots, as_mappings.values, as_mappings.fragments = roots, values, fragments
+    written = tables(read_at_end)
+    assert [tuple(row.values()) for row in written["roots"].to_pylist()] == sorted(
+        (block, m, n) for block, nodes in roots.items() for m, n in nodes
+    )
+    assert [tuple(row.values()) for row in written["values"].to_pylist()] == sorted(
+        {(leaf, v, m, n) for (m, n), leaves in values.items() for leaf, vs in leaves.items() for v in vs}
+    )
+    assert [tuple(row.values()) for row in written["fragments"].to_pylist()] == sorted(
+        (m, n, name, data) for (m, n), named in fragments.items() for name, data in named.items()
+    )
+    assert encode(read_between) == encode(read_at_end) == encode(as_mappings)
+    for hour in (read_between, read_at_end):
+        assert hour.roots == roots and hour.values == values and hour.fragments == fragments
 
 
 def test_the_relations_an_engine_joins_read_as_arrow(tmp_path: Path) -> None:
