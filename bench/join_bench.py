@@ -32,7 +32,7 @@ What is measured, per population:
    witnesses as a routing task does; plus the hour's writer building its tables from the whole
    hour (measured apart: its sorts are per hour). The added cost per message (issue 16: at most
    20%), and block sharing. Each set of routers is timed in a fresh process, as a worker loads a
-   plan (:func:`in_fresh_process`).
+   plan (:func:`in_fresh_process`); then the same inside the routing task, deliveries included.
 2. **Stage 2** on the last hour, with the full lookback (window + lateness): every block's
    witnesses collected over every hour (stage 1 for the whole population), then ``JoinStage.pairs``
    for every subscription at once, timed warm (the hour before was joined first, so every earlier
@@ -466,10 +466,11 @@ def time_routers(
 
 def in_fresh_process(function: Callable[..., T], *args: Any) -> T:
     """``function(*args)`` in a new Python process, as a worker loads a plan artifact: into a heap
-    that holds nothing else. In this process the routers land among the workload's objects
-    (100,000 join plans, the hours' messages, the compiler's leftovers), which cost the one
-    loaded after them up to 15 points at 90,000 ordinary subscriptions (A's news feed: +23% in
-    the bench, +8% to +15% in a process holding the two routers alone)."""
+    that holds nothing else, not among the workload's objects (100,000 join plans, the hours'
+    messages, the compiler's leftovers). Measured both ways on A's news feed at 93,207 ordinary
+    subscriptions, routing and filing cost +16% and +15% in a fresh process, +11% and +14% in
+    the bench's (two attempts each): where the routers land moves a row by a few points, in no
+    consistent direction; a fresh process is the worker's case."""
     with multiprocessing.get_context("spawn").Pool(1) as pool:
         return pool.apply(function, args)
 
@@ -954,30 +955,30 @@ STAGE1_TEXT = """\
 One hour's first messages of each feed (hour 12), `route_outcome` by a router with the ordinary
 population only, then by routers with the same population plus the feed's blocks and its clock,
 each message's witnesses also filed by block (`message_witnesses`: what a routing task does before
-it sends them to the hour's writer, for a turn's messages at a time, as the task files a batch of
-32) and filed into the hour's relations (`HourWitnesses.append`,
-then `settle` after each turn's messages: what the writer does with the hour's messages before it
-writes the hour's tables, the blocks' roots expanded and the rows' columns named), the routers taking
-turns every 25 messages over 9 passes, in an order shuffled every turn (a router finds the caches as
-the router before it left them; a fixed rotation had the factored router always follow the
-one-by-one router, whose plans evict everything); the one-by-one router takes turns with the
-ordinary router alone, the two default variants with it apart (a worker routes with one router).
-`ordinary ms/msg`: the median of the passes' means; `added cost`: the median over turns of a
-router's time over the ordinary router's on the same turn's messages, minus one (paired, close in
-time: the machine's drift falls on both alike), and `added ms/msg` that cost times `ordinary
-ms/msg`; with 10,000
-ordinary subscriptions and with as many as there are join subscriptions. Two ways of compiling the
-blocks: `blocks one by one` (every distinct block its own witness plan, the earlier design) and
-`selections factored` (the default, `feedrouter.join.selections`: the conditions a node's leaf
-values decide are factored out, blocks that differ only in them share one base witness plan, and
-filing finds a block by hash look-up of a leaf value or by a needle); `witness plans` counts the
-latter's compiled plans. Both read a bound node's row (its plain children's values and copies, its
-own attributes) with one call of the compiled kernel (`feedrouter.kernel`); `factored, rows in
-Python` is the default without it. Every
+it sends them to the hour's writer), the routers taking turns every 25 messages over 9 passes, in
+an order shuffled every turn (a router finds the caches as the router before it left them; a fixed
+rotation had the factored router always follow the one-by-one router, whose plans evict
+everything); the one-by-one router takes turns with the ordinary router alone, the two default
+variants with it apart, each set in a fresh process that loads their artifacts and nothing else,
+as a worker does (A's news feed at 93,207 ordinary subscriptions measured a few points either side
+of the same figure in the bench's own process: rows move by that much from run to run). To that,
+the hour's writer: the whole hour's messages routed and filed, then the writer's tables built from them
+(`HourWitnesses.settle` and `feedrouter.spark.witnesses.tables`: each block's roots, each leaf's
+values and each fragment, sorted), the median of 5 builds divided by the hour's messages; writing
+them as Parquet is left out, as writing delivery parts is left out of the ordinary router's time
+(`of which writer`). `ordinary ms/msg`: the median of the passes' means; `added ms/msg`: the median
+over turns of a router's time over the ordinary router's on the same turn's messages, minus one,
+times `ordinary ms/msg` (paired, close in time: the machine's drift falls on both alike), plus the
+writer's; `added cost` that over `ordinary ms/msg`; with 10,000 ordinary subscriptions and with as
+many as there are join subscriptions. Two ways of compiling the blocks: `blocks one by one` (every
+distinct block its own witness plan, the earlier design) and `selections factored` (the default,
+`feedrouter.join.selections`: the conditions a node's leaf values decide are factored out, blocks
+that differ only in them share one base witness plan, and filing finds a block by hash look-up of a
+leaf value or by a needle); `witness plans` counts the latter's compiled plans. Both read a bound
+node's row (its plain children's values and copies, its own attributes) with one call of the
+compiled kernel (`feedrouter.kernel`); `factored, rows in Python` is the default without it. Every
 router is measured as a routing worker has it, unpickled from its artifact, each its own copy (so
-that none finds another's structures warm), all unpickled one after the other once the compiling's
-garbage is collected (copies of one router unpickled at different points of a run differed by 4 to
-7%; unpickled so, they agree within 1 to 3%). The ordinary population: `//item` filters on one
+that none finds another's structures warm). The ordinary population: `//item` filters on one
 author, category, ticker or title word (some with `@lang`), values uniform over the vocabulary: what
 subscribers of an item feed ask for; the selection index serves them, so their routing costs little
 more than parsing."""

@@ -470,10 +470,10 @@ def _sorted_roots(roots: Mapping[str, Sequence[tuple[int, int]]], filed: _FiledR
     groups = list(filed.numbers)
     # every block named, as its rank among the names: the groups' blocks, each group's a run,
     # then the blocks of ``roots``
-    named = np.array([*chain.from_iterable(groups), *roots], np.str_)
-    unique, ranks = np.unique(named, return_inverse=True)
-    names: list[str] = unique.tolist()
-    ranks = ranks.reshape(-1).astype(np.int64)
+    named = [*chain.from_iterable(groups), *roots]
+    names = sorted(dict.fromkeys(named))  # hashing first: an hour names each block many times
+    rank = {name: at for at, name in enumerate(names)}
+    ranks = np.array(list(map(rank.__getitem__, named)), np.int64)
     sizes = np.array(list(map(len, groups)), np.int64)
     members = ranks[: int(sizes.sum())]
     firsts = np.cumsum(sizes) - sizes
