@@ -17,6 +17,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from itertools import chain
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
@@ -60,6 +61,9 @@ def admitted(time: datetime | None, hour: datetime, lateness: timedelta) -> date
         return None
     return time
 
+
+#: the two sides of a witness row and of its names (:data:`Names`)
+_LEAVES, _FRAGMENTS = 0, 1
 
 #: a witness plan's leaf names and fragment names, in its spec's order: what a row's columns are
 Names = tuple[tuple[str, ...], tuple[str, ...]]
@@ -246,26 +250,27 @@ class HourWitnesses:
     def value_columns(self) -> NamedColumns:
         """The values table's rows, unsorted: per value of a leaf of a node, the leaf, the value
         and the node (a value twice if a node's rows gave it twice: the table keeps it once)."""
-        self.settle()
-        found = _NamedColumnsBuilder()
-        for (m, n), named in self._values.items():
-            found.add(m, n, tuple(named), tuple(named.values()))
-        for m, rows in self._rows:
-            for (leaves, _), row in rows:
-                found.add(m, row.node, leaves, row.values)
-        return found.columns(per_item=True)
+        return self._named_columns(self._values, _LEAVES)
 
     def fragment_columns(self) -> NamedColumns:
         """The fragments table's rows, unsorted: per fragment of a node, its name, its bytes and
         the node (a fragment twice if a node's rows gave it twice: the same bytes, kept once)."""
+        return self._named_columns(self._fragments, _FRAGMENTS)
+
+    def _named_columns(
+        self, named: Mapping[tuple[int, int], Mapping[str, object]], side: int
+    ) -> NamedColumns:
+        """The columns of one side of the rows (:data:`_LEAVES` or :data:`_FRAGMENTS`): those
+        named already (``named``) and those filed since."""
         self.settle()
         found = _NamedColumnsBuilder()
-        for (m, n), fragments in self._fragments.items():
-            found.add(m, n, tuple(fragments), tuple(fragments.values()))
+        for (m, n), items in named.items():
+            found.add(m, n, tuple(items), tuple(items.values()))
         for m, rows in self._rows:
-            for (_, names), row in rows:
-                found.add(m, row.node, names, row.fragments)
-        return found.columns(per_item=False)
+            for names, row in rows:
+                # a row is (node, values, fragments), its names (leaves, fragments)
+                found.add(m, row.node, names[side], cast(Sequence[object], row[1 + side]))
+        return found.columns(per_item=side == _LEAVES)
 
     def add(
         self,
