@@ -235,6 +235,7 @@ class HourWitnesses:
     def fragments(self, fragments: dict[tuple[int, int], dict[str, bytes]]) -> None:
         self._name_rows()
         self._fragments = fragments
+        self.forget()
 
     def _name_rows(self) -> None:
         """Name the columns of the rows filed since :attr:`values` or :attr:`fragments` were last
