@@ -409,6 +409,7 @@ def stage1(workload: Workload, sizes: Sizes) -> list[dict]:
                 artifacts[name] = artifact((witness_router([*plans.bases.values(), clock], ordinary), plans))
                 if name == "selections factored":  # the same, read without the kernel
                     artifacts[PYTHON_ROWS] = artifacts[name]
+                    witness_bases = len(plans.bases)
                 del plans
             compiled = time.perf_counter() - started
             hour = workload.feeds[feed][len(workload.feeds[feed]) // 2]
@@ -422,7 +423,6 @@ def stage1(workload: Workload, sizes: Sizes) -> list[dict]:
                 timed |= found[0]
                 writer |= found[1]
             writer[PYTHON_ROWS] = writer["selections factored"]  # the same plans, the same tables
-            witness_bases = len(pickle.loads(artifacts["selections factored"])[1].bases)
             del artifacts
             plain = timed["ordinary"].seconds * 1e3
             uses = sum(count for block, count in used.items() if workload.joins.specs[block].feed == feed)
