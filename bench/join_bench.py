@@ -331,7 +331,7 @@ def writer_seconds(router: Router, plans: WitnessPlans, messages: Sequence[bytes
         for i, data in enumerate(messages)
     ]
     spent = []
-    with heap.settled():  # as the routing task's process is (the writer's runs where it routes)
+    with heap.settled():  # as a worker that decoded a plan is: the writer measured, not the collector
         for _ in range(passes):
             hour = HourWitnesses("f", HOUR_OF_MESSAGES)
             for found in filed:
