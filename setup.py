@@ -15,7 +15,9 @@ KERNELS = [
         # lxml's public declarations of its element type and of libxml2's node structs
         include_dirs=lxml.get_include(),
         optional=True,
-    )
+    ),
+    # the witness writer's loops over an hour's filed messages (Python objects only)
+    Extension("feedrouter.kernel._columns", ["plugins/feedrouter/kernel/_columns.pyx"], optional=True),
 ]
 
 setup(ext_modules=cythonize(KERNELS, compiler_directives={"language_level": "3"}, quiet=True))

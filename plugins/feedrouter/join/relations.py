@@ -22,6 +22,7 @@ from typing import cast
 import numpy as np
 import numpy.typing as npt
 
+from feedrouter import kernel
 from feedrouter.join.selections import WitnessPlans
 from feedrouter.join.witness import WitnessRow
 
@@ -264,14 +265,11 @@ class HourWitnesses:
         """The columns of one side of the rows (:data:`_LEAVES` or :data:`_FRAGMENTS`): those
         named already (``named``) and those filed since."""
         self.settle()
-        found = _NamedColumnsBuilder()
+        found = _NamedColumnsBuilder(side)
         for (m, n), items in named.items():
             found.add(m, n, tuple(items), tuple(items.values()))
-        for m, rows in self._rows:
-            for names, row in rows:
-                # a row is (node, values, fragments), its names (leaves, fragments)
-                found.add(m, row.node, names[side], cast(Sequence[object], row[1 + side]))
-        return found.columns(per_item=side == _LEAVES)
+        found.add_rows(self._rows)
+        return found.columns()
 
     def add(
         self,
@@ -301,12 +299,7 @@ class HourWitnesses:
             return
         self._pending = []
         self._root_columns = None
-        file = self._filed.file
-        rows = self._rows
-        for number, found in pending:
-            file(number, found.bound)
-            if found.rows:
-                rows.append((number, found.rows))
+        self._filed.file(pending, self._rows)
 
     def forget(self) -> None:
         """Drop the derived views (value indexes, memberships): they are rebuilt on next use."""
@@ -375,46 +368,63 @@ class NamedColumns:
 
 
 class _NamedColumnsBuilder:
-    """Collects :class:`NamedColumns` a node's names at a time, with a few calls in C each (a
-    message's row has a name per leaf or fragment: the hour's writer reads every one)."""
+    """The rows of :class:`NamedColumns` as they are added: a row per item, its name numbered as
+    first seen (the names are ranked once, at the end)."""
 
-    def __init__(self) -> None:
+    def __init__(self, side: int) -> None:
+        self.side = side  # the items are a leaf's values (:data:`_LEAVES`), or one fragment each
         self.codes: dict[tuple[str, ...], tuple[int, ...]] = {}
         self.names: dict[str, int] = {}
-        self.name: list[int] = []  # per name of a node, the name's number (first seen)
+        self.name: list[int] = []  # per row, its name's number
         self.items: list = []
-        self.per_node: list[int] = []  # per node, how many names
         self.messages: list[int] = []
         self.nodes: list[int] = []
 
     def add(self, m: int, n: int, names: tuple[str, ...], items: Sequence) -> None:
+        """Add node ``n`` of message ``m``, the items of each of its ``names`` (per name a tuple
+        of values, or one fragment)."""
         codes = self.codes.get(names)
         if codes is None:
             known = self.names
             codes = self.codes[names] = tuple(known.setdefault(name, len(known)) for name in names)
-        self.name.extend(codes)
-        self.per_node.append(len(codes))
-        self.messages.append(m)
-        self.nodes.append(n)
-        self.items.append(items)
+        if len(items) != len(codes):
+            raise ValueError(f"a row has {len(items)} items for {len(codes)} names")
+        if self.side == _LEAVES:
+            for code, values in zip(codes, items, strict=True):
+                self.name += [code] * len(values)
+                self.items += values
+        else:
+            self.name += codes
+            self.items += items
+        count = len(self.name) - len(self.messages)
+        self.messages += [m] * count
+        self.nodes += [n] * count
 
-    def columns(self, *, per_item: bool) -> NamedColumns:
-        """The rows; ``per_item``: each name's item is a tuple of items (a leaf's values), else
-        one item (a fragment's bytes)."""
+    def add_rows(self, filed: Sequence[tuple[int, Sequence[tuple[Names, WitnessRow]]]]) -> None:
+        """Add each row of ``filed`` (per message number, its rows with their names), as :meth:`add`
+        does (the compiled loop where it is built: :func:`feedrouter.kernel.name_rows`)."""
+        compiled = kernel.name_rows
+        if compiled is not None:
+            lists = self.name, self.messages, self.nodes, self.items
+            compiled(filed, self.side, self.codes, self.names, *lists)
+            return
+        side = self.side
+        for m, rows in filed:
+            for names, row in rows:
+                # a row is (node, values, fragments), its names (leaves, fragments)
+                self.add(m, row.node, names[side], cast(Sequence[object], row[1 + side]))
+
+    def columns(self) -> NamedColumns:
         ordered = sorted(self.names)
-        rank = np.array([0] * len(ordered), np.int64)
-        for at, name in enumerate(ordered):
-            rank[self.names[name]] = at
-        names = rank[np.array(self.name, np.int64)]
-        per_node = np.array(self.per_node, np.int64)
-        messages = np.repeat(np.array(self.messages, np.int64), per_node)
-        nodes = np.repeat(np.array(self.nodes, np.int64), per_node)
-        items = list(chain.from_iterable(self.items))
-        if per_item:
-            sizes = np.array([len(values) for values in items], np.int64)
-            names, messages, nodes = (np.repeat(column, sizes) for column in (names, messages, nodes))
-            items = list(chain.from_iterable(items))
-        return NamedColumns(ordered, names, items, messages, nodes)
+        rank = np.zeros(len(ordered), np.int64)
+        rank[[self.names[name] for name in ordered]] = np.arange(len(ordered))
+        return NamedColumns(
+            ordered,
+            rank[np.array(self.name, np.int64)],
+            self.items,
+            np.array(self.messages, np.int64),
+            np.array(self.nodes, np.int64),
+        )
 
 
 @dataclass(frozen=True)
@@ -457,14 +467,27 @@ class _FiledRoots:
         self.messages: list[int] = []
         self.nodes: list[int] = []
 
-    def file(self, message: int, bound: dict[int, list[tuple[str, ...]]]) -> None:
-        """File one message's nodes (:attr:`MessageWitnesses.bound`)."""
+    def file(
+        self,
+        pending: list[tuple[int, MessageWitnesses]],
+        rows: list[tuple[int, list[tuple[Names, WitnessRow]]]],
+    ) -> None:
+        """File the nodes of each message of ``pending`` (its number, its witnesses); add its
+        rows to ``rows`` with its number (the compiled loop where it is built:
+        :func:`feedrouter.kernel.file_messages`)."""
+        compiled = kernel.file_messages
+        if compiled is not None:
+            compiled(pending, self.numbers, self.hits, self.counts, self.messages, self.nodes, rows)
+            return
         number = self.numbers.__getitem__
-        for node, groups in bound.items():
-            self.hits.extend(map(number, groups))
-            self.counts.append(len(groups))
-            self.messages.append(message)
-            self.nodes.append(node)
+        for message, found in pending:
+            for node, groups in found.bound.items():
+                self.hits.extend(map(number, groups))
+                self.counts.append(len(groups))
+                self.messages.append(message)
+                self.nodes.append(node)
+            if found.rows:
+                rows.append((message, found.rows))
 
     def columns(self) -> RootColumns:
         """The filed roots sorted by block, message and node."""

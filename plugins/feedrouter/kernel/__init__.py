@@ -6,7 +6,9 @@ was not built (an install without a C compiler: setup.py builds it as optional).
 in the environment turns the kernels off (the benchmarks measure both ways).
 
 * :func:`plain_children`: an element's plain children by name, their string values and copies;
-  :func:`plain_row`: a whole witness row read off them (witness rows, :mod:`feedrouter.join.witness`).
+  :func:`plain_row`: a whole witness row read off them (witness rows, :mod:`feedrouter.join.witness`);
+* :func:`file_messages`, :func:`name_rows`: the hour's witness writer's loops over its filed
+  messages and rows (:mod:`feedrouter.join.relations`).
 """
 
 from __future__ import annotations
@@ -30,8 +32,8 @@ PlainRowReader = Callable[
 
 
 def _load() -> Any:
-    """The compiled module, or None (not built here, or turned off)."""
-    if os.environ.get("FEEDROUTER_KERNEL", "on").lower() in ("off", "0", "false", "no"):
+    """The compiled reader of children, or None (not built here, or turned off)."""
+    if not _turned_on():
         return None
     try:
         from feedrouter.kernel import _children  # type: ignore[attr-defined]
@@ -43,20 +45,39 @@ def _load() -> Any:
     return _children
 
 
+def _load_columns() -> Any:
+    """The compiled loops of the witness writer, or None (not built here, or turned off)."""
+    if not _turned_on():
+        return None
+    try:
+        from feedrouter.kernel import _columns  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    return _columns
+
+
+def _turned_on() -> bool:
+    return os.environ.get("FEEDROUTER_KERNEL", "on").lower() not in ("off", "0", "false", "no")
+
+
 _compiled = _load()
+_writer = _load_columns()
 #: the compiled reader of plain children, or None (not built, or turned off)
 plain_children: PlainChildren | None = None if _compiled is None else _compiled.plain_children
 #: the compiled reader of whole plain rows, or None
 plain_row: PlainRowReader | None = getattr(_compiled, "plain_row", None)  # None: a build from before it
+#: the compiled loops of the witness writer (:class:`feedrouter.join.relations.HourWitnesses`), or None
+file_messages: Callable[..., None] | None = None if _writer is None else _writer.file_messages
+name_rows: Callable[..., None] | None = None if _writer is None else _writer.name_rows
 
 
 @contextmanager
 def turned_off() -> Iterator[None]:
     """The kernels off for the block: the Python paths answer (the benchmarks measure both)."""
-    global plain_children, plain_row
-    kept = plain_children, plain_row
-    plain_children = plain_row = None
+    global plain_children, plain_row, file_messages, name_rows
+    kept = plain_children, plain_row, file_messages, name_rows
+    plain_children = plain_row = file_messages = name_rows = None
     try:
         yield
     finally:
-        plain_children, plain_row = kept
+        plain_children, plain_row, file_messages, name_rows = kept

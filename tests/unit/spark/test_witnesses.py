@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 
+from feedrouter import kernel
 from feedrouter.errors import WitnessesUnreadable
 from feedrouter.join.relations import HourWitnesses, LeafEntries, MessageRef, MessageWitnesses
 from feedrouter.join.witness import WitnessRow
@@ -94,7 +96,20 @@ def filed_messages(rng: random.Random, count: int) -> list[MessageWitnesses]:
     return found
 
 
+@pytest.fixture(params=["compiled", "python"])
+def writer_loops(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The writer's loops over filed messages compiled (:mod:`feedrouter.kernel`) and in Python."""
+    if request.param == "python":
+        with kernel.turned_off():
+            yield
+    elif kernel.file_messages is None:
+        pytest.skip("the compiled kernel is turned off or not built")
+    else:
+        yield
+
+
 @pytest.mark.parametrize("seed", range(6))
+@pytest.mark.usefixtures("writer_loops")
 def test_the_tables_of_filed_messages_hold_what_their_relations_do(seed: int) -> None:
     """The writer builds its tables straight from the filed groups and rows, sorted in one pass:
     they hold the rows of the relations read as mappings (each block's roots in stream order, a

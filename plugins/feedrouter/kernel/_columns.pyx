@@ -1,0 +1,91 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""The compiled part of an hour's witness writer: the loops over every filed message and row.
+
+The writer turns an hour's filed messages (:class:`~feedrouter.join.relations.MessageWitnesses`)
+into columns, a few list appends per node and per row. In Python those appends cost more than the
+array work that follows them (a message binds a node or two, so the writer's Python cost is per
+message, and an hour has thousands). These loops do exactly what the Python loops beside them in
+:mod:`feedrouter.join.relations` do (the tests compare the lists they fill), without the
+interpreter between the appends. Only Python objects are touched: the module links against
+nothing but Python.
+"""
+
+from cpython.dict cimport PyDict_GetItem, PyDict_SetItem
+from cpython.ref cimport PyObject
+
+
+def file_messages(list pending, object numbers, list hits, list counts, list messages, list nodes, list rows):
+    """File each ``(number, found)`` of ``pending``: per node ``found.bound`` holds, its groups'
+    numbers (``numbers``, a dict: a group not in it gets the next number) to ``hits``, their count
+    to ``counts``, the message's number to ``messages`` and the node to ``nodes``; and
+    ``(number, found.rows)`` to ``rows`` where the message has rows."""
+    cdef PyObject* known
+    cdef dict bound
+    cdef list groups
+    for number, found in pending:
+        bound = found.bound
+        for node, group_list in bound.items():
+            groups = group_list
+            for group in groups:
+                known = PyDict_GetItem(numbers, group)
+                if known is NULL:
+                    hit = len(numbers)
+                    PyDict_SetItem(numbers, group, hit)
+                    hits.append(hit)
+                else:
+                    hits.append(<object>known)
+            counts.append(len(groups))
+            messages.append(number)
+            nodes.append(node)
+        found_rows = found.rows
+        if found_rows:
+            rows.append((number, found_rows))
+
+
+def name_rows(list filed, Py_ssize_t side, dict codes, dict names, list name, list messages, list nodes, list items):
+    """For each row of ``filed`` (``(number, [(names, row), ...])``), one side of it (``side``: 0
+    the leaves, 1 the fragments), a row per item: its name's number to ``name`` (``names`` numbers
+    a name as first seen; ``codes`` caches a tuple of names' numbers), the message's number to
+    ``messages``, the row's node to ``nodes`` and the item to ``items``; the items of a leaf are
+    its values, of a fragment its bytes."""
+    cdef PyObject* known
+    cdef tuple labels, code, found_items
+    cdef object row  # a WitnessRow: a tuple's subclass, read as a tuple
+    cdef Py_ssize_t at, count
+    for number, found in filed:
+        for pair in <list>found:
+            labels = (<tuple>pair)[0][side]
+            row = (<tuple>pair)[1]
+            known = PyDict_GetItem(codes, labels)
+            if known is NULL:
+                numbered = []
+                for label in labels:
+                    known = PyDict_GetItem(names, label)
+                    if known is NULL:
+                        at = len(names)
+                        PyDict_SetItem(names, label, at)
+                        numbered.append(at)
+                    else:
+                        numbered.append(<object>known)
+                code = tuple(numbered)
+                PyDict_SetItem(codes, labels, code)
+            else:
+                code = <tuple>known
+            node = (<tuple>row)[0]
+            found_items = (<tuple>row)[1 + side]
+            if len(found_items) != len(code):
+                raise ValueError(f"a row has {len(found_items)} items for {len(code)} names")
+            for at in range(len(code)):
+                if side == 0:
+                    values = <tuple>found_items[at]
+                    count = len(values)
+                    for value in values:
+                        name.append(code[at])
+                        items.append(value)
+                else:
+                    count = 1
+                    name.append(code[at])
+                    items.append(found_items[at])
+                for _ in range(count):
+                    messages.append(number)
+                    nodes.append(node)
