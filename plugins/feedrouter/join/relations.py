@@ -520,14 +520,15 @@ def _sorted_roots(roots: Mapping[str, Sequence[tuple[int, int]]], filed: _FiledR
     blocks = np.concatenate((members[firsts[hits][owner] + within], listed_blocks))
     messages = np.concatenate((np.repeat(np.array(filed.messages, np.int64), counts)[owner], listed_messages))
     nodes = np.concatenate((np.repeat(np.array(filed.nodes, np.int64), counts)[owner], listed_nodes))
-    # one sort of one number per row: the block's rank, then the node's among the hour's nodes
-    # (filed in stream order, but for nodes of a message and for ``roots``)
+    # rows filed in stream order (all but the nodes of a message that two plans bound, and
+    # ``roots``) need only a stable sort by block, a radix sort where the blocks' ranks fit 16
+    # bits; else one sort of one number per row: the block's rank, then the node's among the hour's
     keys = _keys(messages, nodes)
-    if len(keys) and bool(np.all(keys[1:] >= keys[:-1])):
-        ordinal = np.concatenate(([0], np.cumsum(keys[1:] != keys[:-1])))
+    if bool(np.all(keys[1:] >= keys[:-1])):
+        order = np.argsort(blocks.astype(np.uint16) if len(names) <= 1 << 16 else blocks, kind="stable")
     else:
         ordinal = np.unique(keys, return_inverse=True)[1].reshape(-1)
-    order = np.argsort(blocks * (len(keys) + 1) + ordinal)
+        order = np.argsort(blocks * (len(keys) + 1) + ordinal)
     blocks = blocks[order]
     return RootColumns(
         names=names,

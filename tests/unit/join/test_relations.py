@@ -77,3 +77,20 @@ def test_relations_set_replace_what_was_filed_before() -> None:
     assert columns.names == ["b2", "b3"] and columns.starts.tolist() == [0, 2, 3]
     nodes = list(zip(columns.messages.tolist(), columns.nodes.tolist(), strict=True))
     assert nodes == [(0, 7), (1, 2), (1, 2)]
+
+
+def test_roots_filed_in_stream_order_sort_by_block_whatever_the_number_of_blocks() -> None:
+    """Roots filed in stream order are sorted by block alone (stable: a block's nodes keep their
+    order), blocks ranked in 16 bits or, past 65,536 of them, in 64."""
+    for count in (3, 70_000):
+        blocks = [f"b{i:06}" for i in range(count)]
+        hour = HourWitnesses("f", HOUR)
+        first = {1: [tuple(blocks[::-1])], 5: [("b000001",)]}
+        hour.append(MessageWitnesses(MessageRef("a", 0, None), bound=first))
+        hour.append(MessageWitnesses(MessageRef("b", 0, None), bound={0: [("b000001", "b000000")]}))
+        columns = hour.root_columns()
+        assert columns.names == blocks
+        found = (columns.blocks, columns.messages, columns.nodes)
+        rows = list(zip(*(column.tolist() for column in found), strict=True))
+        assert rows[:5] == [(0, 0, 1), (0, 1, 0), (1, 0, 1), (1, 0, 5), (1, 1, 0)]
+        assert rows == sorted(rows) and len(rows) == count + 3
