@@ -422,7 +422,6 @@ def stage1(workload: Workload, sizes: Sizes) -> list[dict]:
                 found = in_fresh_process(time_routers, measured, messages, [m.data for m in hour.messages])
                 timed |= found[0]
                 writer |= found[1]
-            writer[PYTHON_ROWS] = writer["selections factored"]  # the same plans, the same tables
             del artifacts
             plain = timed["ordinary"].seconds * 1e3
             uses = sum(count for block, count in used.items() if workload.joins.specs[block].feed == feed)
@@ -456,11 +455,11 @@ def time_routers(
     :func:`writer_seconds`)."""
     routers: dict[str, tuple[Router, WitnessPlans | None]] = loaded_after_compiling(artifacts)
     timed = per_message(routers, messages, PASSES, python_rows={PYTHON_ROWS})
-    writer = {
-        name: writer_seconds(router, plans, whole_hour, WRITER_PASSES) * 1e3
-        for name, (router, plans) in routers.items()
-        if plans is not None and name != PYTHON_ROWS
-    }
+    writer = {}
+    for name, (router, plans) in routers.items():
+        if plans is not None:
+            with kernel.turned_off() if name == PYTHON_ROWS else contextlib.nullcontext():
+                writer[name] = writer_seconds(router, plans, whole_hour, WRITER_PASSES) * 1e3
     return timed, writer
 
 
@@ -976,7 +975,8 @@ distinct block its own witness plan, the earlier design) and `selections factore
 that differ only in them share one base witness plan, and filing finds a block by hash look-up of a
 leaf value or by a needle); `witness plans` counts the latter's compiled plans. Both read a bound
 node's row (its plain children's values and copies, its own attributes) with one call of the
-compiled kernel (`feedrouter.kernel`); `factored, rows in Python` is the default without it. Every
+compiled kernel (`feedrouter.kernel`), and the writer's loops over the hour's filed messages and
+rows are compiled too; `factored, rows in Python` is the default without the kernels. Every
 router is measured as a routing worker has it, unpickled from its artifact, each its own copy (so
 that none finds another's structures warm). The ordinary population: `//item` filters on one
 author, category, ticker or title word (some with `@lang`), values uniform over the vocabulary: what
