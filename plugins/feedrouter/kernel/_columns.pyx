@@ -7,7 +7,9 @@ array work that follows them (a message binds a node or two, so the writer's Pyt
 message, and an hour has thousands). These loops do exactly what the Python loops beside them in
 :mod:`feedrouter.join.relations` do (the tests compare the lists they fill), without the
 interpreter between the appends. Only Python objects are touched: the module links against
-nothing but Python.
+nothing but Python. Only the numbering dicts are read with the dict API (checked dicts); the filed
+messages are read through the object protocols, so a value of an unexpected type raises (as the
+Python loops would) and never reads memory it does not own.
 """
 
 from cpython.dict cimport PyDict_GetItem, PyDict_SetItem
@@ -21,11 +23,11 @@ def file_messages(list pending, object numbers, list hits, list counts, list mes
     ``(number, found.rows)`` to ``rows`` where the message has rows."""
     cdef PyObject* known
     cdef dict bound
-    cdef list groups
+    if not isinstance(numbers, dict):  # read with the dict API below (a dict's subclass is one)
+        raise TypeError(f"the groups' numbers must be a dict, not {type(numbers).__name__}")
     for number, found in pending:
         bound = found.bound
-        for node, group_list in bound.items():
-            groups = group_list
+        for node, groups in bound.items():
             for group in groups:
                 known = PyDict_GetItem(numbers, group)
                 if known is NULL:
@@ -49,13 +51,12 @@ def name_rows(list filed, Py_ssize_t side, dict codes, dict names, list name, li
     ``messages``, the row's node to ``nodes`` and the item to ``items``; the items of a leaf are
     its values, of a fragment its bytes."""
     cdef PyObject* known
-    cdef tuple labels, code, found_items
-    cdef object row  # a WitnessRow: a tuple's subclass, read as a tuple
+    cdef tuple code
     cdef Py_ssize_t at, count
     for number, found in filed:
-        for pair in <list>found:
-            labels = (<tuple>pair)[0][side]
-            row = (<tuple>pair)[1]
+        for pair in found:
+            labels = pair[0][side]
+            row = pair[1]
             known = PyDict_GetItem(codes, labels)
             if known is NULL:
                 numbered = []
@@ -70,14 +71,14 @@ def name_rows(list filed, Py_ssize_t side, dict codes, dict names, list name, li
                 code = tuple(numbered)
                 PyDict_SetItem(codes, labels, code)
             else:
-                code = <tuple>known
-            node = (<tuple>row)[0]
-            found_items = (<tuple>row)[1 + side]
+                code = <tuple?>known
+            node = row[0]
+            found_items = row[1 + side]
             if len(found_items) != len(code):
                 raise ValueError(f"a row has {len(found_items)} items for {len(code)} names")
             for at in range(len(code)):
                 if side == 0:
-                    values = <tuple>found_items[at]
+                    values = found_items[at]
                     count = len(values)
                     for value in values:
                         name.append(code[at])

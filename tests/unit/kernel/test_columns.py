@@ -63,3 +63,29 @@ def test_a_row_with_items_for_other_names_is_refused_both_ways() -> None:
         _NamedColumnsBuilder(1).add_rows(bad)
     with kernel.turned_off(), pytest.raises(ValueError):
         _NamedColumnsBuilder(1).add_rows(bad)
+
+
+@needs_kernel
+def test_the_compiled_loops_read_any_sequences_the_python_loops_do() -> None:
+    """Filed messages are read through the object protocols, not as lists and tuples only: groups
+    in a tuple, a row's values in lists (never filed so today) give what the Python loops give."""
+    messages = filed_messages(random.Random(3), 20)
+    for message in messages:
+        message.bound = {node: tuple(groups) for node, groups in message.bound.items()}  # type: ignore[misc]
+        message.rows = [
+            (names, row._replace(values=[list(values) for values in row.values]))  # type: ignore[arg-type]
+            for names, row in message.rows
+        ]
+    compiled = _filed(messages)
+    compiled_named = [_named(compiled[2], side) for side in (0, 1)]
+    with kernel.turned_off():
+        python = _filed(messages)
+        python_named = [_named(python[2], side) for side in (0, 1)]
+    assert compiled == python and compiled_named == python_named
+
+
+@needs_kernel
+def test_the_compiled_loops_refuse_numbers_that_are_not_a_dict() -> None:
+    assert kernel.file_messages is not None
+    with pytest.raises(TypeError, match="must be a dict"):
+        kernel.file_messages([], [], [], [], [], [], [])
