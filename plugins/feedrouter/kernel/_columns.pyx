@@ -1,4 +1,4 @@
-# cython: language_level=3, boundscheck=False, wraparound=False
+# cython: language_level=3, wraparound=False
 """The compiled part of an hour's witness writer: the loops over every filed message and row.
 
 The writer turns an hour's filed messages (:class:`~feedrouter.join.relations.MessageWitnesses`)
@@ -9,7 +9,8 @@ message, and an hour has thousands). These loops do exactly what the Python loop
 interpreter between the appends. Only Python objects are touched: the module links against
 nothing but Python. Only the numbering dicts are read with the dict API (checked dicts); the filed
 messages are read through the object protocols, so a value of an unexpected type raises (as the
-Python loops would) and never reads memory it does not own.
+Python loops would) and never reads memory it does not own (indexes are bounds-checked: a row
+too short raises IndexError).
 """
 
 from cpython.dict cimport PyDict_GetItem, PyDict_SetItem
@@ -53,6 +54,8 @@ def name_rows(list filed, Py_ssize_t side, dict codes, dict names, list name, li
     cdef PyObject* known
     cdef tuple code
     cdef Py_ssize_t at, count
+    if side != 0 and side != 1:
+        raise ValueError(f"side is 0 (the leaves) or 1 (the fragments), not {side}")
     for number, found in filed:
         for pair in found:
             labels = pair[0][side]

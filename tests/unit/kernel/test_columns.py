@@ -89,3 +89,16 @@ def test_the_compiled_loops_refuse_numbers_that_are_not_a_dict() -> None:
     assert kernel.file_messages is not None
     with pytest.raises(TypeError, match="must be a dict"):
         kernel.file_messages([], [], [], [], [], [], [])
+
+
+@needs_kernel
+def test_the_compiled_loops_refuse_short_rows_and_unknown_sides() -> None:
+    """Indexes are checked: a row or pair too short raises, never reads past its items."""
+    assert kernel.name_rows is not None
+    lists: list[list] = [[], [], [], []]
+    with pytest.raises(IndexError):
+        kernel.name_rows([(0, [((("a",), ()), (3,))])], 0, {}, {}, *lists)
+    with pytest.raises(IndexError):
+        kernel.name_rows([(0, [((("a",),),)])], 0, {}, {}, *lists)
+    with pytest.raises(ValueError, match="side"):
+        kernel.name_rows([], 2, {}, {}, *lists)
