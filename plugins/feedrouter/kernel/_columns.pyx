@@ -17,12 +17,21 @@ from cpython.dict cimport PyDict_GetItem, PyDict_SetItem
 from cpython.ref cimport PyObject
 
 
+cdef object _numbered(object numbers, object key):
+    """``key``'s number in the dict ``numbers``, the next number if it has none yet."""
+    cdef PyObject* known = PyDict_GetItem(numbers, key)
+    if known is not NULL:
+        return <object>known
+    number = len(numbers)
+    PyDict_SetItem(numbers, key, number)
+    return number
+
+
 def file_messages(list pending, object numbers, list hits, list counts, list messages, list nodes, list rows):
     """File each ``(number, found)`` of ``pending``: per node ``found.bound`` holds, its groups'
     numbers (``numbers``, a dict: a group not in it gets the next number) to ``hits``, their count
     to ``counts``, the message's number to ``messages`` and the node to ``nodes``; and
     ``(number, found.rows)`` to ``rows`` where the message has rows."""
-    cdef PyObject* known
     cdef dict bound
     if not isinstance(numbers, dict):  # read with the dict API below (a dict's subclass is one)
         raise TypeError(f"the groups' numbers must be a dict, not {type(numbers).__name__}")
@@ -30,13 +39,7 @@ def file_messages(list pending, object numbers, list hits, list counts, list mes
         bound = found.bound
         for node, groups in bound.items():
             for group in groups:
-                known = PyDict_GetItem(numbers, group)
-                if known is NULL:
-                    hit = len(numbers)
-                    PyDict_SetItem(numbers, group, hit)
-                    hits.append(hit)
-                else:
-                    hits.append(<object>known)
+                hits.append(_numbered(numbers, group))
             counts.append(len(groups))
             messages.append(number)
             nodes.append(node)
@@ -64,13 +67,7 @@ def name_rows(list filed, Py_ssize_t side, dict codes, dict names, list name, li
             if known is NULL:
                 numbered = []
                 for label in labels:
-                    known = PyDict_GetItem(names, label)
-                    if known is NULL:
-                        at = len(names)
-                        PyDict_SetItem(names, label, at)
-                        numbered.append(at)
-                    else:
-                        numbered.append(<object>known)
+                    numbered.append(_numbered(names, label))
                 code = tuple(numbered)
                 PyDict_SetItem(codes, labels, code)
             else:
