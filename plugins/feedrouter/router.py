@@ -32,7 +32,7 @@ from feedrouter.errors import (
     error,
 )
 from feedrouter.join.plan import BlockSpec
-from feedrouter.join.witness import RowReader, WitnessRow, row_reader
+from feedrouter.join.witness import RowReader, WitnessRow, first_named_row, row_reader
 from feedrouter.limits import ResultLimits
 from feedrouter.output.defaults import complete_attribute_defaults
 from feedrouter.output.factory import assemble_within, render_items_within
@@ -91,6 +91,9 @@ class Router:
     # whether only the first bound node's row is read); routers pickled before have no third
     _witnesses: dict[str, tuple[int, tuple[str, ...]] | tuple[int, tuple[str, ...], bool]] = {}
     _witness_specs: dict[str, BlockSpec] = {}
+    # join blocks read off the parsed tree instead (a feed's clock, ``//pubDate``): id -> the
+    # element name whose first element's string value they read (BlockSpec.first_element)
+    _clocks: dict[str, str] = {}
     # per set of witness blocks of a group, how their rows are read (Router._witness_readers):
     # built on first need in each process, dropped whenever a plan is added or removed
     _readers: dict[tuple[str, ...], list[tuple[RowReader, list[str], bool]]]
@@ -132,6 +135,7 @@ class Router:
         self._warnings: dict[str, CompileWarning] = {}
         self._witnesses = {}
         self._witness_specs = {}
+        self._clocks = {}
         self._readers = {}
 
     @classmethod
@@ -212,9 +216,19 @@ class Router:
     def add_witness(self, spec: BlockSpec) -> None:
         """Compile a join block (:mod:`feedrouter.join.plan`) as a witness plan: documents routed from
         now on report its bound nodes' leaf values and fragments in ``RouteOutcome.witnesses``.
-        A block compiled before is replaced (its leaves or fragments may have grown)."""
-        if spec.id in self._witnesses:
+        A block compiled before is replaced (its leaves or fragments may have grown).
+
+        A block that reads the first element of a name (a feed's clock, ``//pubDate``:
+        :meth:`~feedrouter.join.plan.BlockSpec.first_element`) takes no plan: its row is read off
+        the parsed tree (:func:`~feedrouter.join.witness.first_named_row`), the same row."""
+        if spec.id in self._witnesses or spec.id in self._clocks:
             self.remove(spec.id)
+        name = _first_element(spec)
+        if name is not None:
+            self._clocks = {**self._clocks, spec.id: name}
+            if self._fallback is not None:
+                self._fallback.add_witness(spec)
+            return
         tree = spec.subscription()
         plan = self._planner.plan(spec.id, tree, spec.value_slots())
         namespaces = tuple(f.default_ns for f in spec.fragments.values())
@@ -286,6 +300,11 @@ class Router:
     def remove(self, subscription_id: str) -> None:
         """Take a subscription out; the NFA and shared plans release what only it used."""
         sid = str(subscription_id)
+        if sid in self._clocks:
+            self._clocks = {k: v for k, v in self._clocks.items() if k != sid}
+            if self._fallback is not None:
+                self._fallback.remove(sid)
+            return
         plan = self._plans.pop(sid, None)
         if plan is None:
             raise CompileError(f"no subscription {sid!r} is compiled in this router", code="FR301")
@@ -360,6 +379,8 @@ class Router:
         outcome = RouteOutcome()
         results = outcome.results
         budget = _ResultBudget(self.result_limits)
+        if self._clocks:
+            self._read_clocks(root, outcome, budget, source)
         per_subscription = budget.limits.per_subscription
         for group in candidates:
             plan = group.plan
@@ -404,6 +425,22 @@ class Router:
             for sid in group.members:
                 results[sid] = result
         return outcome
+
+    def _read_clocks(
+        self, root: etree._Element, outcome: RouteOutcome, budget: _ResultBudget, source: str | None
+    ) -> None:
+        """File the rows of the blocks read off the tree (:attr:`_clocks`), first: a message's
+        event time is a few bytes, and without it the message takes part in no join."""
+        for block, name in self._clocks.items():
+            allowed = min(budget.limits.per_subscription, budget.left)
+            found = first_named_row(root, name, allowed)
+            if found is None:
+                outcome.failures[block] = budget.refuse(allowed, source)
+                continue
+            rows, size = found
+            if rows:
+                budget.left -= size
+                outcome.witnesses[block] = rows
 
     def _witnessed(
         self,
@@ -503,6 +540,7 @@ class Router:
                 optimize="query",
                 result_limits=self.result_limits,
             )
+            fallback._clocks = dict(self._clocks)
             for sid in self._plans:
                 try:
                     spec = self._witness_specs.get(sid)
@@ -555,8 +593,8 @@ class Router:
 
     @property
     def witness_blocks(self) -> list[str]:
-        """The ids of the join blocks compiled as witness plans (:meth:`add_witness`)."""
-        return list(self._witnesses)
+        """The ids of the join blocks compiled as witness plans or read off the tree (:meth:`add_witness`)."""
+        return [*self._witnesses, *self._clocks]
 
     @property
     def nfa(self) -> Nfa:
@@ -671,6 +709,11 @@ class _ResultBudget:
             "bytes; this subscription's result is not delivered for this document",
             source=source,
         )
+
+
+def _first_element(spec: BlockSpec) -> str | None:
+    """The element name a block is read off the tree by, or None: it is a witness plan."""
+    return spec.first_element()
 
 
 def _written_name(element: etree._Element) -> str:

@@ -97,6 +97,24 @@ class BlockSpec:
         ret: ast.Return = ast.Items(tuple(paths)) if len(paths) != 1 else paths[0]
         return ast.Subscription(ast.Flwr("w", self.binding, self.where, ret))
 
+    def first_element(self) -> str | None:
+        """The local name (no namespace) of the elements whose first one, in document order, this
+        block reads the string value of, when that is all it does: ``//pubDate``, a feed's usual
+        event time (the router reads it off the parsed tree: :func:`~feedrouter.join.witness.
+        first_named_row`). None for any other block."""
+        if not self.first or self.where or self.fragments or len(self.leaves) != 1:
+            return None
+        (leaf,) = self.leaves.values()
+        steps = self.binding.steps
+        if leaf.steps or leaf.tail is not None or self.binding.tail is not None or len(steps) != 1:
+            return None
+        step = steps[0]
+        if step.axis is not ast.Axis.DESCENDANT or step.predicates or step.name is None:
+            return None
+        if step.name.uri or step.name.local == ast.ANY:
+            return None
+        return step.name.local
+
     def value_slots(self) -> frozenset[int]:
         """The return slots planned as attribute value templates (value fragments)."""
         first = len(self.leaves)

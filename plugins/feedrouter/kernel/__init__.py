@@ -7,6 +7,8 @@ in the environment turns the kernels off (the benchmarks measure both ways).
 
 * :func:`plain_children`: an element's plain children by name, their string values and copies;
   :func:`plain_row`: a whole witness row read off them (witness rows, :mod:`feedrouter.join.witness`);
+* :func:`first_named`: the first element of a name in a document and its pre-order id (a feed's
+  event time, :func:`feedrouter.join.witness.first_named_row`);
 * :func:`file_messages`, :func:`name_rows`: the hour's witness writer's loops over its filed
   messages and rows (:mod:`feedrouter.join.relations`).
 """
@@ -29,6 +31,8 @@ PlainRowReader = Callable[
     [Any, tuple[bytes, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...], int],
     PlainRow | Literal[False] | None,
 ]
+#: (pre-order id, element) of the first element of a name in a subtree; None when there is none
+FirstNamed = Callable[[Any, bytes], tuple[int, Any] | None]
 
 
 def _load() -> Any:
@@ -66,6 +70,8 @@ _writer = _load_columns()
 plain_children: PlainChildren | None = None if _compiled is None else _compiled.plain_children
 #: the compiled reader of whole plain rows, or None
 plain_row: PlainRowReader | None = getattr(_compiled, "plain_row", None)  # None: a build from before it
+#: the compiled search for the first element of a name, or None
+first_named: FirstNamed | None = getattr(_compiled, "first_named", None)
 #: the compiled loops of the witness writer (:class:`feedrouter.join.relations.HourWitnesses`), or None
 file_messages: Callable[..., None] | None = None if _writer is None else _writer.file_messages
 name_rows: Callable[..., None] | None = None if _writer is None else _writer.name_rows
@@ -74,10 +80,10 @@ name_rows: Callable[..., None] | None = None if _writer is None else _writer.nam
 @contextmanager
 def turned_off() -> Iterator[None]:
     """The kernels off for the block: the Python paths answer (the benchmarks measure both)."""
-    global plain_children, plain_row, file_messages, name_rows
-    kept = plain_children, plain_row, file_messages, name_rows
-    plain_children = plain_row = file_messages = name_rows = None
+    global plain_children, plain_row, first_named, file_messages, name_rows
+    kept = plain_children, plain_row, first_named, file_messages, name_rows
+    plain_children = plain_row = first_named = file_messages = name_rows = None
     try:
         yield
     finally:
-        plain_children, plain_row, file_messages, name_rows = kept
+        plain_children, plain_row, first_named, file_messages, name_rows = kept

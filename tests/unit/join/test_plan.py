@@ -4,7 +4,10 @@ fragments, the return assembled from both sides, explain."""
 from __future__ import annotations
 
 import pickle
+from dataclasses import replace
 from datetime import datetime, timezone
+
+import pytest
 
 from feedrouter import Router
 from feedrouter.join.plan import JoinSet, clock_block, compile_join, path_text
@@ -153,3 +156,26 @@ def test_the_clock_reads_an_element_its_text_or_an_attribute() -> None:
         router, clock = Router(), clock_block("f", path)
         router.add_witness(clock)
         assert router.route_outcome(document).witnesses[clock.id][0].values[0][0] == value, path
+
+
+@pytest.mark.parametrize(
+    ("path", "name"),
+    [
+        ("//pubDate", "pubDate"),
+        ("//trade/time/text()", None),  # its text nodes, not its string value
+        ("/trade/@at", None),
+        ("/item/pubDate", None),  # not of the form //name
+        ("//item/pubDate", None),
+        ("//*", None),
+        ('declare namespace p = "urn:p"; //p:time', None),  # a namespace: lxml's name is another
+    ],
+)
+def test_only_a_clock_of_one_names_first_element_is_read_off_the_tree(path: str, name: str | None) -> None:
+    """``//name`` (its first element's string value) is read off the parsed tree; every other
+    event-time path stays a witness plan in the shared NFA."""
+    clock = clock_block("f", path)
+    assert clock.first_element() == name
+    assert replace(clock, first=False).first_element() is None  # every node: a plan
+    router = Router()
+    router.add_witness(clock)
+    assert (clock.id in router._clocks) == (name is not None) and clock.id in router.witness_blocks

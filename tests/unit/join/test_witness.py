@@ -300,9 +300,11 @@ def test_a_row_of_own_attributes_charges_the_same_work_with_or_without_the_kerne
     assert read() == expected
 
 
-def clock_router(*others: BlockSpec, limits: ResultLimits | None = None) -> tuple[Router, str]:
-    clock = clock_block("f", "//time")
-    router = Router.compile([], on_error="collect", result_limits=limits)
+def clock_router(
+    *others: BlockSpec, limits: ResultLimits | None = None, path: str = "//time", dtd: str | None = None
+) -> tuple[Router, str]:
+    clock = clock_block("f", path)
+    router = Router.compile([], on_error="collect", result_limits=limits, dtd=dtd)
     for spec in (clock, *others):
         router.add_witness(spec)
     router.reindex()
@@ -339,9 +341,10 @@ def test_the_clock_reads_the_first_node_only(turned_off: bool) -> None:
 def test_an_event_time_is_read_by_the_kernel_as_by_the_python_path(
     document: bytes, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The clock's leaf is the bound node's own string value: one kernel call per node where it
-    holds only text, the Python path where the kernel declines, the same rows either way."""
-    router, clock = clock_router()
+    """A clock the router reads through its witness plan (a path not of the form ``//name``): its
+    leaf is the bound node's own string value, one kernel call per node where it holds only text,
+    the Python path where the kernel declines, the same rows either way."""
+    router, clock = clock_router(path="/m/time")
     with kernel.turned_off():
         expected = router.route_outcome(document).witnesses[clock]
     answers = []
@@ -360,8 +363,79 @@ def test_an_event_time_is_read_by_the_kernel_as_by_the_python_path(
 def test_a_router_pickled_before_blocks_said_first_reads_every_node() -> None:
     """Routers pickled before a block's shape said whether it reads its first node only hold two
     fields per block: they read every node, as they did."""
-    router, clock = clock_router()
+    router, clock = clock_router(path="/m/time")
     router._witnesses = {block: shape[:2] for block, shape in router._witnesses.items()}
     router = pickle.loads(pickle.dumps(router))
     rows = router.route_outcome(b"<m><time>a</time><time>b</time></m>").witnesses[clock]
     assert [row.values for row in rows] == [(("a",),), (("b",),)]
+
+
+#: documents whose first ``time`` element the clock reads: text, none, empty, mixed content,
+#: comments, CDATA, references, namespaced namesakes before it, the root itself, deep nesting
+CLOCK_DOCUMENTS = [
+    b"<m><time>Wed, 01 May 2024 08:30:00 GMT</time><time>later</time></m>",
+    b"<m><x/></m>",
+    b"<time>the root itself<time>inner</time></time>",
+    b"<m><time/><time>second</time></m>",
+    b"<m><a><b><c><time>deep</time></c></b></a><time>shallow, later</time></m>",
+    b"<m><time>a<!--c--> b<?pi x?>c</time></m>",
+    b"<m><time>x<b>y<time>nested</time></b>z</time></m>",
+    b"<m><time><![CDATA[<t>&]]> &amp; &#233;</time></m>",
+    b'<m xmlns:p="urn:p"><p:time>namespaced</p:time><time>plain</time></m>',
+    b'<m xmlns="urn:d"><time>in a default namespace: not //time</time></m>',
+    b'<m><n xmlns="urn:d"><time>namespaced</time></n><time>plain</time></m>',
+    b"<m><!--<time>a comment</time>--><time>t</time></m>",
+    b"<m>" + b"<i><j/><k>v</k></i>" * 400 + b"<time>after 1,200 elements</time></m>",
+]
+
+
+@pytest.mark.parametrize("document", CLOCK_DOCUMENTS)
+@pytest.mark.parametrize("turned_off", [False, True])
+def test_a_clock_of_one_name_is_read_off_the_tree_as_its_witness_plan_reads_it(
+    document: bytes, turned_off: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``//time`` takes no plan (no path in the NFA, no group in the index): the router reads the
+    first ``time`` element off the parsed tree, and its row (node id, string value, size) is the
+    row the block's witness plan reads, with the kernel and without."""
+    fast, clock = clock_router()
+    assert clock in fast.witness_blocks and clock not in fast._witnesses and not fast._plans
+    monkeypatch.setattr("feedrouter.router._first_element", lambda spec: None)
+    planned, _ = clock_router()
+    assert clock in planned._witnesses
+    with kernel.turned_off() if turned_off else contextlib.nullcontext():
+        expected = planned.route_outcome(document)
+        found = fast.route_outcome(document)
+    assert found.witnesses == expected.witnesses and found.failures == expected.failures
+
+
+@pytest.mark.parametrize("limit", [10, 16 + 5, 16 + 4])
+def test_a_clock_read_off_the_tree_is_refused_past_the_limit_as_its_plan_is(
+    limit: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A clock's row counts against the document's result budget as a plan's does: past the
+    per-subscription limit the block is refused (FR310) and the message gets no time."""
+    document = b"<m><time>12345</time></m>"
+    limits = ResultLimits(per_subscription=limit, per_document=10**6)
+    fast, clock = clock_router(limits=limits)
+    monkeypatch.setattr("feedrouter.router._first_element", lambda spec: None)
+    planned, _ = clock_router(limits=limits)
+    found, expected = fast.route_outcome(document), planned.route_outcome(document)
+    assert found.witnesses == expected.witnesses
+    assert {k: e.code for k, e in found.failures.items()} == {k: e.code for k, e in expected.failures.items()}
+    assert (clock in found.failures) == (limit < 16 + 5)
+
+
+def test_a_clock_read_off_the_tree_survives_pickling_removal_and_the_fallback_router() -> None:
+    """The clock is plain data in the router's artifact; removing it stops it, adding it again
+    starts it; the router for documents invalid against the feed's DTD reads it too."""
+    dtd = "<!ELEMENT m (time)><!ELEMENT time (#PCDATA)>"
+    router, clock = clock_router(dtd=dtd)
+    router = pickle.loads(pickle.dumps(router))
+    valid, invalid = b"<m><time>v</time></m>", b"<m><time>i</time><extra/></m>"
+    assert router.route_outcome(valid).witnesses[clock] == [WitnessRow(1, (("v",),), ())]
+    assert router.route_outcome(invalid).witnesses[clock] == [WitnessRow(1, (("i",),), ())]
+    assert router._fallback is not None and clock in router._fallback.witness_blocks
+    router.remove(clock)
+    assert clock not in router.witness_blocks and not router.route_outcome(invalid).witnesses
+    router.add_witness(clock_block("f", "//time"))
+    assert router.route_outcome(invalid).witnesses[clock] == [WitnessRow(1, (("i",),), ())]

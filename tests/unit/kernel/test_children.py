@@ -278,3 +278,42 @@ def test_an_element_s_own_string_value_is_lxmls_or_declined(item: str) -> None:
 def test_an_element_s_own_string_value_is_a_leaf_never_a_fragment() -> None:
     with pytest.raises(ValueError, match="not an attribute or the element"):
         plain_row(parsed("<t>x</t>", False), (b".",), (), (0,), (0,), 100)  # type: ignore[misc]
+
+
+@st.composite
+def trees_of_names(draw: st.DrawFn) -> str:
+    """Elements named a, b, c (some prefixed, some under a default namespace) nested at random,
+    with text, comments, processing instructions and references between them."""
+
+    def element(depth: int) -> str:
+        name = draw(st.sampled_from(["a", "b", "c", "p:a", "q:b"]))
+        default = draw(st.sampled_from(["", "", "", ' xmlns="urn:d"']))
+        parts = []
+        if depth < 4:
+            for _ in range(draw(st.integers(0, 3))):
+                parts.append(draw(st.sampled_from(["", "t", "<!--a-->", "<?a b?>", "&amp;"])))
+                parts.append(element(depth + 1))
+        return f"<{name}{default}>{''.join(parts)}</{name}>"
+
+    return f'<r xmlns:p="urn:p" xmlns:q="urn:q">{element(0)}</r>'
+
+
+@needs_kernel
+@given(trees_of_names(), st.sampled_from(["a", "b", "c", "r", "z"]))
+@settings(max_examples=200, deadline=None)
+def test_the_first_element_of_a_name_is_lxmls_first_with_its_pre_order_id(document: str, name: str) -> None:
+    """``first_named`` finds what ``root.iter(etree.Element)`` meets first with that tag (no
+    namespace), numbered as it counts elements."""
+    root = etree.fromstring(document.encode())
+    expected = next(((i, el) for i, el in enumerate(root.iter(etree.Element)) if el.tag == name), None)
+    found = kernel.first_named(root, name.encode())  # type: ignore[misc]
+    assert (found is None) == (expected is None)
+    if found is not None and expected is not None:
+        assert found[0] == expected[0] and found[1] is expected[1]
+
+
+@needs_kernel
+def test_first_named_refuses_anything_but_an_element() -> None:
+    for bad in (None, "r", etree.Comment("c")):
+        with pytest.raises(TypeError):
+            kernel.first_named(bad, b"r")  # type: ignore[misc]
