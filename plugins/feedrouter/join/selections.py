@@ -332,7 +332,15 @@ class NeedleFinder(Keywords):
         super().__init__(name, self.needles)
 
     def find(self, string: str) -> set[str]:
-        return self.hits((string,), self.needles)
+        automaton = self.automaton
+        if automaton is None:  # starts-with, ends-with: by the string's prefixes or suffixes
+            return self.hits((string,), self.needles)
+        # contains: the automaton's words straight into the set (Keywords.hits takes values from
+        # several nodes; a row is one string, read for every row a feed's messages bind)
+        found = {word for _, word in automaton.iter(string)}
+        if self.empty:
+            found.add("")
+        return found
 
 
 @dataclass

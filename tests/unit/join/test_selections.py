@@ -167,11 +167,14 @@ def test_witness_plans_pickle_without_their_compiled_tests() -> None:
     assert roots_of(again, [document]) == before == [{specs[1].id: [0]}]
 
 
+@pytest.mark.parametrize("empty", [True, False])
 @pytest.mark.parametrize("name", ["contains", "starts-with", "ends-with"])
-def test_the_needle_finder_finds_what_trying_every_needle_finds(name: str) -> None:
+def test_the_needle_finder_finds_what_trying_every_needle_finds(name: str, empty: bool) -> None:
     rng = random.Random(name)
     alphabet = "abcé "
-    needles = {"", *("".join(rng.choices(alphabet, k=rng.randint(1, 6))) for _ in range(300))}
+    needles = {*("".join(rng.choices(alphabet, k=rng.randint(1, 6))) for _ in range(300))}
+    if empty:  # every string contains (starts, ends with) the empty string
+        needles.add("")
     finder = NeedleFinder(name, needles)
     found = 0
     for _ in range(400):
@@ -179,7 +182,7 @@ def test_the_needle_finder_finds_what_trying_every_needle_finds(name: str) -> No
         expected = {n for n in needles if matches_literal(name, string, (n,))}
         assert finder.find(string) == expected, (name, string)
         found += len(expected)
-    assert found > 1000
+    assert found > 500  # the test is not vacuous
 
 
 @pytest.mark.parametrize("seed", [4, 5])
