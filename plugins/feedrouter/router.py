@@ -712,7 +712,8 @@ class _ResultBudget:
 
 
 def _first_element(spec: BlockSpec) -> str | None:
-    """The element name a block is read off the tree by, or None: it is a witness plan."""
+    """The element name a block is read off the tree by, or None: it is a witness plan (one
+    seam for both: the tests turn reading off the tree off to compare the two ways)."""
     return spec.first_element()
 
 
