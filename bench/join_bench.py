@@ -59,6 +59,7 @@ import multiprocessing
 import os
 import pickle
 import random
+import shutil
 import statistics
 import sys
 import tempfile
@@ -574,6 +575,7 @@ def stage1_task(workload: Workload, sizes: Sizes, scratch: Path) -> list[dict]:
                     delivered = list(tasks.deliver_partition(spec, records, artifact))
                     times[name].append((time.perf_counter() - started) / len(messages))
                     assert delivered and all(kind != "failure" for kind, _ in delivered), name
+                    shutil.rmtree(folder)  # in memory (in_memory_scratch): one round's folders at a time
             ms = {name: statistics.median(found) * 1e3 for name, found in times.items()}
             plain, joined = ms["ordinary"], ms["with joins"]
             paired = zip(times["ordinary"], times["with joins"], strict=True)

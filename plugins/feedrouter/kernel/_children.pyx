@@ -418,14 +418,14 @@ def plain_children(element, tuple names, Py_ssize_t limit):
     return tuple(result)
 
 
-def first_named(root, bytes name):
+def first_named(root, bytes name not None):
     """The first element named ``name`` (a UTF-8 local name, no namespace) in document order in
     ``root``'s subtree, ``root`` included, as ``(its pre-order id among the subtree's elements, the
     element)``; None when there is none. The ids are the router's (``root`` is 0; comments,
     processing instructions and entity references are not elements and are not entered), so a
     feed's event time is read off the parsed tree in one walk, without a path of its own in the
-    shared NFA (:meth:`feedrouter.router.Router.add_witness`). ``root`` must be an lxml element;
-    anything else raises TypeError."""
+    shared NFA (:meth:`feedrouter.router.Router.add_witness`). ``root`` must be an lxml element and
+    ``name`` bytes; anything else raises TypeError."""
     cdef tree.xmlNode* c_root
     cdef tree.xmlNode* node
     cdef const char* c_name = PyBytes_AS_STRING(name)

@@ -313,7 +313,10 @@ def test_the_first_element_of_a_name_is_lxmls_first_with_its_pre_order_id(docume
 
 
 @needs_kernel
-def test_first_named_refuses_anything_but_an_element() -> None:
+def test_first_named_refuses_anything_but_an_element_and_a_bytes_name() -> None:
     for bad in (None, "r", etree.Comment("c")):
         with pytest.raises(TypeError):
             kernel.first_named(bad, b"r")  # type: ignore[misc]
+    for name in (None, "r"):  # the name is read as a C string: bytes only
+        with pytest.raises(TypeError):
+            kernel.first_named(etree.fromstring(b"<r/>"), name)  # type: ignore[misc]
