@@ -32,7 +32,7 @@ from feedrouter.errors import (
     error,
 )
 from feedrouter.join.plan import BlockSpec
-from feedrouter.join.witness import RowReader, WitnessRow, first_named_row, row_reader
+from feedrouter.join.witness import RowReader, Walked, WitnessRow, first_named_row, row_reader
 from feedrouter.limits import ResultLimits
 from feedrouter.output.defaults import complete_attribute_defaults
 from feedrouter.output.factory import assemble_within, render_items_within
@@ -94,6 +94,9 @@ class Router:
     # join blocks read off the parsed tree instead (a feed's clock, ``//pubDate``): id -> the
     # element name whose first element's string value they read (BlockSpec.first_element)
     _clocks: dict[str, str] = {}
+    # join blocks whose nodes are every element of a name, found by a walk of the parsed tree
+    # (BlockSpec.walked_element): id -> how they are read
+    _walked: dict[str, Walked] = {}
     # per set of witness blocks of a group, how their rows are read (Router._witness_readers):
     # built on first need in each process, dropped whenever a plan is added or removed
     _readers: dict[tuple[str, ...], list[tuple[RowReader, list[str], bool]]]
@@ -136,6 +139,7 @@ class Router:
         self._witnesses = {}
         self._witness_specs = {}
         self._clocks = {}
+        self._walked = {}
         self._readers = {}
 
     @classmethod
@@ -220,12 +224,19 @@ class Router:
 
         A block that reads the first element of a name (a feed's clock, ``//pubDate``:
         :meth:`~feedrouter.join.plan.BlockSpec.first_element`) takes no plan: its row is read off
-        the parsed tree (:func:`~feedrouter.join.witness.first_named_row`), the same row."""
-        if spec.id in self._witnesses or spec.id in self._clocks:
+        the parsed tree (:func:`~feedrouter.join.witness.first_named_row`), the same row. Nor does
+        a block that binds every element of a name (``//item``, a feed's factored base) where the
+        compiled kernel reads its rows (:class:`~feedrouter.join.witness.Walked`): its nodes are
+        found by a walk of the tree, their rows read as its plan would read them."""
+        if spec.id in self._witnesses or spec.id in self._clocks or spec.id in self._walked:
             self.remove(spec.id)
         name = _first_element(spec)
+        walked = None if name is not None else self._walked_block(spec)
         if name is not None:
             self._clocks = {**self._clocks, spec.id: name}
+        elif walked is not None:
+            self._walked = {**self._walked, spec.id: walked}
+        if name is not None or walked is not None:
             if self._fallback is not None:
                 self._fallback.add_witness(spec)
             return
@@ -238,6 +249,19 @@ class Router:
         self._file(spec.id, plan, tree)
         if self._fallback is not None:
             self._fallback.add_witness(spec)
+
+    def _walked_block(self, spec: BlockSpec) -> Walked | None:
+        """How a block that binds every element of a name is read off the tree, or None: it is
+        bound otherwise, or a row of it would need the shared NFA's streams. Its return items come
+        from a plan of its own, compiled without the DTD (a walk finds every such element of any
+        document, valid or not) into an automaton of its own (the shared one gains nothing)."""
+        name = _walked_element(spec)
+        if name is None:
+            return None
+        planner = Planner(Nfa(), self.strategy, Optimize.QUERY, None, shared=self.shared_selection)
+        plan = planner.plan(spec.id, spec.subscription(), spec.value_slots())
+        namespaces = tuple(f.default_ns for f in spec.fragments.values())
+        return Walked.of(name, spec.first, plan.returns, len(spec.leaves), namespaces)
 
     def _file(self, sid: str, plan: SubscriptionPlan, tree: lang.ast.Subscription) -> None:
         """Put a compiled plan where routing finds it: its shared group and the selection index."""
@@ -300,8 +324,9 @@ class Router:
     def remove(self, subscription_id: str) -> None:
         """Take a subscription out; the NFA and shared plans release what only it used."""
         sid = str(subscription_id)
-        if sid in self._clocks:
+        if sid in self._clocks or sid in self._walked:
             self._clocks = {k: v for k, v in self._clocks.items() if k != sid}
+            self._walked = {k: v for k, v in self._walked.items() if k != sid}
             if self._fallback is not None:
                 self._fallback.remove(sid)
             return
@@ -379,8 +404,8 @@ class Router:
         outcome = RouteOutcome()
         results = outcome.results
         budget = _ResultBudget(self.result_limits)
-        if self._clocks:
-            self._read_clocks(root, outcome, budget, source)
+        if self._clocks or self._walked:
+            self._read_off_tree(root, ctx, outcome, budget)
         per_subscription = budget.limits.per_subscription
         for group in candidates:
             plan = group.plan
@@ -426,21 +451,45 @@ class Router:
                 results[sid] = result
         return outcome
 
-    def _read_clocks(
-        self, root: etree._Element, outcome: RouteOutcome, budget: _ResultBudget, source: str | None
+    def _read_off_tree(
+        self, root: etree._Element, ctx: DocumentContext, outcome: RouteOutcome, budget: _ResultBudget
     ) -> None:
-        """File the rows of the blocks read off the tree (:attr:`_clocks`), first: a message's
-        event time is a few bytes, and without it the message takes part in no join."""
+        """File the rows of the blocks read off the tree, first: the clocks (:attr:`_clocks`: a
+        message's event time is a few bytes, and without it the message takes part in no join),
+        then the blocks found by a walk (:attr:`_walked`)."""
+        source = ctx.source
         for block, name in self._clocks.items():
             allowed = min(budget.limits.per_subscription, budget.left)
-            found = first_named_row(root, name, allowed)
-            if found is None:
-                outcome.failures[block] = budget.refuse(allowed, source)
+            self._file_rows(block, first_named_row(root, name, allowed), allowed, outcome, budget, source)
+        for block, walked in self._walked.items():
+            allowed = min(budget.limits.per_subscription, budget.left)
+            try:
+                found = walked.rows(ctx, root, allowed)
+            except DocumentError:
+                raise  # the document itself cannot be routed (past its work budget)
+            except Exception as exc:  # a bug in one block must not cost the other subscriptions
+                _log.warning("witness block %s failed on %s", block, source, exc_info=True)
+                outcome.failures[block] = _internal_failure(exc, source)
                 continue
-            rows, size = found
-            if rows:
-                budget.left -= size
-                outcome.witnesses[block] = rows
+            self._file_rows(block, found, allowed, outcome, budget, source)
+
+    @staticmethod
+    def _file_rows(
+        block: str,
+        found: tuple[list[WitnessRow], int] | None,
+        allowed: int,
+        outcome: RouteOutcome,
+        budget: _ResultBudget,
+        source: str | None,
+    ) -> None:
+        """A block's rows read off the tree into ``outcome`` (None: refused past ``allowed``)."""
+        if found is None:
+            outcome.failures[block] = budget.refuse(allowed, source)
+            return
+        rows, size = found
+        if rows:
+            budget.left -= size
+            outcome.witnesses[block] = rows
 
     def _witnessed(
         self,
@@ -541,6 +590,7 @@ class Router:
                 result_limits=self.result_limits,
             )
             fallback._clocks = dict(self._clocks)
+            fallback._walked = dict(self._walked)  # read off the tree without the DTD already
             for sid in self._plans:
                 try:
                     spec = self._witness_specs.get(sid)
@@ -594,7 +644,7 @@ class Router:
     @property
     def witness_blocks(self) -> list[str]:
         """The ids of the join blocks compiled as witness plans or read off the tree (:meth:`add_witness`)."""
-        return [*self._witnesses, *self._clocks]
+        return [*self._witnesses, *self._clocks, *self._walked]
 
     @property
     def nfa(self) -> Nfa:
@@ -715,6 +765,12 @@ def _first_element(spec: BlockSpec) -> str | None:
     """The element name a block is read off the tree by, or None: it is a witness plan (one
     seam for both: the tests turn reading off the tree off to compare the two ways)."""
     return spec.first_element()
+
+
+def _walked_element(spec: BlockSpec) -> str | None:
+    """The element name whose every element a block binds, when it is found by a walk of the tree
+    (:meth:`Router._walked_block`); None: a witness plan (the tests' seam, as :func:`_first_element`)."""
+    return spec.walked_element()
 
 
 def _written_name(element: etree._Element) -> str:

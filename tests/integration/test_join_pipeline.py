@@ -126,9 +126,12 @@ def test_joins_through_spark_s3_and_postgres_agree_with_saxon(
     built = {feed: build_plan(catalog, feed, plans) for feed in FEEDS}
     statuses = _statuses(catalog)
     assert statuses == {"valid": 300}, statuses
-    news = load_plan(plans, built["news"].artifact_uri, built["news"].digest).joins
-    # most of the news blocks are served by one base witness plan, found by their selections
+    loaded = load_plan(plans, built["news"].artifact_uri, built["news"].digest)
+    news = loaded.joins
+    # most of the news blocks are served by one base witness plan, found by their selections; it
+    # binds every item, found by a walk of the parsed tree (as is the clock, //pubDate)
     assert news is not None and any(served.index for served in news.witnessing.served.values())
+    assert set(news.witnessing.bases) & set(loaded.router._walked) and loaded.router._clocks
     hours = sorted(feeds["news"])
     state = f"s3://{s3_bucket}/state"
 

@@ -102,11 +102,20 @@ class BlockSpec:
         block reads the string value of, when that is all it does: ``//pubDate``, a feed's usual
         event time (the router reads it off the parsed tree: :func:`~feedrouter.join.witness.
         first_named_row`). None for any other block."""
-        if not self.first or self.where or self.fragments or len(self.leaves) != 1:
+        if not self.first or self.fragments or len(self.leaves) != 1:
             return None
         (leaf,) = self.leaves.values()
+        if leaf.steps or leaf.tail is not None:
+            return None
+        return self.walked_element()
+
+    def walked_element(self) -> str | None:
+        """The local name (no namespace) of the elements this block binds when it binds every
+        element of that name, or the first (``for $w in //item``, no conditions): its nodes can
+        be found by one walk of the parsed tree (:class:`~feedrouter.join.witness.Walked`). None
+        for any other binding, or with conditions."""
         steps = self.binding.steps
-        if leaf.steps or leaf.tail is not None or self.binding.tail is not None or len(steps) != 1:
+        if self.where or self.binding.tail is not None or len(steps) != 1:
             return None
         step = steps[0]
         if step.axis is not ast.Axis.DESCENDANT or step.predicates or step.name is None:

@@ -79,10 +79,99 @@ def first_named_row(root: etree._Element, name: str, limit: int) -> tuple[list[W
 
 def _first_named(root: etree._Element, name: str) -> tuple[int, etree._Element] | None:
     """:func:`first_named_row`'s search without the compiled kernel (its reference)."""
+    found = _named_elements(root, name, first=True)
+    return found[0] if found else None
+
+
+def _named_elements(root: etree._Element, name: str, first: bool) -> list[tuple[int, etree._Element]]:
+    """Every element named ``name`` (no namespace) in document order with its pre-order id, or
+    only the first: what the compiled kernel's :func:`~feedrouter.kernel.all_named` and
+    :func:`~feedrouter.kernel.first_named` find, without it (their reference)."""
+    found = []
     for node, element in enumerate(root.iter(etree.Element)):
         if element.tag == name:
-            return node, element
-    return None
+            found.append((node, element))
+            if first:
+                break
+    return found
+
+
+class Walked:
+    """A join block whose nodes are every element of one name, ``//item`` (or the first one), read
+    off the parsed tree (:meth:`~feedrouter.router.Router.add_witness`): its nodes are found in one
+    compiled walk (:func:`~feedrouter.kernel.all_named`) and their rows read as its witness plan
+    reads them (:class:`RowReader`), instead of a path in the shared NFA, an entry in the
+    selection index and a plan's bindings. A feed's blocks are mostly factored into one such
+    base (:mod:`feedrouter.join.selections`), bound on every message: the machinery cost about as
+    much as the row itself.
+
+    Only blocks whose every leaf and fragment the kernel reads off a node's children qualify
+    (:meth:`of`): the general path of a row reads paths' streams of the shared NFA, which such a
+    block has none of.
+
+    Attributes:
+        name: the elements' local name (no namespace).
+        first: whether only the first element's row is read.
+        returns, leaves, namespaces: the block's return items (of a plan compiled apart, without
+            the DTD), how many are leaves, and each fragment's default namespace.
+    """
+
+    __slots__ = ("_encoded", "_reader", "first", "leaves", "name", "namespaces", "returns")
+
+    def __init__(
+        self,
+        name: str,
+        first: bool,
+        returns: tuple[ReturnItem, ...],
+        leaves: int,
+        namespaces: tuple[str, ...],
+    ) -> None:
+        self.name, self.first = name, first
+        self.returns, self.leaves, self.namespaces = returns, leaves, namespaces
+        self._reader: RowReader | None = None
+        self._encoded = name.encode()
+
+    @classmethod
+    def of(
+        cls, name: str, first: bool, returns: Sequence[ReturnItem], leaves: int, namespaces: Sequence[str]
+    ) -> Walked | None:
+        """The block read off the tree, or None where a row would need the general path."""
+        walked = cls(name, first, tuple(returns), leaves, tuple(namespaces))
+        return walked if walked.reader().plain is not None else None
+
+    def reader(self) -> RowReader:
+        """How its rows are read, worked out once per process."""
+        found = self._reader
+        if found is None:
+            found = self._reader = RowReader(self.returns, self.leaves, self.namespaces)
+        return found
+
+    def rows(
+        self, ctx: DocumentContext, root: etree._Element, limit: int
+    ) -> tuple[list[WitnessRow], int] | None:
+        """The rows of the block in the document whose element is ``root`` and their size in
+        bytes (no rows when it has no such element), None past ``limit`` bytes: what its witness
+        plan reads (the tests compare the two)."""
+        found: list[tuple[int, etree._Element]]
+        if self.first:
+            one = kernel.first_named
+            if one is None:
+                found = _named_elements(root, self.name, True)
+            else:
+                first = one(root, self._encoded)
+                found = [first] if first is not None else []
+        else:
+            every = kernel.all_named
+            found = _named_elements(root, self.name, False) if every is None else every(root, self._encoded)
+        if not found:
+            return [], 0
+        return self.reader().rows_of(ctx, found, limit)
+
+    def __getstate__(self) -> tuple[str, bool, tuple[ReturnItem, ...], int, tuple[str, ...]]:
+        return self.name, self.first, self.returns, self.leaves, self.namespaces
+
+    def __setstate__(self, state: tuple[str, bool, tuple[ReturnItem, ...], int, tuple[str, ...]]) -> None:
+        self.__init__(*state)  # type: ignore[misc]
 
 
 def row_reader(returns: Sequence[ReturnItem], leaves: int, default_ns: Sequence[str]) -> RowReader:
@@ -157,15 +246,21 @@ class RowReader:
         self, ctx: DocumentContext, bound: Sequence[int], limit: int
     ) -> tuple[list[WitnessRow], int] | None:
         """The rows of the nodes ``bound`` and their size in bytes (with 16 per row for its
-        bookkeeping); None as soon as they pass ``limit`` (:func:`witness_rows`). One loop for
+        bookkeeping); None as soon as they pass ``limit`` (:func:`witness_rows`)."""
+        nodes = ctx.nodes
+        # -1: the document node (general path)
+        return self.rows_of(ctx, [(node, nodes[node] if node >= 0 else None) for node in bound], limit)
+
+    def rows_of(
+        self, ctx: DocumentContext, bound: Sequence[tuple[int, etree._Element | None]], limit: int
+    ) -> tuple[list[WitnessRow], int] | None:
+        """:meth:`rows` of nodes given with their elements (None: the document node). One loop for
         every row of a message (a plain row is a kernel call and a tuple: no frame of its own)."""
         rows: list[WitnessRow] = []
         size = 0
         plain = self.plain
         read_row = kernel.plain_row if plain is not None else None  # per call: benchmarks turn it off
-        nodes = ctx.nodes
-        for node in bound:
-            element = nodes[node] if node >= 0 else None  # -1: the document node (general path)
+        for node, element in bound:
             left = limit - size
             if element is None:
                 built = self._general_row(ctx, None, node, None, left)

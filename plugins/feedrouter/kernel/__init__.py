@@ -8,7 +8,8 @@ in the environment turns the kernels off (the benchmarks measure both ways).
 * :func:`plain_children`: an element's plain children by name, their string values and copies;
   :func:`plain_row`: a whole witness row read off them (witness rows, :mod:`feedrouter.join.witness`);
 * :func:`first_named`: the first element of a name in a document and its pre-order id (a feed's
-  event time, :func:`feedrouter.join.witness.first_named_row`);
+  event time, :func:`feedrouter.join.witness.first_named_row`); :func:`all_named`: every element of
+  a name (the nodes a join block of the form ``//name`` binds, :class:`feedrouter.join.witness.Walked`);
 * :func:`file_messages`, :func:`name_rows`: the hour's witness writer's loops over its filed
   messages and rows (:mod:`feedrouter.join.relations`).
 """
@@ -33,6 +34,8 @@ PlainRowReader = Callable[
 ]
 #: (pre-order id, element) of the first element of a name in a subtree; None when there is none
 FirstNamed = Callable[[Any, bytes], tuple[int, Any] | None]
+#: (pre-order id, element) of every element of a name in a subtree, in document order
+AllNamed = Callable[[Any, bytes], list[tuple[int, Any]]]
 
 
 def _load() -> Any:
@@ -72,6 +75,8 @@ plain_children: PlainChildren | None = None if _compiled is None else _compiled.
 plain_row: PlainRowReader | None = getattr(_compiled, "plain_row", None)  # None: a build from before it
 #: the compiled search for the first element of a name, or None
 first_named: FirstNamed | None = getattr(_compiled, "first_named", None)
+#: the compiled search for every element of a name, or None
+all_named: AllNamed | None = getattr(_compiled, "all_named", None)
 #: the compiled loops of the witness writer (:class:`feedrouter.join.relations.HourWitnesses`), or None
 file_messages: Callable[..., None] | None = None if _writer is None else _writer.file_messages
 name_rows: Callable[..., None] | None = None if _writer is None else _writer.name_rows
@@ -80,10 +85,10 @@ name_rows: Callable[..., None] | None = None if _writer is None else _writer.nam
 @contextmanager
 def turned_off() -> Iterator[None]:
     """The kernels off for the block: the Python paths answer (the benchmarks measure both)."""
-    global plain_children, plain_row, first_named, file_messages, name_rows
-    kept = plain_children, plain_row, first_named, file_messages, name_rows
-    plain_children = plain_row = first_named = file_messages = name_rows = None
+    global plain_children, plain_row, first_named, all_named, file_messages, name_rows
+    kept = plain_children, plain_row, first_named, all_named, file_messages, name_rows
+    plain_children = plain_row = first_named = all_named = file_messages = name_rows = None
     try:
         yield
     finally:
-        plain_children, plain_row, first_named, file_messages, name_rows = kept
+        plain_children, plain_row, first_named, all_named, file_messages, name_rows = kept

@@ -426,20 +426,39 @@ def first_named(root, bytes name not None):
     feed's event time is read off the parsed tree in one walk, without a path of its own in the
     shared NFA (:meth:`feedrouter.router.Router.add_witness`). ``root`` must be an lxml element and
     ``name`` bytes; anything else raises TypeError."""
+    found = _named(root, name, True)
+    return found[0] if found else None
+
+
+def all_named(root, bytes name not None):
+    """Every element named ``name`` (a UTF-8 local name, no namespace) in ``root``'s subtree,
+    ``root`` included, in document order, as a list of ``(pre-order id, element)``: the nodes a
+    join block bound by ``//name`` binds, found in one walk instead of a path in the shared NFA
+    (:meth:`feedrouter.router.Router.add_witness`). The ids and the refusals are
+    :func:`first_named`'s."""
+    return _named(root, name, False)
+
+
+cdef list _named(root, bytes name, bint first):
+    """The elements of :func:`all_named`, or only the first (:func:`first_named`)."""
     cdef tree.xmlNode* c_root
     cdef tree.xmlNode* node
     cdef const char* c_name = PyBytes_AS_STRING(name)
     cdef Py_ssize_t nid = 0
+    cdef list found = []
     if not isinstance(root, cetree._Element):
         raise TypeError(f"feedrouter.kernel: not an lxml element: {type(root).__name__}")
     c_root = (<cetree._Element>root)._c_node
     if c_root is NULL or c_root.type != tree.XML_ELEMENT_NODE:
-        raise TypeError("feedrouter.kernel: first_named walks an element's subtree")
+        raise TypeError("feedrouter.kernel: a search by name walks an element's subtree")
+    cdef cetree._Document doc = (<cetree._Element>root)._doc
     node = c_root
     while True:
         if node.type == tree.XML_ELEMENT_NODE:
             if node.ns is NULL and strcmp(<const char*>node.name, c_name) == 0:
-                return nid, cetree.elementFactory((<cetree._Element>root)._doc, node)
+                found.append((nid, cetree.elementFactory(doc, node)))
+                if first:
+                    return found
             nid += 1
             if node.children is not NULL:  # an element's children; an entity reference's are not entered
                 node = node.children
@@ -447,5 +466,5 @@ def first_named(root, bytes name not None):
         while node is not c_root and node.next is NULL:
             node = node.parent
         if node is c_root:
-            return None
+            return found
         node = node.next

@@ -16,6 +16,7 @@ from lxml import etree
 
 from feedrouter import Router, kernel
 from feedrouter.engine.runtime import run
+from feedrouter.errors import DocumentError
 from feedrouter.join import witness
 from feedrouter.join.plan import BlockSpec, clock_block
 from feedrouter.join.witness import WitnessRow, witness_rows
@@ -23,6 +24,7 @@ from feedrouter.limits import ResultLimits
 from feedrouter.output.factory import attribute_value, render_items_within
 from feedrouter.plan.context import DocumentContext
 from feedrouter.plan.results import ReturnItem
+from tests.unit.join.support import join_set
 from tests.unit.kernel.test_children import items, needs_kernel
 from tests.unit.plan.test_tree_reader import PROLOG, trees
 
@@ -300,6 +302,13 @@ def test_a_row_of_own_attributes_charges_the_same_work_with_or_without_the_kerne
     assert read() == expected
 
 
+def as_plans(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Routers compiled from now on make every block a witness plan (nothing read off the tree):
+    the reference the blocks read off the tree are compared with."""
+    monkeypatch.setattr("feedrouter.router._first_element", lambda spec: None)
+    monkeypatch.setattr("feedrouter.router._walked_element", lambda spec: None)
+
+
 def clock_router(
     *others: BlockSpec, limits: ResultLimits | None = None, path: str = "//time", dtd: str | None = None
 ) -> tuple[Router, str]:
@@ -391,16 +400,20 @@ CLOCK_DOCUMENTS = [
 
 @pytest.mark.parametrize("document", CLOCK_DOCUMENTS)
 @pytest.mark.parametrize("turned_off", [False, True])
+@pytest.mark.parametrize("path", ["//time", "//time/@at"])
 def test_a_clock_of_one_name_is_read_off_the_tree_as_its_witness_plan_reads_it(
-    document: bytes, turned_off: bool, monkeypatch: pytest.MonkeyPatch
+    document: bytes, turned_off: bool, path: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``//time`` takes no plan (no path in the NFA, no group in the index): the router reads the
     first ``time`` element off the parsed tree, and its row (node id, string value, size) is the
-    row the block's witness plan reads, with the kernel and without."""
-    fast, clock = clock_router()
+    row the block's witness plan reads, with the kernel and without. ``//time/@at`` is found by
+    the same search and its row read as a walked block's (:class:`~feedrouter.join.witness.Walked`)."""
+    document = document.replace(b"<time>", b'<time at="x">', 1)  # the first time has an attribute
+    fast, clock = clock_router(path=path)
+    assert clock in (fast._clocks if path == "//time" else fast._walked)
     assert clock in fast.witness_blocks and clock not in fast._witnesses and not fast._plans
-    monkeypatch.setattr("feedrouter.router._first_element", lambda spec: None)
-    planned, _ = clock_router()
+    as_plans(monkeypatch)
+    planned, _ = clock_router(path=path)
     assert clock in planned._witnesses
     with kernel.turned_off() if turned_off else contextlib.nullcontext():
         expected = planned.route_outcome(document)
@@ -417,7 +430,7 @@ def test_a_clock_read_off_the_tree_is_refused_past_the_limit_as_its_plan_is(
     document = b"<m><time>12345</time></m>"
     limits = ResultLimits(per_subscription=limit, per_document=10**6)
     fast, clock = clock_router(limits=limits)
-    monkeypatch.setattr("feedrouter.router._first_element", lambda spec: None)
+    as_plans(monkeypatch)
     planned, _ = clock_router(limits=limits)
     found, expected = fast.route_outcome(document), planned.route_outcome(document)
     assert found.witnesses == expected.witnesses
@@ -439,3 +452,189 @@ def test_a_clock_read_off_the_tree_survives_pickling_removal_and_the_fallback_ro
     assert clock not in router.witness_blocks and not router.route_outcome(invalid).witnesses
     router.add_witness(clock_block("f", "//time"))
     assert router.route_outcome(invalid).witnesses[clock] == [WitnessRow(1, (("i",),), ())]
+
+
+# -- blocks of the form //name, found by a walk of the tree -----------------------------------------
+
+#: a block binding every ``item`` (both sides alike: one block) with plain leaves of child elements
+#: and an own attribute, and fragments of copies and of values in an attribute
+WALKED_JOIN = (
+    "for $a in fr:stream()//item, $b in fr:stream()//item "
+    "where $a/title = $b/author and $a/@lang = $b/@lang and $a/category = $b/category "
+    'and fr:within($a, $b, "PT1H") '
+    'return <r t="{$b/category}">{ $a/title }{ $a/link }{ $b/author }</r>'
+)
+#: documents over which a walked block reads what its witness plan reads: plain items, items whose
+#: children are not plain (the kernel declines), nested items, namesakes in a namespace, comments,
+#: CDATA, references, the root itself, none at all, and many
+WALKED_DOCUMENTS = [
+    b"<rss><channel><item lang='en'><title>T</title><author>A</author><category>c</category>"
+    b"<link>http://x/1</link></item><item><title>U</title><category>d</category><category>e</category>"
+    b"</item></channel></rss>",
+    b"<item lang='de'><title>root</title><item><title>inner</title></item></item>",
+    b"<m><item><title lang='x'>not plain</title><author>a<b>b</b>c</author><link/></item></m>",
+    b"<m><item><title>a<!--c--> b</title><category><![CDATA[<t>&]]> &amp; &#233;</category></item></m>",
+    b'<m xmlns:p="urn:p"><p:item><title>namespaced</title></p:item><item><title>plain</title></item></m>',
+    b'<m xmlns="urn:d"><item><title>in a default namespace: not //item</title></item></m>',
+    b'<m><n xmlns="urn:d"><item><title>namespaced</title></item></n><item><title>t</title></item></m>',
+    b'<m xmlns:p="urn:p"><item><title>a namespace in scope</title><p:title>x</p:title></item></m>',
+    b"<m><!--<item><title>a comment</title></item>--><x/></m>",
+    b"<m>" + b"<i><j/><k>v</k></i>" * 300 + b"<item><title>after 900 elements</title></item></m>",
+    b"<m>" + b"<item lang='en'><title>t%d</title><category>c</category></item>" * 50 + b"</m>",
+]
+
+
+def walked_router(
+    *queries: str, limits: ResultLimits | None = None, dtd: str | None = None
+) -> tuple[Router, list[str]]:
+    joins = join_set(*queries)
+    router = Router.compile([], on_error="collect", result_limits=limits, dtd=dtd)
+    for spec in joins.specs.values():
+        router.add_witness(spec)
+    router.reindex()
+    return router, list(joins.specs)
+
+
+@pytest.mark.parametrize("document", WALKED_DOCUMENTS)
+@pytest.mark.parametrize("turned_off", [False, True])
+def test_a_block_of_every_element_of_a_name_is_read_off_the_tree_as_its_witness_plan_reads_it(
+    document: bytes, turned_off: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``//item`` with rows the kernel reads takes no plan: the router finds every ``item`` by a
+    walk of the parsed tree, and its rows (node ids, values, fragments) are the rows the block's
+    witness plan reads, with the kernel and without."""
+    fast, (block,) = walked_router(WALKED_JOIN)
+    assert block in fast.witness_blocks and block in fast._walked and not fast._plans
+    as_plans(monkeypatch)
+    planned, _ = walked_router(WALKED_JOIN)
+    assert block in planned._witnesses
+    with kernel.turned_off() if turned_off else contextlib.nullcontext():
+        expected = planned.route_outcome(document)
+        found = fast.route_outcome(document)
+    assert found.witnesses == expected.witnesses and found.failures == expected.failures
+    # every document but those whose only items are in a namespace or a comment binds some
+    assert (block in found.witnesses) == (not document.startswith((b'<m xmlns="urn:d">', b"<m><!--")))
+
+
+@settings(max_examples=100, deadline=None)
+@given(trees())
+def test_walked_rows_are_the_witness_plans_on_generated_trees(document: str) -> None:
+    """The same over generated trees (the tree reader's: plain and not plain children, text,
+    attributes, namespaces), every ``a`` element bound, with the kernel and without."""
+    text = f'<root xmlns:p="urn:p">{document}</root>'.encode()
+    query = (
+        "for $x in fr:stream()//a, $y in fr:stream()//a "
+        'where $x/b = $y/b and $x/@id = $y/@id and fr:within($x, $y, "PT1H") '
+        'return <r v="{$y/b}">{ $x/b }{ $x/a }</r>'
+    )
+    fast, (block,) = walked_router(query)
+    with pytest.MonkeyPatch.context() as patch:
+        as_plans(patch)
+        planned, _ = walked_router(query)
+    assert block in fast._walked and block in planned._witnesses
+    for off in (False, True):
+        with kernel.turned_off() if off else contextlib.nullcontext():
+            expected, found = planned.route_outcome(text), fast.route_outcome(text)
+        assert found.witnesses == expected.witnesses and found.failures == expected.failures
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        # a fragment two steps down: the general path reads it, from the NFA's streams
+        "for $a in fr:stream()//item, $b in fr:stream()//item where $a/title = $b/title "
+        'and fr:within($a, $b, "PT1H") return <r>{ $a/enclosure/url }</r>',
+        # a copy of an attribute
+        "for $a in fr:stream()//item, $b in fr:stream()//item where $a/title = $b/title "
+        'and fr:within($a, $b, "PT1H") return <r>{ $a/@lang }</r>',
+        # text nodes, not elements
+        "for $a in fr:stream()//item, $b in fr:stream()//item where $a/title = $b/title "
+        'and fr:within($a, $b, "PT1H") return <r>{ $a/title/text() }</r>',
+        # a binding of two steps
+        "for $a in fr:stream()//channel/item, $b in fr:stream()//item where $a/title = $b/title "
+        'and fr:within($a, $b, "PT1H") return <r/>',
+    ],
+)
+def test_blocks_whose_rows_need_the_shared_automaton_stay_witness_plans(query: str) -> None:
+    router, blocks = walked_router(query)
+    assert blocks[0] in router._witnesses and blocks[0] not in router._walked  # $a's block
+
+
+def row_bytes(row: WitnessRow) -> int:
+    """What a row counts against the result budget (RowReader.rows: 16 for its bookkeeping)."""
+    return 16 + sum(len(value) for values in row.values for value in values) + sum(map(len, row.fragments))
+
+
+@pytest.mark.parametrize("margin", [-100, -1, 0, 1])
+def test_a_walked_block_is_refused_past_the_limit_as_its_plan_is(
+    margin: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its rows count against the document's result budget as a plan's do: past the
+    per-subscription limit the block is refused (FR310)."""
+    document = WALKED_DOCUMENTS[0]
+    roomy, (block,) = walked_router(WALKED_JOIN)
+    whole = sum(map(row_bytes, roomy.route_outcome(document).witnesses[block]))
+    limits = ResultLimits(per_subscription=whole + margin, per_document=10**6)
+    fast, _ = walked_router(WALKED_JOIN, limits=limits)
+    as_plans(monkeypatch)
+    planned, _ = walked_router(WALKED_JOIN, limits=limits)
+    found, expected = fast.route_outcome(document), planned.route_outcome(document)
+    assert found.witnesses == expected.witnesses
+    assert {k: e.code for k, e in found.failures.items()} == {k: e.code for k, e in expected.failures.items()}
+    assert (block in found.failures) == (margin < 0)
+
+
+def test_a_walked_block_charges_the_document_work_budget_as_its_plan_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Reading its rows charges each node's children to the document's work budget, as the
+    plan's rows do: a document of many wide items is refused by both, with the same error."""
+    document = b"<m>" + b"<item>" + b"<title>t</title>" * 400 + b"</item>" * 1 + b"</m>"
+    fast, _ = walked_router(WALKED_JOIN)
+    as_plans(monkeypatch)
+    planned, _ = walked_router(WALKED_JOIN)
+    for router in (fast, planned):
+        router._parser.limits = replace(router._parser.limits, max_work=300)
+    errors = []
+    for router in (planned, fast):
+        with pytest.raises(DocumentError) as caught:
+            router.route_outcome(document)
+        errors.append((caught.value.code, str(caught.value)))
+    assert errors[0] == errors[1]
+
+
+def test_a_walked_block_survives_pickling_removal_and_the_fallback_router() -> None:
+    """The block is plain data in the router's artifact (its reader rebuilt where it is
+    unpickled); removing it stops it, adding it again starts it; the router for documents invalid
+    against the feed's DTD reads it too."""
+    dtd = "<!ELEMENT m (item*)><!ELEMENT item (title)><!ELEMENT title (#PCDATA)>"
+    joins = join_set(WALKED_JOIN)
+    (spec,) = joins.specs.values()
+    router, (block,) = walked_router(WALKED_JOIN, dtd=dtd)
+    router = pickle.loads(pickle.dumps(router))
+    valid, invalid = b"<m><item><title>v</title></item></m>", b"<m><item><title>i</title><x/></item></m>"
+    (row,) = router.route_outcome(valid).witnesses[block]
+    assert row.values[list(spec.leaves).index("title")] == ("v",)
+    assert block in router.route_outcome(invalid).witnesses
+    assert router._fallback is not None and block in router._fallback.witness_blocks
+    router.remove(block)
+    assert block not in router.witness_blocks and not router.route_outcome(invalid).witnesses
+    router.add_witness(spec)
+    assert block in router.route_outcome(invalid).witnesses and block in router._walked
+
+
+def test_a_walked_block_that_fails_costs_only_its_own_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bug in reading one block's rows is that block's failure for the document (FR, logged),
+    not the other subscriptions': the document's results are delivered."""
+    joins = join_set(WALKED_JOIN)
+    router = Router.compile([("o", "//item/title")], on_error="collect")
+    for spec in joins.specs.values():
+        router.add_witness(spec)
+    (block,) = joins.specs
+
+    def broken(*args: object) -> None:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(witness.Walked, "rows", broken)
+    found = router.route_outcome(WALKED_DOCUMENTS[0])
+    assert found.results["o"] and block in found.failures and block not in found.witnesses

@@ -313,10 +313,25 @@ def test_the_first_element_of_a_name_is_lxmls_first_with_its_pre_order_id(docume
 
 
 @needs_kernel
-def test_first_named_refuses_anything_but_an_element_and_a_bytes_name() -> None:
+@given(trees_of_names(), st.sampled_from(["a", "b", "c", "r", "z"]))
+@settings(max_examples=200, deadline=None)
+def test_every_element_of_a_name_is_what_lxml_meets_with_its_pre_order_id(document: str, name: str) -> None:
+    """``all_named`` finds every element ``root.iter(etree.Element)`` meets with that tag (no
+    namespace), in its order and numbered as it counts elements."""
+    root = etree.fromstring(document.encode())
+    expected = [(i, el) for i, el in enumerate(root.iter(etree.Element)) if el.tag == name]
+    found = kernel.all_named(root, name.encode())  # type: ignore[misc]
+    assert [i for i, _ in found] == [i for i, _ in expected]
+    assert all(a is b for (_, a), (_, b) in zip(found, expected, strict=True))
+
+
+@needs_kernel
+@pytest.mark.parametrize("search", ["first_named", "all_named"])
+def test_the_searches_by_name_refuse_anything_but_an_element_and_a_bytes_name(search: str) -> None:
+    find = getattr(kernel, search)
     for bad in (None, "r", etree.Comment("c")):
         with pytest.raises(TypeError):
-            kernel.first_named(bad, b"r")  # type: ignore[misc]
+            find(bad, b"r")
     for name in (None, "r"):  # the name is read as a C string: bytes only
         with pytest.raises(TypeError):
-            kernel.first_named(etree.fromstring(b"<r/>"), name)  # type: ignore[misc]
+            find(etree.fromstring(b"<r/>"), name)
