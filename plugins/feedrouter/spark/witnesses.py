@@ -411,10 +411,12 @@ def _decoded(feed: str, hour: datetime, rows: dict[str, list[dict[str, Any]]]) -
 
 
 def _messages(pa: Any, witnesses: HourWitnesses) -> pa.Table:
+    import numpy as np
+
     messages = witnesses.messages
     return pa.table(
         {
-            "message": pa.array(range(len(messages)), pa.int32()),
+            "message": pa.array(np.arange(len(messages), dtype=np.int32)),  # not range: a Python int each
             "key": pa.array([m.key for m in messages], pa.string()),
             "index": pa.array([m.index for m in messages], pa.int32()),
             # microseconds, cast: pyarrow converts time-zone-aware datetimes through pandas (an
