@@ -27,7 +27,9 @@ A base reads every leaf of every node its binding path selects. That pays when i
 blocks and one of them reads those nodes anyway (the base itself, ``//item``, or a broad test such
 as ``not($w/ticker)``); blocks that are all selective cost less one by one, the router's selection
 index finding the few a message matches. Blocks are factored only in such groups of at least
-``min_shared`` (:data:`MIN_SHARED`).
+``min_shared`` (:data:`MIN_SHARED`). A base of the form ``//item`` whose rows the compiled kernel
+reads is not even a plan: the router finds its nodes by a walk of the parsed tree
+(:class:`~feedrouter.join.witness.Walked`).
 """
 
 from __future__ import annotations

@@ -158,8 +158,8 @@ class Walked:
             if one is None:
                 found = _named_elements(root, self.name, True)
             else:
-                first = one(root, self._encoded)
-                found = [first] if first is not None else []
+                hit = one(root, self._encoded)
+                found = [hit] if hit is not None else []
         else:
             every = kernel.all_named
             found = _named_elements(root, self.name, False) if every is None else every(root, self._encoded)
