@@ -460,16 +460,20 @@ class Router:
         source = ctx.source
         for block, name in self._clocks.items():
             allowed = min(budget.limits.per_subscription, budget.left)
-            self._file_rows(block, first_named_row(root, name, allowed), allowed, outcome, budget, source)
+            try:
+                found = first_named_row(root, name, allowed)
+            except Exception as exc:  # a bug in one block must not cost the other subscriptions
+                _block_failed(block, exc, outcome, source)
+                continue
+            self._file_rows(block, found, allowed, outcome, budget, source)
         for block, walked in self._walked.items():
             allowed = min(budget.limits.per_subscription, budget.left)
             try:
                 found = walked.rows(ctx, root, allowed)
             except DocumentError:
                 raise  # the document itself cannot be routed (past its work budget)
-            except Exception as exc:  # a bug in one block must not cost the other subscriptions
-                _log.warning("witness block %s failed on %s", block, source, exc_info=True)
-                outcome.failures[block] = _internal_failure(exc, source)
+            except Exception as exc:
+                _block_failed(block, exc, outcome, source)
                 continue
             self._file_rows(block, found, allowed, outcome, budget, source)
 
@@ -793,6 +797,12 @@ def _first_problem(validator: etree.DTD) -> tuple[str, Span | None]:
 def _fail(outcome: RouteOutcome, group: PlanGroup, failure: RoutingError) -> None:
     for sid in group.members:
         outcome.failures[sid] = failure
+
+
+def _block_failed(block: str, exc: Exception, outcome: RouteOutcome, source: str | None) -> None:
+    """A join block read off the tree failed on a document (a bug of ours): its failure, logged."""
+    _log.warning("witness block %s failed on %s", block, source, exc_info=True)
+    outcome.failures[block] = _internal_failure(exc, source)
 
 
 def _internal_failure(exc: Exception, source: str | None) -> RoutingError:

@@ -638,3 +638,17 @@ def test_a_walked_block_that_fails_costs_only_its_own_rows(monkeypatch: pytest.M
     monkeypatch.setattr(witness.Walked, "rows", broken)
     found = router.route_outcome(WALKED_DOCUMENTS[0])
     assert found.results["o"] and block in found.failures and block not in found.witnesses
+
+
+def test_a_clock_that_fails_costs_only_its_own_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same for a clock: its failure for the document, the document's results delivered."""
+    router = Router.compile([("o", "//time")], on_error="collect")
+    clock = clock_block("f", "//time")
+    router.add_witness(clock)
+
+    def broken(*args: object) -> None:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr("feedrouter.router.first_named_row", broken)
+    found = router.route_outcome(b"<m><time>t</time></m>")
+    assert found.results["o"] and clock.id in found.failures and clock.id not in found.witnesses
