@@ -227,15 +227,20 @@ def checker(test: Test) -> Callable[[Values], bool]:
 
 
 def decider(groups: Sequence[tuple[Test | None, Sequence[str]]]) -> Callable[[Values], list[Blocks]]:
-    """One function deciding every test of ``groups`` on a row: a new list of the blocks of those
-    that hold (None holds always), a tuple per group, in ``groups``' order.
+    """One function deciding every test of ``groups`` on a row: a new list holding one tuple, the
+    blocks of the groups whose test holds (None holds always) in ``groups``' order, or no tuple
+    when none holds.
 
     The blocks tested on every row of a base are the broad ones (``not($w/ticker)``, ``$w/@lang !=
     "de"``): tens of tests built from a few atoms (one leaf's existence, one comparison). As one
     generated function, each atom is decided once per row and the tests are Python's own boolean
-    expressions over them, instead of a tree of closures per test. The source holds nothing but
-    leaf positions and indexes into a table of constants (literals, comparators, block tuples), so
-    no text of a subscription reaches it.
+    expressions over them, instead of a tree of closures per test. The atoms' truth values decide
+    every test, and rows repeat a few patterns of them: the blocks of a pattern are worked out on
+    its first row and kept (up to :data:`PATTERNS` patterns), so a row costs its atoms and a
+    look-up, and its node is filed with one tuple instead of one per group that holds (the hour's
+    writer numbers each tuple it is given). The source holds nothing but leaf positions and
+    indexes into a table of constants (literals, comparators, block tuples), so no text of a
+    subscription reaches it.
     """
     constants: list[object] = []
     atoms: dict[Test, str] = {}
@@ -264,29 +269,59 @@ def decider(groups: Sequence[tuple[Test | None, Sequence[str]]]) -> Callable[[Va
     for test, blocks in groups:
         listed = constant(tuple(blocks))
         if test is None:
-            decisions.append(f"    found.append({listed})")
+            decisions.append(f"    found += {listed}")
         else:
-            decisions.append(f"    if {formula(test)}:\n        found.append({listed})")
-    source = "\n".join(["def decide(v):", *lines, "    found = []", *decisions, "    return found"])
+            decisions.append(f"    if {formula(test)}:\n        found += {listed}")
+    pattern = "(" + "".join(f"{name}, " for name in atoms.values()) + ")"
+    source = "\n".join(
+        [
+            "def blocks(key):",
+            *([f"    {pattern} = key"] if atoms else []),
+            "    found = ()",
+            *decisions,
+            "    return found",
+            "def decide(v):",
+            *lines,
+            f"    key = {pattern}",
+            "    found = M.get(key)",
+            "    if found is None:",
+            "        found = blocks(key)",
+            "        if len(M) < PATTERNS:",
+            "            M[key] = found",
+            "    return [found] if found else []",
+        ]
+    )
     try:
         code = compile(source, "<feedrouter.join.selections.decider>", "exec")
     except (SyntaxError, RecursionError, MemoryError):  # past what Python compiles: test by test
         _log.warning("the tests of %d blocks are decided one by one", sum(len(b) for _, b in groups))
         return _one_by_one(groups)
-    namespace: dict[str, object] = {"K": constants, "any": any, "map": map, "len": len}
+    namespace: dict[str, object] = {
+        "K": constants,
+        "M": {},
+        "PATTERNS": PATTERNS,
+        "any": any,
+        "map": map,
+        "len": len,
+    }
     exec(code, namespace)
     return cast(Callable[[Values], list[Blocks]], namespace["decide"])
+
+
+#: the most patterns of its atoms' truth values a generated decider keeps the blocks of
+#: (:func:`decider`: past them a row's blocks are worked out afresh)
+PATTERNS = 4096
 
 
 def _one_by_one(groups: Sequence[tuple[Test | None, Sequence[str]]]) -> Callable[[Values], list[Blocks]]:
     checks = [(None if test is None else checker(test), tuple(blocks)) for test, blocks in groups]
 
     def decide(values: Values) -> list[Blocks]:
-        found: list[Blocks] = []
+        found: Blocks = ()
         for check, blocks in checks:
             if check is None or check(values):
-                found.append(blocks)
-        return found
+                found += blocks
+        return [found] if found else []
 
     return decide
 
@@ -359,9 +394,10 @@ class Served:
 
     def bind(self, rows: Sequence[WitnessRow], bound: dict[int, list[Blocks]]) -> list[WitnessRow]:
         """File in ``bound`` (node -> blocks) the blocks each of ``rows`` binds, in the groups
-        they are found in (the tuples of blocks filed under a key or decided by one test); the rows
-        some block bound. (Per node and group, not per block: a message binds a node or two, each
-        in tens of blocks, and the hour's writer turns them round into its blocks' columns anyway,
+        they are found in (the tuples of blocks filed under a key, or the blocks a generated
+        function's tests bind, :func:`decider`); the rows some block bound. (Per node and group,
+        not per block: a message binds a node or two, each in tens of blocks, and the hour's
+        writer turns them round into its blocks' columns anyway,
         :meth:`~feedrouter.join.relations.HourWitnesses.append`; a row's filing touches a tuple
         per group, not every block's name.)"""
         decide, index, needles = self._checks()

@@ -221,9 +221,26 @@ def test_the_decider_holds_only_positions_and_constant_indexes() -> None:
     its table of constants."""
     test = ("or", (("compare", 0, ast.CompOp.EQ, ast.Literal('x"); import os; ("')), ("not", ("exists", 1))))
     decide = selections.decider([(test, ["b1"]), (None, ["b2"])])
-    assert decide([['x"); import os; ("'], ["v"]]) == [("b1",), ("b2",)]
+    assert decide([['x"); import os; ("'], ["v"]]) == [("b1", "b2")]
     assert decide([["y"], ["v"]]) == [("b2",)]
-    assert decide([["y"], []]) == [("b1",), ("b2",)]
+    assert decide([["y"], []]) == [("b1", "b2")]
+
+
+def test_the_decider_keeps_the_blocks_of_its_first_patterns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows whose atoms have the same truth values get the blocks worked out on the first such
+    row (the same tuple); past :data:`selections.PATTERNS` patterns a row's blocks are worked out
+    afresh, and they are the same blocks."""
+    monkeypatch.setattr(selections, "PATTERNS", 2)
+    groups: list[tuple[selections.Test | None, list[str]]] = [(("exists", i), [f"b{i}"]) for i in range(3)]
+    decide = selections.decider([*groups, (("not", ("exists", 0)), ["none0"])])
+    rows = [[["x"] if mask >> i & 1 else [] for i in range(3)] for mask in range(8)]
+    for _ in range(2):
+        for mask, row in enumerate(rows):
+            expected = tuple(f"b{i}" for i in range(3) if mask >> i & 1) + (() if mask & 1 else ("none0",))
+            assert decide(row) == [expected]
+    assert decide(rows[1])[0] is decide(rows[1])[0]  # the second pattern seen: kept
+    assert decide(rows[7])[0] is not decide(rows[7])[0]  # past the first two: worked out again
+    assert selections.decider([(("exists", 0), ["b0"])])([[]]) == []  # nothing holds: no tuple
 
 
 @pytest.mark.parametrize("name", ["contains", "starts-with", "ends-with"])
@@ -245,5 +262,5 @@ def test_tests_past_what_python_compiles_are_decided_one_by_one(monkeypatch: pyt
     monkeypatch.setattr(selections, "compile", refuse, raising=False)
     test = ("and", (("exists", 0), ("not", ("compare", 1, ast.CompOp.EQ, ast.Literal("de")))))
     decide = selections.decider([(test, ["b1"]), (None, ["b2"])])
-    assert decide([["t"], ["en"]]) == [("b1",), ("b2",)]
+    assert decide([["t"], ["en"]]) == [("b1", "b2")]
     assert decide([["t"], ["de"]]) == decide([[], ["en"]]) == [("b2",)]
