@@ -463,34 +463,36 @@ def _named_table(
     order: list[str],
 ) -> pa.Table:
     """``columns`` as a table of the columns ``order``, sorted by ``key`` and a row once per
-    distinct ``key`` (the first: rows alike in it are alike in the rest). The names are sorted
-    as their ranks (:attr:`NamedColumns.names` is ascending), which costs a fraction of sorting
-    their strings."""
+    distinct ``key`` (the first: rows alike in it are alike in the rest). Every key column is
+    sorted as numbers: the names as their ranks (:attr:`NamedColumns.names` is ascending), and
+    items in the key (a leaf's values) as their ranks among the distinct items, so that one sort
+    of the distinct strings stands for a multi-column sort of every row (the same order: both
+    sorts are stable, and strings compare as their bytes)."""
     import numpy as np
     import pyarrow.compute as pc
 
-    ranked = pa.table(
-        {
-            name: pa.array(columns.name),
-            item: pa.array(columns.items, kind),
-            "message": pa.array(columns.messages.astype("int32")),
-            "node": pa.array(columns.nodes.astype("int32")),
-        }
-    )
-    ranked = ranked.take(pc.sort_indices(ranked, sort_keys=[(column, "ascending") for column in key]))
-    if ranked.num_rows > 1:
-        same = np.ones(ranked.num_rows - 1, np.bool_)
-        for column in key:
-            found = ranked.column(column).combine_chunks()
-            if column == item:
-                equal = pc.equal(found.slice(1), found.slice(0, len(found) - 1))
-                same &= equal.to_numpy(zero_copy_only=False)
-            else:
-                numbers = found.to_numpy()
-                same &= numbers[1:] == numbers[:-1]
-        ranked = ranked.filter(pa.array(np.concatenate(([True], ~same))))
-    names = pa.array(columns.names, pa.string()).take(ranked.column(name))
-    return pa.table({column: names if column == name else ranked.column(column) for column in order})
+    items = pa.array(columns.items, kind)
+    numbers = {name: columns.name, "message": columns.messages, "node": columns.nodes}
+    if item in key:
+        encoded = items.dictionary_encode()
+        rank = np.empty(len(encoded.dictionary), np.int64)
+        rank[pc.sort_indices(encoded.dictionary).to_numpy()] = np.arange(len(rank))
+        numbers[item] = rank[encoded.indices.to_numpy()]
+    keys = [numbers[column] for column in key]
+    kept = np.lexsort(keys[::-1])  # the last key is lexsort's first
+    if len(kept) > 1:
+        same = np.ones(len(kept) - 1, np.bool_)
+        for numbered in keys:
+            ordered = numbered[kept]
+            same &= ordered[1:] == ordered[:-1]
+        kept = kept[np.concatenate(([True], ~same))]
+    built = {
+        name: pa.array(columns.names, pa.string()).take(pa.array(columns.name[kept])),
+        item: items.take(pa.array(kept)),
+        "message": pa.array(columns.messages[kept].astype("int32")),
+        "node": pa.array(columns.nodes[kept].astype("int32")),
+    }
+    return pa.table({column: built[column] for column in order})
 
 
 def _parquet(table: pa.Table, row_group_size: int | None) -> bytes:
