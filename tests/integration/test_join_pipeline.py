@@ -288,7 +288,8 @@ def test_the_engines_give_the_same_pairs_over_generated_hours(spark: Any, tmp_pa
     """Spark SQL's query per template and the partitioned stage on Spark's executors (in more parts
     than the slices, so that slices are split) against the in-process stage (itself compared with
     Saxon in tests/differential) on generated hours of two feeds and 400 join subscriptions of both
-    feeds: every subscription's pairs of every hour, equal."""
+    feeds: every subscription's pairs of every hour equal, Spark SQL's of the last hour (its window
+    reaches back to the others; a Spark SQL stage of this size takes half a minute an hour)."""
     from tests.differential.join_pipeline import JoinPipeline
 
     generated = generate_feed_hours(seed=23, feeds=FEEDS, hours=3, items_per_hour=30, lateness=LATENESS)
@@ -306,8 +307,9 @@ def test_the_engines_give_the_same_pairs_over_generated_hours(spark: Any, tmp_pa
     total = 0
     for batch in generated["news"]:
         in_process = pipeline.stage.pairs(batch.hour, read)
-        on_spark = spark_pairs(spark, plans, batch.hour, source, LATENESS)
-        assert {sid: on_spark.get(sid, []) for sid in in_process} == in_process
+        if batch is generated["news"][-1]:
+            on_spark = spark_pairs(spark, plans, batch.hour, source, LATENESS)
+            assert {sid: on_spark.get(sid, []) for sid in in_process} == in_process
         for parts in (3, 64):
             parted = partitioned_pairs(spark, plans, batch.hour, source, LATENESS, parts=parts)
             assert parted == in_process
