@@ -161,9 +161,9 @@ def test_joins_through_spark_s3_and_postgres_agree_with_saxon(
     assert pairs >= 300 and sum(1 for sid in subscriptions if delivered.get(sid)) >= 100
 
     # again, in order, the last hour (whose window reaches back to the others) joined on Spark
-    # SQL (one query per template): the same pairs, the same bytes. Spark SQL's pairs of every
-    # hour are compared with the other engines' in test_engines_give_the_same_pairs; joining all
-    # three hours here on it took four of this test's six minutes.
+    # SQL (one query per template): the same pairs, the same bytes. Spark SQL's pairs are also
+    # compared with the other engines' in test_engines_give_the_same_pairs; joining all three
+    # hours here on it took four of this test's six minutes.
     _route_and_join(catalog, plans, spark, state, hours, "partitioned", {hours[-1]: "spark"})
     assert snapshot(open_store(f"s3://{s3_bucket}/out")) == first
     again = [(r["subscription_name"], r["delivery_version"], r["digest"]) for r in deliveries(catalog)]
