@@ -35,6 +35,7 @@ reads is not even a plan: the router finds its nodes by a walk of the parsed tre
 from __future__ import annotations
 
 import logging
+import weakref
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -236,11 +237,11 @@ def decider(groups: Sequence[tuple[Test | None, Sequence[str]]]) -> Callable[[Va
     generated function, each atom is decided once per row and the tests are Python's own boolean
     expressions over them, instead of a tree of closures per test. The atoms' truth values decide
     every test, and rows repeat a few patterns of them: the blocks of a pattern are worked out on
-    its first row and kept (up to :data:`PATTERNS` patterns), so a row costs its atoms and a
-    look-up, and its node is filed with one tuple instead of one per group that holds (the hour's
-    writer numbers each tuple it is given). The source holds nothing but leaf positions and
-    indexes into a table of constants (literals, comparators, block tuples), so no text of a
-    subscription reaches it.
+    its first row and kept (up to :data:`PATTERNS` patterns, within the process's
+    :data:`KEPT_BUDGET`), so a row costs its atoms and a look-up, and its node is filed with one
+    tuple instead of one per group that holds (the hour's writer numbers each tuple it is given).
+    The source holds nothing but leaf positions and indexes into a table of constants (literals,
+    comparators, block tuples), so no text of a subscription reaches it.
     """
     constants: list[object] = []
     atoms: dict[Test, str] = {}
@@ -286,8 +287,11 @@ def decider(groups: Sequence[tuple[Test | None, Sequence[str]]]) -> Callable[[Va
             "    found = M.get(key)",
             "    if found is None:",
             "        found = blocks(key)",
-            "        if len(M) < PATTERNS:",
+            "        if len(M) < PATTERNS and KEPT[0] < BUDGET:",
             "            M[key] = found",
+            "            size = len(key) + len(found)",
+            "            KEPT[0] += size",
+            "            OWN[0] += size",
             "    return [found] if found else []",
         ]
     )
@@ -296,21 +300,39 @@ def decider(groups: Sequence[tuple[Test | None, Sequence[str]]]) -> Callable[[Va
     except (SyntaxError, RecursionError, MemoryError):  # past what Python compiles: test by test
         _log.warning("the tests of %d blocks are decided one by one", sum(len(b) for _, b in groups))
         return _one_by_one(groups)
+    kept = _KEPT  # read once: the function adds to this budget and gives back to it
+    own = [0]  # the references its kept patterns hold, given back to the budget when it goes
     namespace: dict[str, object] = {
         "K": constants,
         "M": {},
         "PATTERNS": PATTERNS,
+        "KEPT": kept,
+        "BUDGET": KEPT_BUDGET,
+        "OWN": own,
         "any": any,
         "map": map,
         "len": len,
     }
     exec(code, namespace)
-    return cast(Callable[[Values], list[Blocks]], namespace["decide"])
+    decide = cast(Callable[[Values], list[Blocks]], namespace["decide"])
+    weakref.finalize(decide, _give_back, kept, own)
+    return decide
 
 
 #: the most patterns of its atoms' truth values a generated decider keeps the blocks of
 #: (:func:`decider`: past them a row's blocks are worked out afresh)
 PATTERNS = 4096
+#: the most references (a pattern's atoms and its blocks) the kept patterns of every decider of the
+#: process hold together, about 32 MB: a base of 50,000 broad blocks keeps a few patterns, not
+#: thousands of tuples of 50,000, and a worker's plans of many hours never add up past it
+KEPT_BUDGET = 1 << 22
+#: the references kept now (a list: the generated functions add to it in place)
+_KEPT = [0]
+
+
+def _give_back(kept: list[int], own: list[int]) -> None:
+    """A decider has gone: its kept patterns' references return to the budget it took them from."""
+    kept[0] -= own[0]
 
 
 def _one_by_one(groups: Sequence[tuple[Test | None, Sequence[str]]]) -> Callable[[Values], list[Blocks]]:

@@ -4,6 +4,7 @@ plan binds."""
 
 from __future__ import annotations
 
+import gc
 import pickle
 import random
 import sys
@@ -241,6 +242,28 @@ def test_the_decider_keeps_the_blocks_of_its_first_patterns(monkeypatch: pytest.
     assert decide(rows[1])[0] is decide(rows[1])[0]  # the second pattern seen: kept
     assert decide(rows[7])[0] is not decide(rows[7])[0]  # past the first two: worked out again
     assert selections.decider([(("exists", 0), ["b0"])])([[]]) == []  # nothing holds: no tuple
+
+
+def test_the_deciders_keep_patterns_within_the_process_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every decider's kept patterns share one budget of references (a pattern's atoms and its
+    blocks): past it a new pattern's blocks are worked out afresh, the same blocks; a decider that
+    goes gives its references back."""
+    monkeypatch.setattr(selections, "_KEPT", [0])
+    monkeypatch.setattr(selections, "KEPT_BUDGET", 5)
+    groups: list[tuple[selections.Test | None, list[str]]] = [(("exists", i), [f"b{i}"]) for i in range(2)]
+    decide = selections.decider(groups)
+    both, second = [["x"], ["x"]], [[], ["x"]]
+    assert decide(both) == [("b0", "b1")]  # kept: 2 atoms and 2 blocks
+    assert selections._KEPT == [4]
+    assert decide(second) == [("b1",)]  # kept too: the budget is checked before
+    assert selections._KEPT == [7]
+    other = selections.decider(groups)
+    assert other(both) == [("b0", "b1")] and other(both)[0] is not other(both)[0]  # past the budget
+    assert decide(both)[0] is decide(both)[0]  # its own kept pattern still answers
+    del decide
+    gc.collect()
+    assert selections._KEPT == [0]
+    assert other(both)[0] is other(both)[0]  # kept now
 
 
 @pytest.mark.parametrize("name", ["contains", "starts-with", "ends-with"])
