@@ -315,7 +315,7 @@ def decider(groups: Sequence[tuple[Test | None, Sequence[str]]]) -> Callable[[Va
     }
     exec(code, namespace)
     decide = cast(Callable[[Values], list[Blocks]], namespace["decide"])
-    weakref.finalize(decide, _give_back, kept, own)
+    weakref.finalize(decide, _give_back, kept, own).atexit = False  # nothing to give back at exit
     return decide
 
 
