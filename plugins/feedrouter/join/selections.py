@@ -40,6 +40,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
+from types import CodeType
 from typing import cast
 
 from feedrouter.join.plan import BlockSpec, Fragment, block_spec, path_text
@@ -296,7 +297,7 @@ def decider(groups: Sequence[tuple[Test | None, Sequence[str]]]) -> Callable[[Va
         ]
     )
     try:
-        code = compile(source, "<feedrouter.join.selections.decider>", "exec")
+        code = _code(source)
     except (SyntaxError, RecursionError, MemoryError):  # past what Python compiles: test by test
         _log.warning("the tests of %d blocks are decided one by one", sum(len(b) for _, b in groups))
         return _one_by_one(groups)
@@ -317,6 +318,15 @@ def decider(groups: Sequence[tuple[Test | None, Sequence[str]]]) -> Callable[[Va
     decide = cast(Callable[[Values], list[Blocks]], namespace["decide"])
     weakref.finalize(decide, _give_back, kept, own).atexit = False  # nothing to give back at exit
     return decide
+
+
+@lru_cache(maxsize=1024)
+def _code(source: str) -> CodeType:
+    """A decider's source compiled, once per distinct source and process. The source holds only
+    leaf positions and indexes into the decider's constants, so deciders whose tests have the same
+    shape share it (the join bench's population C: 332 buckets an hour, 50 sources), and compiling
+    is most of what making a decider costs (40 to 400 us of 50 to 420)."""
+    return compile(source, "<feedrouter.join.selections.decider>", "exec")
 
 
 #: the most patterns of its atoms' truth values a generated decider keeps the blocks of
@@ -432,6 +442,8 @@ class Served:
                 for value in strings if len(strings) < 2 else dict.fromkeys(strings):
                     bucket = by_value.get(value)
                     if bucket is not None:
+                        if isinstance(bucket, list):  # its first row in this process
+                            bucket = by_value[value] = _bucket(bucket)
                         if bucket.blocks:
                             found.append(bucket.blocks)
                         if bucket.decide is not None:
@@ -442,6 +454,8 @@ class Served:
                     continue  # the call's argument is more than one item: false (plan.evaluate)
                 for needle in finder.find(strings[0] if strings else ""):
                     bucket = by_needle[needle]
+                    if isinstance(bucket, list):
+                        bucket = by_needle[needle] = _bucket(bucket)
                     if bucket.blocks:
                         found.append(bucket.blocks)
                     if bucket.decide is not None:
@@ -473,14 +487,14 @@ class Served:
 @dataclass(slots=True)  # one found per hit of a message's value: no dict per bucket
 class _Bucket:
     """The blocks filed under one key: those with no other test (bound outright) and a function
-    of the row giving those of the others whose tests hold (None: there are none; until its first
-    call, one that generates it: :func:`_bucket`)."""
+    of the row giving those of the others whose tests hold (None: there are none; until the
+    bucket is hot, one through the checkers' closures: :func:`_bucket`)."""
 
     blocks: Blocks
     decide: Callable[[Values], list[Blocks]] | None
 
 
-_Buckets = dict[str, _Bucket]
+_Buckets = dict[str, _Bucket | list[Indexed]]  # entries until the key's first row
 _Checks = tuple[
     Callable[[Values], list[Blocks]],
     list[tuple[int, _Buckets]],
@@ -489,17 +503,25 @@ _Checks = tuple[
 
 
 def _checking(by_key: dict[str, list[Indexed]]) -> _Buckets:
-    """Per key, the blocks filed under it (:class:`_Bucket`)."""
-    return {key: _bucket(entries) for key, entries in by_key.items()}
+    """Per key, the blocks filed under it: a copy of ``by_key`` whose entries become their
+    :class:`_Bucket` on the key's first row (:meth:`Served.bind`). A base has tens of thousands of
+    keys and an hour brings a few hundred of them: making every bucket up front cost a worker 15 to
+    60 ms a plan (the join bench's news feeds), 8 to 30 us a message of an hour it routes alone."""
+    return dict(by_key)
 
 
 def _bucket(entries: Sequence[Indexed]) -> _Bucket:
-    """The bucket of ``entries``, its tests decided by one generated function (:func:`decider`)
-    made on the bucket's first row. Generated, a string match is an inline ``str`` call rather
-    than a closure's (the join bench's population A tests about 75 conditions a news message,
-    a third of them string matches; its filing took 8.8 us a message with closures, 7.7 us
-    generated). Made on first use: a feed has thousands of keys (compiling each takes 40 to
-    180 us) and an hour brings a fraction of them."""
+    """The bucket of ``entries``: its tests decided through the checkers' closures
+    (:func:`_one_by_one`, made on its first row) until the bucket has brought :data:`HOT` rows,
+    then by one generated function (:func:`decider`).
+
+    Generated, a string match is an inline ``str`` call rather than a closure's, and a row's
+    blocks are kept per pattern of its atoms. But generating costs 40 to 400 us a bucket (compiling
+    its source), and a feed has thousands of keys, most of which an hour brings once or twice: a
+    worker that generated every bucket on its first row spent more on compiling than on routing
+    (the join bench's population A: 1,676 buckets in an hour of 2,000 news messages, 0.45 s, 0.23
+    ms a message, in every hour's new worker). So only a bucket whose rows keep coming pays it,
+    after it has brought enough of them to earn it back."""
     bound = tuple(block for block, test in entries if test is None)
     groups: dict[Test | None, list[str]] = {}
     for block, test in entries:
@@ -508,13 +530,30 @@ def _bucket(entries: Sequence[Indexed]) -> _Bucket:
     if not groups:
         return _Bucket(bound, None)
     bucket = _Bucket(bound, None)
+    listed = list(groups.items())
+    rows = 0
+    checked: Callable[[Values], list[Blocks]] | None = None
 
-    def first_row(values: Values) -> list[Blocks]:
-        decide = bucket.decide = decider(list(groups.items()))
-        return decide(values)
+    def warming(values: Values) -> list[Blocks]:
+        nonlocal rows, checked
+        rows += 1
+        if rows > HOT:  # hot: its generated function from now on
+            decide = bucket.decide = decider(listed)
+            return decide(values)
+        if checked is None:
+            checked = _one_by_one(listed)
+        return checked(values)
 
-    bucket.decide = first_row
+    bucket.decide = warming
     return bucket
+
+
+#: the rows a bucket brings before its tests get a generated function (:func:`_bucket`). Measured
+#: on the join bench's news feeds: a bucket's call costs 0.5 to 1.9 us generated, 2.8 to 3.3 us
+#: through closures; generating one costs 140 to 220 us (10 to 30 us where its source was
+#: compiled already), the closures 5 to 9 us. Past 64 rows the function has about paid for itself,
+#: and a bucket that is never hot costs at most 64 closure calls more than it would have
+HOT = 64
 
 
 @dataclass

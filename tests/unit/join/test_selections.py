@@ -146,8 +146,15 @@ def roots_of(plans: WitnessPlans, documents: list[bytes]) -> list[dict[str, list
     return [message_witnesses(message, router.route_outcome(d).witnesses, plans).roots for d in documents]
 
 
+@pytest.mark.parametrize("hot", [0, selections.HOT])
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_a_factored_base_binds_what_each_block_binds(seed: int) -> None:
+def test_a_factored_base_binds_what_each_block_binds(
+    seed: int, hot: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whether a bucket's tests run through the checkers' closures (``hot`` rows first, here all
+    of them) or its generated function (from its first row on), it files what each block's own
+    plan binds."""
+    monkeypatch.setattr(selections, "HOT", hot)
     rng = random.Random(seed)
     specs = generated_blocks(rng, 60)
     documents = [generated_item(rng) for _ in range(80)]
@@ -166,6 +173,64 @@ def test_witness_plans_pickle_without_their_compiled_tests() -> None:
     before = roots_of(plans, [document])  # compiles the tests
     again = pickle.loads(pickle.dumps(plans))
     assert roots_of(again, [document]) == before == [{specs[1].id: [0]}]
+
+
+def test_a_key_gets_its_bucket_on_its_first_row_and_its_function_once_hot(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A key's bucket is made on the first row that brings it (the rest stay entries); its tests
+    run through the checkers' closures for :data:`selections.HOT` rows, then through one function
+    generated for it, the same blocks throughout."""
+    monkeypatch.setattr(selections, "HOT", 3)
+    made: list[object] = []
+    generate = selections.decider
+
+    def counted(groups: list[tuple[selections.Test | None, list[str]]]) -> object:
+        made.append(groups)
+        return generate(groups)
+
+    monkeypatch.setattr(selections, "decider", counted)
+    specs = [
+        block(f'//item[author = "A{i}"]', f'$a/@lang = "{lang}"') for i in range(3) for lang in ("de", "en")
+    ]
+    plans = witness_plans([*specs, block("//item")], min_shared=1)
+    (served,) = plans.served.values()
+    _, index, _ = served._checks()
+    ((position, buckets),) = index
+    assert len(made) == 1  # the broad blocks' function (``//item``), not a bucket's
+    router = Router()
+    for spec in plans.bases.values():
+        router.add_witness(spec)
+    message = MessageRef("m", 0, None)
+    documents = [
+        f'<item lang="{lang}"><author>A1</author></item>'.encode() for lang in ("de", "en", "fr") * 2
+    ]
+    found, generated = [], []
+    for document in documents:
+        found.append(message_witnesses(message, router.route_outcome(document).witnesses, plans).roots)
+        generated.append(len(made) - 1)
+    assert generated == [0, 0, 0, 1, 1, 1]  # generated on the fourth row, once
+    assert isinstance(buckets["A1"], selections._Bucket)
+    assert isinstance(buckets["A0"], list) and isinstance(buckets["A2"], list)  # no row brought them
+    assert all(isinstance(entries, list) for entries in served.index[position].values())  # as pickled
+    again = pickle.loads(pickle.dumps(plans))
+    assert [
+        message_witnesses(message, router.route_outcome(d).witnesses, again).roots for d in documents
+    ] == found
+    broad = block("//item").id
+    for roots, lang in zip(found, ("de", "en", "fr") * 2, strict=True):
+        expected = {broad} | ({specs[2 + (lang == "en")].id} if lang != "fr" else set())
+        assert set(roots) == expected, lang
+
+
+def test_deciders_of_the_same_shape_share_their_compiled_source() -> None:
+    """Two buckets whose tests differ only in their literals share one code object, each deciding
+    with its own."""
+    first = selections.decider([(("compare", 0, ast.CompOp.EQ, ast.Literal("de")), ["b1"])])
+    second = selections.decider([(("compare", 0, ast.CompOp.EQ, ast.Literal("en")), ["b2"])])
+    assert first.__code__ is second.__code__
+    assert first([["de"]]) == [("b1",)] and second([["de"]]) == []
+    assert second([["en"]]) == [("b2",)] and first([["en"]]) == []
 
 
 @pytest.mark.parametrize("empty", [True, False])
@@ -194,7 +259,8 @@ def test_tests_decided_one_by_one_find_the_same_blocks(seed: int, monkeypatch: p
     def refuse(*args: object) -> None:
         raise RecursionError("too deep")
 
-    monkeypatch.setattr(selections, "compile", refuse, raising=False)
+    monkeypatch.setattr(selections, "_code", refuse)
+    monkeypatch.setattr(selections, "HOT", 0)  # buckets too would generate theirs
     rng = random.Random(seed)
     specs = generated_blocks(rng, 60)
     documents = [generated_item(rng) for _ in range(80)]
@@ -282,7 +348,7 @@ def test_tests_past_what_python_compiles_are_decided_one_by_one(monkeypatch: pyt
     def refuse(*args: object) -> None:
         raise RecursionError("too deep")
 
-    monkeypatch.setattr(selections, "compile", refuse, raising=False)
+    monkeypatch.setattr(selections, "_code", refuse)
     test = ("and", (("exists", 0), ("not", ("compare", 1, ast.CompOp.EQ, ast.Literal("de")))))
     decide = selections.decider([(test, ["b1"]), (None, ["b2"])])
     assert decide([["t"], ["en"]]) == [("b1", "b2")]
