@@ -80,6 +80,7 @@ from feedrouter.join.selections import MIN_SHARED, WitnessPlans, witness_plans
 from feedrouter.join.stage import DEFAULT_MAX_PAIRS, JoinStage, Pair
 from feedrouter.lang import parse
 from feedrouter.lang.ast import TemporalKind
+from feedrouter.spark.tasks import FILING_BATCH
 from feedrouter.spark.witnesses import tables as witness_tables
 from feedrouter.workload.joins import (
     DEFAULT_VOCABULARY,
@@ -423,6 +424,10 @@ def stage1(workload: Workload, sizes: Sizes) -> list[dict]:
                 found = in_fresh_process(time_routers, measured, messages, [m.data for m in hour.messages])
                 timed |= found[0]
                 writer |= found[1]
+            whole_hour = [m.data for m in hour.messages]
+            cold = first_passes(
+                {name: artifacts[name] for name in ("ordinary", "selections factored")}, whole_hour
+            )
             del artifacts
             plain = timed["ordinary"].seconds * 1e3
             uses = sum(count for block, count in used.items() if workload.joins.specs[block].feed == feed)
@@ -442,7 +447,16 @@ def stage1(workload: Workload, sizes: Sizes) -> list[dict]:
                 row[f"added cost, {name}"] = f"{added / plain:.0%}"
             row["of which writer ms/msg (factored)"] = round(writer["selections factored"], 3)
             factored = (timed["selections factored"].ratio - 1) * plain + writer["selections factored"]
-            row["target <= 20% (factored)"] = "yes" if factored <= 0.2 * plain else "NO"
+            first_plain = cold["ordinary"][1] * 1e3
+            first_added = cold["selections factored"][1] * 1e3 - first_plain + writer["selections factored"]
+            row["first pass: ordinary ms/msg"] = round(first_plain, 3)
+            row["first pass: added ms/msg (factored)"] = round(first_added, 3)
+            row["first pass: added cost (factored)"] = f"{first_added / first_plain:.0%}"
+            row["decode s, ordinary / factored"] = (
+                f"{cold['ordinary'][0]:.2f} / {cold['selections factored'][0]:.2f}"
+            )
+            judged = max(factored / plain, first_added / first_plain)
+            row["target <= 20% (factored)"] = "yes" if judged <= 0.2 else "NO"
             row["compile all three s"] = round(compiled, 1)
             rows.append(row)
     return rows
@@ -473,6 +487,46 @@ def in_fresh_process(function: Callable[..., T], *args: Any) -> T:
     consistent direction; a fresh process is the worker's case."""
     with multiprocessing.get_context("spawn").Pool(1) as pool:
         return pool.apply(function, args)
+
+
+def first_pass(artifact_bytes: bytes, messages: Sequence[bytes]) -> tuple[float, float]:
+    """Seconds to decode a router's artifact, and seconds a message to route ``messages`` once
+    with it, filing each :data:`~feedrouter.spark.tasks.FILING_BATCH` messages' witnesses by block
+    (with its plans), as a worker of an hour's job does: it decodes the plan, settles its heap and
+    routes its share of the hour once. Everything made on first use is paid here (a base's checks,
+    a key's bucket, a hot bucket's generated function, the ordinary plans' own caches), as it is
+    in every hour's new workers; the passes of :func:`per_message` are warm. Run in a fresh
+    process (:func:`in_fresh_process`)."""
+    gc.collect()
+    started = time.perf_counter()
+    router, plans = pickle.loads(artifact_bytes)
+    decoded = time.perf_counter() - started
+    unfiled = MessageRef("m", 0, None)
+    with heap.settled():  # as the worker's plan_for settles it after decoding
+        spent = sum(
+            _route_turn(router, plans, messages[start : start + FILING_BATCH], unfiled, False)
+            for start in range(0, len(messages), FILING_BATCH)
+        )
+    return decoded, spent / len(messages)
+
+
+def first_passes(artifacts: Mapping[str, bytes], messages: Sequence[bytes]) -> dict[str, tuple[float, float]]:
+    """Per router, the medians over :data:`FIRST_PASS_ROUNDS` rounds of :func:`first_pass`, each in
+    its own fresh process, the routers in turn (the order reversed every round: neither always
+    runs first)."""
+    found: dict[str, list[tuple[float, float]]] = {name: [] for name in artifacts}
+    names = list(artifacts)
+    for round_ in range(FIRST_PASS_ROUNDS):
+        for name in names if round_ % 2 == 0 else names[::-1]:
+            found[name].append(in_fresh_process(first_pass, artifacts[name], messages))
+    return {
+        name: (statistics.median(d for d, _ in runs), statistics.median(m for _, m in runs))
+        for name, runs in found.items()
+    }
+
+
+#: rounds of :func:`first_passes` (a fresh process a router and round)
+FIRST_PASS_ROUNDS = 5
 
 
 def in_memory_scratch() -> str | None:
@@ -997,7 +1051,17 @@ router is measured as a routing worker has it, unpickled from its artifact, each
 that none finds another's structures warm). The ordinary population: `//item` filters on one
 author, category, ticker or title word (some with `@lang`), values uniform over the vocabulary: what
 subscribers of an item feed ask for; the selection index serves them, so their routing costs little
-more than parsing."""
+more than parsing.
+
+The passes above are warm: a router's structures have seen the messages before. A worker of an
+hour's job is not: it decodes the plan, settles its heap and routes its share of the hour once,
+building what it builds on first use (a base's checks, a key's bucket, a hot bucket's generated
+function) as it goes. `first pass`: the ordinary router and the factored one, each decoded in a
+fresh process (`decode s`: a worker's one-off, left out of the per-message figures), then the
+whole hour's messages routed once and filed 32 at a time; the median of 5 rounds, a fresh process
+per router and round, the two in turn (the order reversed every round). `first pass: added` is the
+factored router's time a message over the ordinary router's, plus the writer's. The target is
+judged on the larger of the two added costs, warm and first pass."""
 
 STAGE1_TASK_TEXT = """\
 The same comparison inside the routing task a batch runs (`feedrouter.spark.tasks`, in one process,
