@@ -21,7 +21,7 @@ from sqlalchemy import Engine, text
 from feedrouter.catalog import build_plan, load_plan
 from feedrouter.delivery import read_part
 from feedrouter.hours import batch_prefix
-from feedrouter.spark import BatchOptions, route_batch
+from feedrouter.spark import BatchOptions, joins, route_batch
 from feedrouter.spark.joinparts import partitioned_pairs
 from feedrouter.spark.joins import JoinOptions, join_batch
 from feedrouter.spark.joinsql import spark_pairs
@@ -114,8 +114,25 @@ def _delivered(engine: Engine, bucket: str) -> dict[str, list[tuple[tuple[Any, .
     return found
 
 
+def _engines_used(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, datetime]]:
+    """A list that records each join stage's engine and hour from now on (``join_batch`` calls
+    ``partitioned_deliveries`` or ``spark_pairs`` once per feed and hour)."""
+    used: list[tuple[str, datetime]] = []
+
+    def spy(name: str, real: Any) -> Any:
+        def called(session: Any, stage: Any, hour: datetime, *args: Any, **kwargs: Any) -> Any:
+            used.append((name, hour))
+            return real(session, stage, hour, *args, **kwargs)
+
+        return called
+
+    monkeypatch.setattr(joins, "spark_pairs", spy("spark", joins.spark_pairs))
+    monkeypatch.setattr(joins, "partitioned_deliveries", spy("partitioned", joins.partitioned_deliveries))
+    return used
+
+
 def test_joins_through_spark_s3_and_postgres_agree_with_saxon(
-    spark: Any, catalog: Engine, s3_bucket: str, plans_dir: Path
+    spark: Any, catalog: Engine, s3_bucket: str, plans_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     generated = generate_feed_hours(seed=16, feeds=FEEDS, hours=3, items_per_hour=20, lateness=LATENESS)
     texts = generate_join_subscriptions(240, seed=16, feeds=FEEDS, own="news")
@@ -145,7 +162,9 @@ def test_joins_through_spark_s3_and_postgres_agree_with_saxon(
     state = f"s3://{s3_bucket}/state"
 
     # stage 2 on Spark's executors (the default engine), the hours routed out of order
+    used = _engines_used(monkeypatch)
     _route_and_join(catalog, plans, spark, state, [hours[2], hours[0], hours[1]], "partitioned")
+    assert sorted(used) == sorted(("partitioned", hour) for hour in hours for _ in FEEDS)
     first = snapshot(open_store(f"s3://{s3_bucket}/out"))
     ledger = [(r["subscription_name"], r["delivery_version"], r["digest"]) for r in deliveries(catalog)]
 
@@ -164,7 +183,14 @@ def test_joins_through_spark_s3_and_postgres_agree_with_saxon(
     # SQL (one query per template): the same pairs, the same bytes. Spark SQL's pairs are also
     # compared with the other engines' in test_engines_give_the_same_pairs; joining all three
     # hours here on it took four of this test's six minutes.
+    used.clear()
     _route_and_join(catalog, plans, spark, state, hours, "partitioned", {hours[-1]: "spark"})
+    # each engine really paired its hours (a stage that skipped a joined hour would pass the rest)
+    assert used == [
+        (engine, hour)
+        for hour in hours
+        for engine in ["partitioned" if hour < hours[-1] else "spark"] * len(FEEDS)
+    ]
     assert snapshot(open_store(f"s3://{s3_bucket}/out")) == first
     again = [(r["subscription_name"], r["delivery_version"], r["digest"]) for r in deliveries(catalog)]
     assert again == ledger  # no new delivery version

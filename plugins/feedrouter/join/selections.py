@@ -325,7 +325,9 @@ def _code(source: str) -> CodeType:
     """A decider's source compiled, once per distinct source and process. The source holds only
     leaf positions and indexes into the decider's constants, so deciders whose tests have the same
     shape share it (the join bench's population C: 332 buckets an hour, 50 sources), and compiling
-    is most of what making a decider costs (40 to 400 us of 50 to 420)."""
+    is most of what making a decider costs (on the join bench's news feeds, 140 to 220 us a bucket
+    compiled, 10 to 30 us with its code found here). At most 1,024 are kept (a bucket of 50 tests
+    compiles to about 20 KB)."""
     return compile(source, "<feedrouter.join.selections.decider>", "exec")
 
 
@@ -516,7 +518,7 @@ def _bucket(entries: Sequence[Indexed]) -> _Bucket:
     then by one generated function (:func:`decider`).
 
     Generated, a string match is an inline ``str`` call rather than a closure's, and a row's
-    blocks are kept per pattern of its atoms. But generating costs 40 to 400 us a bucket (compiling
+    blocks are kept per pattern of its atoms. But generating costs 0.14 to 1.2 ms a bucket (compiling
     its source), and a feed has thousands of keys, most of which an hour brings once or twice: a
     worker that generated every bucket on its first row spent more on compiling than on routing
     (the join bench's population A: 1,676 buckets in an hour of 2,000 news messages, 0.45 s, 0.23
@@ -551,8 +553,9 @@ def _bucket(entries: Sequence[Indexed]) -> _Bucket:
 #: the rows a bucket brings before its tests get a generated function (:func:`_bucket`). Measured
 #: on the join bench's news feeds: a bucket's call costs 0.5 to 1.9 us generated, 2.8 to 3.3 us
 #: through closures; generating one costs 140 to 220 us (10 to 30 us where its source was
-#: compiled already), the closures 5 to 9 us. Past 64 rows the function has about paid for itself,
-#: and a bucket that is never hot costs at most 64 closure calls more than it would have
+#: compiled already; up to 1.2 ms for a bucket of 50 tests), the closures 5 to 9 us. Past 64 rows a
+#: small bucket's function has about paid for itself, and a bucket that is never hot costs at most
+#: 64 closure calls more than it would have
 HOT = 64
 
 
