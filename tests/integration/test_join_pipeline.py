@@ -4,8 +4,9 @@ delivered pair is compared with Saxon running the same text over every message u
 
 The hours are routed out of order (h2, h0, h1) and joined on Spark's executors (the default
 engine: the shared stage, subscriptions partitioned by value slice), then routed and joined again in
-order on Spark SQL (one query per template): the objects and the ledger must not change (the two
-engines give the same pairs), and no delivery version is added.
+order, the last hour (whose window reaches back to the others) on Spark SQL (one query per
+template): the objects and the ledger must not change (the two engines give the same pairs), and no
+delivery version is added. A spy checks which engine paired each hour.
 """
 
 from __future__ import annotations
