@@ -44,6 +44,7 @@ class RecordWriter:
         self._prefix, _, self._local = record_element.rpartition(":")
         self._max_bytes = max_bytes
         self._scopes: list[Scope | None] = []  # one per open element: its declarations, None if none
+        self._declared: Scope = {}  # the declarations of the element about to start (start_ns)
         self._names: list[str] = []  # the qualified names of the open elements of the record
         self._qualified_memo: dict[tuple[str, bool], str] = {}  # valid while no binding changes
         self._buffer = bytearray()  # the record's bytes so far
@@ -64,9 +65,19 @@ class RecordWriter:
 
     # -- parser target callbacks -----------------------------------------------------------------
 
-    def start(self, tag: str, attrib: dict[str, str], nsmap: Scope) -> None:
+    def start_ns(self, prefix: str | None, uri: str) -> None:
+        """A declaration of the element that starts next (lxml calls this before its start)."""
+        self._declared[prefix or ""] = uri
+
+    def end_ns(self, prefix: str | None) -> None:
+        """A declaration going out of scope: its element's :meth:`end` pops it."""
+
+    def start(self, tag: str, attrib: dict[str, str], nsmap: Scope | None = None) -> None:
         self.progress += 1
-        declarations = dict(nsmap) if nsmap else None
+        # the element's declarations as start_ns reported them: lxml 6.2 passes an empty nsmap
+        # to a target without start_ns, and earlier versions pass what start_ns reports
+        declarations = self._declared or (dict(nsmap) if nsmap else None)
+        self._declared = {}
         if declarations:
             self._qualified_memo.clear()
         self._scopes.append(declarations)

@@ -68,8 +68,9 @@ class _FeedDtdResolver(etree.Resolver):
 
 
 class ParseTarget(Protocol):
-    """lxml's parser target interface as feedrouter's targets use it: lxml passes ``start`` the
-    namespace declarations new on the element when it takes a third argument."""
+    """lxml's parser target interface as feedrouter's targets use it: the namespace declarations
+    new on an element come to ``start_ns`` before its ``start`` (lxml 6.2 passes ``start`` an
+    empty third argument when the target has no ``start_ns``)."""
 
     def start(self, tag: str, attrib: dict[str, str], nsmap: dict[str, str]) -> None: ...
 
