@@ -18,6 +18,8 @@ KERNELS = [
     ),
     # the witness writer's loops over an hour's filed messages (Python objects only)
     Extension("feedrouter.kernel._columns", ["plugins/feedrouter/kernel/_columns.pyx"], optional=True),
+    # the deciders of a join base's factored tests (Python objects only)
+    Extension("feedrouter.kernel._deciders", ["plugins/feedrouter/kernel/_deciders.pyx"], optional=True),
 ]
 
 setup(ext_modules=cythonize(KERNELS, compiler_directives={"language_level": "3"}, quiet=True))

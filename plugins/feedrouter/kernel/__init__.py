@@ -11,7 +11,10 @@ in the environment turns the kernels off (the benchmarks measure both ways).
   event time, :func:`feedrouter.join.witness.first_named_row`); :func:`all_named`: every element of
   a name (the nodes a join block of the form ``//name`` binds, :class:`feedrouter.join.witness.Walked`);
 * :func:`file_messages`, :func:`name_rows`: the hour's witness writer's loops over its filed
-  messages and rows (:mod:`feedrouter.join.relations`).
+  messages and rows (:mod:`feedrouter.join.relations`);
+* :class:`Decider`: the blocks a witness row's factored tests bind, its atoms evaluated from a table
+  (:func:`feedrouter.join.selections.decider`); :class:`Tests`: the same, each test read as it is
+  (a key's bucket, :mod:`feedrouter.join.selections`).
 """
 
 from __future__ import annotations
@@ -63,12 +66,24 @@ def _load_columns() -> Any:
     return _columns
 
 
+def _load_deciders() -> Any:
+    """The compiled decider of a base's tests, or None (not built here, or turned off)."""
+    if not _turned_on():
+        return None
+    try:
+        from feedrouter.kernel import _deciders  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    return _deciders
+
+
 def _turned_on() -> bool:
     return os.environ.get("FEEDROUTER_KERNEL", "on").lower() not in ("off", "0", "false", "no")
 
 
 _compiled = _load()
 _writer = _load_columns()
+_deciding = _load_deciders()
 #: the compiled reader of plain children, or None (not built, or turned off)
 plain_children: PlainChildren | None = None if _compiled is None else _compiled.plain_children
 #: the compiled reader of whole plain rows, or None
@@ -80,15 +95,26 @@ all_named: AllNamed | None = getattr(_compiled, "all_named", None)
 #: the compiled loops of the witness writer (:class:`feedrouter.join.relations.HourWitnesses`), or None
 file_messages: Callable[..., None] | None = None if _writer is None else _writer.file_messages
 name_rows: Callable[..., None] | None = None if _writer is None else _writer.name_rows
+#: the compiled decider's class (:mod:`feedrouter.join.selections`), or None
+Decider: Callable[..., Callable[[Any], list[tuple[str, ...]]]] | None = (
+    None if _deciding is None else _deciding.Decider
+)
+#: the compiled reader of a bucket's tests as they are, or None
+Tests: Callable[..., Callable[[Any], list[tuple[str, ...]]]] | None = (
+    None if _deciding is None else _deciding.Tests
+)
+#: the decider's kinds of atom by name (empty without it)
+ATOM_KINDS: dict[str, int] = {} if _deciding is None else dict(_deciding.KINDS)
 
 
 @contextmanager
 def turned_off() -> Iterator[None]:
     """The kernels off for the block: the Python paths answer (the benchmarks measure both)."""
-    global plain_children, plain_row, first_named, all_named, file_messages, name_rows
-    kept = plain_children, plain_row, first_named, all_named, file_messages, name_rows
+    global plain_children, plain_row, first_named, all_named, file_messages, name_rows, Decider, Tests
+    kept = plain_children, plain_row, first_named, all_named, file_messages, name_rows, Decider, Tests
     plain_children = plain_row = first_named = all_named = file_messages = name_rows = None
+    Decider = Tests = None
     try:
         yield
     finally:
-        plain_children, plain_row, first_named, all_named, file_messages, name_rows = kept
+        plain_children, plain_row, first_named, all_named, file_messages, name_rows, Decider, Tests = kept

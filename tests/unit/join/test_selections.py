@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from feedrouter import Router
+from feedrouter import Router, kernel
 from feedrouter.join import selections
 from feedrouter.join.plan import BlockSpec, JoinSet
 from feedrouter.join.relations import MessageRef, message_witnesses
@@ -119,6 +119,22 @@ CONDITIONS = (
 )
 
 
+@pytest.fixture(params=["kernel", "python"])
+def deciders(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each test of this fixture runs with the compiled deciders (:mod:`feedrouter.kernel`) and
+    with the Python path (generated functions and the checkers' closures): the same blocks."""
+    if request.param == "python":
+        python_deciders(monkeypatch)
+    elif kernel.Decider is None:
+        pytest.skip("the compiled kernel is turned off or not built")
+    return str(request.param)
+
+
+def python_deciders(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(kernel, "Decider", None)
+    monkeypatch.setattr(kernel, "Tests", None)
+
+
 def generated_blocks(rng: random.Random, n: int) -> list[BlockSpec]:
     specs = {}
     for _ in range(n):
@@ -149,11 +165,11 @@ def roots_of(plans: WitnessPlans, documents: list[bytes]) -> list[dict[str, list
 @pytest.mark.parametrize("hot", [0, selections.HOT])
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_a_factored_base_binds_what_each_block_binds(
-    seed: int, hot: int, monkeypatch: pytest.MonkeyPatch
+    seed: int, hot: int, deciders: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Whether a bucket's tests run through the checkers' closures (``hot`` rows first, here all
-    of them) or its generated function (from its first row on), it files what each block's own
-    plan binds."""
+    """Whether a bucket's tests are read as they are (the kernel) or run through the checkers'
+    closures (the Python path) for ``hot`` rows first, here all of them, or through its decider
+    (from its first row on), it files what each block's own plan binds."""
     monkeypatch.setattr(selections, "HOT", hot)
     rng = random.Random(seed)
     specs = generated_blocks(rng, 60)
@@ -180,7 +196,8 @@ def test_a_key_gets_its_bucket_on_its_first_row_and_its_function_once_hot(
 ) -> None:
     """A key's bucket is made on the first row that brings it (the rest stay entries); its tests
     run through the checkers' closures for :data:`selections.HOT` rows, then through one function
-    generated for it, the same blocks throughout."""
+    generated for it, the same blocks throughout (the Python path)."""
+    python_deciders(monkeypatch)
     monkeypatch.setattr(selections, "HOT", 3)
     made: list[object] = []
     generate = selections.decider
@@ -223,9 +240,62 @@ def test_a_key_gets_its_bucket_on_its_first_row_and_its_function_once_hot(
         assert set(roots) == expected, lang
 
 
-def test_deciders_of_the_same_shape_share_their_compiled_source() -> None:
+def test_with_the_kernel_a_bucket_reads_its_tests_until_hot_and_compiles_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On the compiled path a key's bucket reads its tests as they are from its first row (no
+    function is generated or compiled for it, no closures made) and asks for its table decider
+    once past :data:`selections.HOT` rows: the same blocks throughout, and the pickled index
+    untouched."""
+    if kernel.Tests is None:
+        pytest.skip("the compiled kernel is turned off or not built")
+    monkeypatch.setattr(selections, "HOT", 3)
+
+    def refuse(*args: object) -> None:
+        raise AssertionError("nothing is compiled on the kernel's path")
+
+    monkeypatch.setattr(selections, "_code", refuse)
+    monkeypatch.setattr(selections, "_one_by_one", refuse)
+    made: list[object] = []
+    table = selections.table_decider
+
+    def counted(groups: list[tuple[selections.Test | None, list[str]]], make: object) -> object:
+        made.append(groups)
+        return table(groups, make)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(selections, "table_decider", counted)
+    specs = [
+        block(f'//item[author = "A{i}"]', f'$a/@lang = "{lang}"') for i in range(3) for lang in ("de", "en")
+    ]
+    plans = witness_plans([*specs, block("//item")], min_shared=1)
+    (served,) = plans.served.values()
+    _, index, _ = served._checks()
+    ((position, buckets),) = index
+    assert len(made) == 1  # the broad blocks' decider (``//item``), not a bucket's
+    router = Router()
+    for spec in plans.bases.values():
+        router.add_witness(spec)
+    message = MessageRef("m", 0, None)
+    langs = ("de", "en", "fr") * 2
+    documents = [f'<item lang="{lang}"><author>A1</author></item>'.encode() for lang in langs]
+    found, tables = [], []
+    for document in documents:
+        found.append(message_witnesses(message, router.route_outcome(document).witnesses, plans).roots)
+        tables.append(len(made) - 1)
+    assert tables == [0, 0, 0, 1, 1, 1]  # the bucket's table decider on its fourth row, once
+    assert buckets["A1"].decide.is_hot  # type: ignore[union-attr]
+    assert isinstance(buckets["A0"], list) and isinstance(buckets["A2"], list)  # no row brought them
+    assert all(isinstance(entries, list) for entries in served.index[position].values())  # as pickled
+    broad = block("//item").id
+    for roots, lang in zip(found, langs, strict=True):
+        expected = {broad} | ({specs[2 + (lang == "en")].id} if lang != "fr" else set())
+        assert set(roots) == expected, lang
+
+
+def test_deciders_of_the_same_shape_share_their_compiled_source(monkeypatch: pytest.MonkeyPatch) -> None:
     """Two buckets whose tests differ only in their literals share one code object, each deciding
-    with its own."""
+    with its own (the Python path)."""
+    python_deciders(monkeypatch)
     first = selections.decider([(("compare", 0, ast.CompOp.EQ, ast.Literal("de")), ["b1"])])
     second = selections.decider([(("compare", 0, ast.CompOp.EQ, ast.Literal("en")), ["b2"])])
     assert first.__code__ is second.__code__
@@ -259,6 +329,7 @@ def test_tests_decided_one_by_one_find_the_same_blocks(seed: int, monkeypatch: p
     def refuse(*args: object) -> None:
         raise RecursionError("too deep")
 
+    python_deciders(monkeypatch)
     monkeypatch.setattr(selections, "_code", refuse)
     monkeypatch.setattr(selections, "HOT", 0)  # buckets too would generate theirs
     rng = random.Random(seed)
@@ -283,7 +354,7 @@ def test_a_block_is_found_by_the_key_fewest_rows_bring_with_many_blocks() -> Non
     assert set(roots) == {specs[0].id, specs[-1].id, block("//item", "").id}
 
 
-def test_the_decider_holds_only_positions_and_constant_indexes() -> None:
+def test_the_decider_holds_only_positions_and_constant_indexes(deciders: str) -> None:
     """A subscription's literal never becomes source text: the generated function reads it from
     its table of constants."""
     test = ("or", (("compare", 0, ast.CompOp.EQ, ast.Literal('x"); import os; ("')), ("not", ("exists", 1))))
@@ -293,7 +364,9 @@ def test_the_decider_holds_only_positions_and_constant_indexes() -> None:
     assert decide([["y"], []]) == [("b1", "b2")]
 
 
-def test_the_decider_keeps_the_blocks_of_its_first_patterns(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_decider_keeps_the_blocks_of_its_first_patterns(
+    deciders: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Rows whose atoms have the same truth values get the blocks worked out on the first such
     row (the same tuple); past :data:`selections.PATTERNS` patterns a row's blocks are worked out
     afresh, and they are the same blocks."""
@@ -310,7 +383,9 @@ def test_the_decider_keeps_the_blocks_of_its_first_patterns(monkeypatch: pytest.
     assert selections.decider([(("exists", 0), ["b0"])])([[]]) == []  # nothing holds: no tuple
 
 
-def test_the_deciders_keep_patterns_within_the_process_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_deciders_keep_patterns_within_the_process_budget(
+    deciders: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Every decider's kept patterns share one budget of references (a pattern's atoms and its
     blocks): past it a new pattern's blocks are worked out afresh, the same blocks; a decider that
     goes gives its references back."""
@@ -333,7 +408,7 @@ def test_the_deciders_keep_patterns_within_the_process_budget(monkeypatch: pytes
 
 
 @pytest.mark.parametrize("name", ["contains", "starts-with", "ends-with"])
-def test_generated_string_matches_decide_as_the_checker_does(name: str) -> None:
+def test_generated_string_matches_decide_as_the_checker_does(name: str, deciders: str) -> None:
     """The generated function's inline ``contains``/``starts-with``/``ends-with`` against the
     checker's: no value is the empty string, two values make the call false."""
     rows = [[()], [("",)], [("ab",)], [("xab",)], [("abx",)], [("ab", "ab")], [("b",)]]
@@ -348,6 +423,7 @@ def test_tests_past_what_python_compiles_are_decided_one_by_one(monkeypatch: pyt
     def refuse(*args: object) -> None:
         raise RecursionError("too deep")
 
+    python_deciders(monkeypatch)
     monkeypatch.setattr(selections, "_code", refuse)
     test = ("and", (("exists", 0), ("not", ("compare", 1, ast.CompOp.EQ, ast.Literal("de")))))
     decide = selections.decider([(test, ["b1"]), (None, ["b2"])])
