@@ -216,11 +216,13 @@ cdef class Tests:
     cdef Py_ssize_t rows
     cdef object make_hot
     cdef object decide
+    cdef dict functions
 
     def __init__(self, tuple entries not None, equal, checker, Py_ssize_t hot, make_hot):
         self.entries = entries
         self.equal = equal
         self.checker = checker
+        self.functions = None
         self.hot = hot
         self.rows = 0
         self.make_hot = make_hot
@@ -248,6 +250,17 @@ cdef class Tests:
         """Whether it answers by its decider now."""
         return self.decide is not None
 
+    cdef object _function(self, tuple test):
+        """The checker's function of a test read outside C, found once per test object (the
+        checker's own cache hashes the test, literals and all, on every call)."""
+        cdef object function
+        if self.functions is None:
+            self.functions = {}
+        function = self.functions.get(id(test))
+        if function is None:
+            function = self.functions[id(test)] = self.checker(test)
+        return function
+
     cdef bint _holds(self, tuple test, values, int nesting) except -1:
         cdef object kind = test[0]
         cdef object leaf, value, literal, needles, name, term, needle
@@ -258,9 +271,9 @@ cdef class Tests:
             value = literal.value
             if test[2] is self.equal and PyUnicode_Check(value):
                 return PySequence_Contains(values[test[1]], value)
-            return PyObject_IsTrue(self.checker(test)(values))
+            return PyObject_IsTrue(self._function(test)(values))
         if nesting >= MAX_NESTING:
-            return PyObject_IsTrue(self.checker(test)(values))
+            return PyObject_IsTrue(self._function(test)(values))
         if kind == "not":
             return not self._holds(<tuple>test[1], values, nesting + 1)
         if kind == "and":
@@ -277,7 +290,7 @@ cdef class Tests:
             raise ValueError(f"Tests: not a test: {kind!r}")
         name, needles = test[2], test[3]
         if len(<tuple>needles) != 1 or not (name == "contains" or name == "starts-with" or name == "ends-with"):
-            return PyObject_IsTrue(self.checker(test)(values))
+            return PyObject_IsTrue(self._function(test)(values))
         leaf = values[test[1]]
         if len(leaf) > 1:  # a call whose argument is more than one item is false
             return False
