@@ -191,6 +191,41 @@ def test_witness_plans_pickle_without_their_compiled_tests() -> None:
     assert roots_of(again, [document]) == before == [{specs[1].id: [0]}]
 
 
+#: the @lang of the documents :func:`file_one_key` routes, in order
+LANGS = ("de", "en", "fr") * 2
+
+
+def file_one_key(made: list[object]) -> tuple[list[BlockSpec], WitnessPlans, dict, list, list[int]]:
+    """Blocks filed under three authors' keys, each with a @lang test, and documents that bring
+    one key only (A1's) under three languages, twice: the blocks, the plans, that key's buckets,
+    each document's roots, and how many deciders had been made (``made``, counted by the caller's
+    spy) once each was filed. The broad blocks' decider (``//item``) is made first, on the checks."""
+    specs = [
+        block(f'//item[author = "A{i}"]', f'$a/@lang = "{lang}"') for i in range(3) for lang in ("de", "en")
+    ]
+    plans = witness_plans([*specs, block("//item")], min_shared=1)
+    (served,) = plans.served.values()
+    _, index, _ = served._checks()
+    ((position, buckets),) = index
+    assert len(made) == 1  # the broad blocks' decider, not a bucket's
+    router = Router()
+    for spec in plans.bases.values():
+        router.add_witness(spec)
+    message = MessageRef("m", 0, None)
+    found, counts = [], []
+    for lang in LANGS:
+        document = f'<item lang="{lang}"><author>A1</author></item>'.encode()
+        found.append(message_witnesses(message, router.route_outcome(document).witnesses, plans).roots)
+        counts.append(len(made) - 1)
+    assert isinstance(buckets["A0"], list) and isinstance(buckets["A2"], list)  # no row brought them
+    assert all(isinstance(entries, list) for entries in served.index[position].values())  # as pickled
+    broad = block("//item").id
+    for roots, lang in zip(found, LANGS, strict=True):
+        expected = {broad} | ({specs[2 + (lang == "en")].id} if lang != "fr" else set())
+        assert set(roots) == expected, lang
+    return specs, plans, buckets, found, counts
+
+
 def test_a_key_gets_its_bucket_on_its_first_row_and_its_function_once_hot(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -207,37 +242,18 @@ def test_a_key_gets_its_bucket_on_its_first_row_and_its_function_once_hot(
         return generate(groups)
 
     monkeypatch.setattr(selections, "decider", counted)
-    specs = [
-        block(f'//item[author = "A{i}"]', f'$a/@lang = "{lang}"') for i in range(3) for lang in ("de", "en")
-    ]
-    plans = witness_plans([*specs, block("//item")], min_shared=1)
-    (served,) = plans.served.values()
-    _, index, _ = served._checks()
-    ((position, buckets),) = index
-    assert len(made) == 1  # the broad blocks' function (``//item``), not a bucket's
+    _, plans, buckets, found, generated = file_one_key(made)
+    assert generated == [0, 0, 0, 1, 1, 1]  # generated on the fourth row, once
+    assert isinstance(buckets["A1"], selections._Bucket)
     router = Router()
     for spec in plans.bases.values():
         router.add_witness(spec)
-    message = MessageRef("m", 0, None)
-    documents = [
-        f'<item lang="{lang}"><author>A1</author></item>'.encode() for lang in ("de", "en", "fr") * 2
-    ]
-    found, generated = [], []
-    for document in documents:
-        found.append(message_witnesses(message, router.route_outcome(document).witnesses, plans).roots)
-        generated.append(len(made) - 1)
-    assert generated == [0, 0, 0, 1, 1, 1]  # generated on the fourth row, once
-    assert isinstance(buckets["A1"], selections._Bucket)
-    assert isinstance(buckets["A0"], list) and isinstance(buckets["A2"], list)  # no row brought them
-    assert all(isinstance(entries, list) for entries in served.index[position].values())  # as pickled
     again = pickle.loads(pickle.dumps(plans))
+    message = MessageRef("m", 0, None)
+    documents = [f'<item lang="{lang}"><author>A1</author></item>'.encode() for lang in LANGS]
     assert [
         message_witnesses(message, router.route_outcome(d).witnesses, again).roots for d in documents
     ] == found
-    broad = block("//item").id
-    for roots, lang in zip(found, ("de", "en", "fr") * 2, strict=True):
-        expected = {broad} | ({specs[2 + (lang == "en")].id} if lang != "fr" else set())
-        assert set(roots) == expected, lang
 
 
 def test_with_the_kernel_a_bucket_reads_its_tests_until_hot_and_compiles_nothing(
@@ -264,32 +280,9 @@ def test_with_the_kernel_a_bucket_reads_its_tests_until_hot_and_compiles_nothing
         return table(groups, make)  # type: ignore[arg-type]
 
     monkeypatch.setattr(selections, "table_decider", counted)
-    specs = [
-        block(f'//item[author = "A{i}"]', f'$a/@lang = "{lang}"') for i in range(3) for lang in ("de", "en")
-    ]
-    plans = witness_plans([*specs, block("//item")], min_shared=1)
-    (served,) = plans.served.values()
-    _, index, _ = served._checks()
-    ((position, buckets),) = index
-    assert len(made) == 1  # the broad blocks' decider (``//item``), not a bucket's
-    router = Router()
-    for spec in plans.bases.values():
-        router.add_witness(spec)
-    message = MessageRef("m", 0, None)
-    langs = ("de", "en", "fr") * 2
-    documents = [f'<item lang="{lang}"><author>A1</author></item>'.encode() for lang in langs]
-    found, tables = [], []
-    for document in documents:
-        found.append(message_witnesses(message, router.route_outcome(document).witnesses, plans).roots)
-        tables.append(len(made) - 1)
+    _, _, buckets, _, tables = file_one_key(made)
     assert tables == [0, 0, 0, 1, 1, 1]  # the bucket's table decider on its fourth row, once
-    assert buckets["A1"].decide.is_hot  # type: ignore[union-attr]
-    assert isinstance(buckets["A0"], list) and isinstance(buckets["A2"], list)  # no row brought them
-    assert all(isinstance(entries, list) for entries in served.index[position].values())  # as pickled
-    broad = block("//item").id
-    for roots, lang in zip(found, langs, strict=True):
-        expected = {broad} | ({specs[2 + (lang == "en")].id} if lang != "fr" else set())
-        assert set(roots) == expected, lang
+    assert buckets["A1"].decide.is_hot
 
 
 def test_deciders_of_the_same_shape_share_their_compiled_source(monkeypatch: pytest.MonkeyPatch) -> None:
