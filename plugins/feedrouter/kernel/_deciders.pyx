@@ -41,6 +41,20 @@ cdef enum:
     MAX_NESTING = 32
 
 
+cdef bint _string_match(int kind, leaf, needle) except -1:
+    """contains / starts-with / ends-with (``kind``) of a leaf's one value and a needle: false on
+    more than one value, the empty string on none (:mod:`feedrouter.plan.evaluate`)."""
+    cdef object value
+    if len(leaf) > 1:
+        return False
+    value = leaf[0] if len(leaf) else ""
+    if kind == CONTAINS:
+        return PySequence_Contains(value, needle)
+    if not PyUnicode_Check(value) or not PyUnicode_Check(needle):
+        return PyObject_IsTrue(value.startswith(needle) if kind == STARTS else value.endswith(needle))
+    return PyUnicode_Tailmatch(value, needle, 0, len(value), -1 if kind == STARTS else 1) == 1
+
+
 cdef class Decider:
     """The blocks a row's tests bind: ``[blocks]`` (one tuple, in the groups' order) or ``[]``,
     what :func:`feedrouter.join.selections.decider` returns.
@@ -155,15 +169,7 @@ cdef class Decider:
                 if PyObject_IsTrue(argument(value)):
                     return True
             return False
-        # a string match: false on more than one value, "" on none (feedrouter.plan.evaluate)
-        if len(leaf) > 1:
-            return False
-        value = leaf[0] if len(leaf) else ""
-        if kind == CONTAINS:
-            return PySequence_Contains(value, argument)
-        if not PyUnicode_Check(value) or not PyUnicode_Check(argument):
-            return PyObject_IsTrue(value.startswith(argument) if kind == STARTS else value.endswith(argument))
-        return PyUnicode_Tailmatch(value, argument, 0, len(value), -1 if kind == STARTS else 1) == 1
+        return _string_match(kind, leaf, argument)
 
     @property
     def atoms(self):
@@ -263,7 +269,7 @@ cdef class Tests:
 
     cdef bint _holds(self, tuple test, values, int nesting) except -1:
         cdef object kind = test[0]
-        cdef object leaf, value, literal, needles, name, term, needle
+        cdef object value, literal, needles, name, term
         if kind == "exists":
             return len(values[test[1]]) > 0
         if kind == "compare":
@@ -291,13 +297,8 @@ cdef class Tests:
         name, needles = test[2], test[3]
         if len(<tuple>needles) != 1 or not (name == "contains" or name == "starts-with" or name == "ends-with"):
             return PyObject_IsTrue(self._function(test)(values))
-        leaf = values[test[1]]
-        if len(leaf) > 1:  # a call whose argument is more than one item is false
-            return False
-        value = leaf[0] if len(leaf) else ""
-        needle = (<tuple>needles)[0]
-        if name == "contains":
-            return PySequence_Contains(value, needle)
-        if not PyUnicode_Check(value) or not PyUnicode_Check(needle):
-            return PyObject_IsTrue(value.startswith(needle) if name == "starts-with" else value.endswith(needle))
-        return PyUnicode_Tailmatch(value, needle, 0, len(value), -1 if name == "starts-with" else 1) == 1
+        return _string_match(
+            CONTAINS if name == "contains" else STARTS if name == "starts-with" else ENDS,
+            values[test[1]],
+            (<tuple>needles)[0],
+        )
