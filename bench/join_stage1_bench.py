@@ -11,8 +11,9 @@ Each part is measured three ways:
   ordinary router), so a part's figure is what it adds to routing in a worker;
 * **alone**: the same work with nothing around it: the clock and the base routed by a router
   whose one ordinary subscription never matches, paired against that router alone; filing in a
-  loop over routed outcomes; the writer on a whole filed hour. The gap between the two is what the ordinary
-  routing around a part costs it (caches it finds cold);
+  loop over routed outcomes; the writer on a whole filed hour (:func:`join_bench.writer_seconds`).
+  The gap between the two is what the ordinary routing around a part costs it (caches it finds
+  cold);
 * **first pass**: filing the first half of the hour's messages in a fresh process, once straight
   after routing the hour, once after the other half was filed first (other messages, mostly other
   keys), and warm (the second time): whether a new worker's extra cost is per key or per process.
@@ -30,20 +31,17 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from lxml import etree
 
 from common import RESULTS, markdown_table, write_csv
 from feedrouter import heap
 from feedrouter.join.plan import clock_block
-from feedrouter.join.relations import HourWitnesses, MessageRef, message_witnesses
+from feedrouter.join.relations import MessageRef, message_witnesses
 from feedrouter.join.selections import witness_plans
-from feedrouter.spark.witnesses import tables as witness_tables
 from join_bench import (
     CLOCK_PATH,
     FULL,
-    HOUR_OF_MESSAGES,
     PASSES,
     POPULATIONS,
     QUICK,
@@ -56,6 +54,7 @@ from join_bench import (
     ordinary_population,
     per_message,
     witness_router,
+    writer_seconds,
 )
 from paper_bench import machine
 
@@ -81,15 +80,17 @@ def prepare(population_name: str, sizes: Sizes) -> Hour:
     ordinary = ordinary_population(sizes.ordinary, workload.vocabulary, SEED)
     plans = witness_plans(workload.joins.specs_for(FEED))
     clock, bases = clock_block(FEED, CLOCK_PATH), list(plans.bases.values())
+    both = witness_router([*bases, clock], ordinary)
     artifacts = {
         "ordinary": artifact((witness_router((), ordinary), None)),
         "clock": artifact((witness_router([clock], ordinary), None)),
         "base": artifact((witness_router(bases, ordinary), None)),
-        "clock and base": artifact((witness_router([*bases, clock], ordinary), None)),
-        "clock and base, filed": artifact((witness_router([*bases, clock], ordinary), plans)),
+        # one router, filing or not: each unpickled into its own copy
+        "clock and base": artifact((both, None)),
+        "clock and base, filed": artifact((both, plans)),
         # the parts alone: the same work against a router whose one subscription never matches
         # (both parse and run the NFA alike; an empty router would skip more than the parts)
-        "empty": artifact((witness_router((), NEVER), None)),
+        "never": artifact((witness_router((), NEVER), None)),
         "clock and base alone": artifact((witness_router([*bases, clock], NEVER), plans)),
     }
     hour = workload.feeds[FEED][len(workload.feeds[FEED]) // 2]
@@ -115,11 +116,11 @@ def alone(artifacts: dict[str, bytes], messages: Sequence[bytes], hour: Sequence
     """Microseconds a message of each part with nothing around it: the clock and base paired in
     turns against the never-matching router (as :func:`in_context` pairs), the rest in tight loops
     (medians)."""
-    wanted = ("ordinary", "empty", "clock and base alone")
+    wanted = ("ordinary", "never", "clock and base alone")
     routers = loaded_after_compiling({name: artifacts[name] for name in wanted})
     ordinary = routers["ordinary"][0]
     router, plans = routers["clock and base alone"]
-    paired = per_message({"ordinary": routers["empty"], "clock and base": (router, None)}, messages, PASSES)
+    paired = per_message({"ordinary": routers["never"], "clock and base": (router, None)}, messages, PASSES)
     unfiled = MessageRef("m", 0, None)
     with heap.settled():
         routed = [router.route_outcome(data).witnesses for data in messages]
@@ -128,11 +129,7 @@ def alone(artifacts: dict[str, bytes], messages: Sequence[bytes], hour: Sequence
             "ordinary routing": _loop(lambda: [ordinary.route_outcome(data) for data in messages]),
             "filing": _loop(lambda: [message_witnesses(unfiled, each, plans) for each in routed]),
         }
-        filed = [
-            message_witnesses(MessageRef(f"m{i}", 0, None), router.route_outcome(data).witnesses, plans)
-            for i, data in enumerate(hour)
-        ]
-        writer = _loop(lambda: _write(filed), per=len(hour))
+        writer = writer_seconds(router, plans, hour, LOOPS)
     count = len(messages)
     per_message_us = {name: seconds / count * 1e6 for name, seconds in loops.items()}
     never = paired["ordinary"].seconds
@@ -141,23 +138,15 @@ def alone(artifacts: dict[str, bytes], messages: Sequence[bytes], hour: Sequence
     return per_message_us
 
 
-def _write(filed: Sequence[Any]) -> None:
-    hour = HourWitnesses("f", HOUR_OF_MESSAGES)
-    for found in filed:
-        hour.append(found)
-    hour.settle()
-    witness_tables(hour)
-
-
-def _loop(work: Callable[[], object], per: int = 1) -> float:
-    """Seconds of ``work`` (divided by ``per``), the median of :data:`LOOPS` runs after one untimed."""
+def _loop(work: Callable[[], object]) -> float:
+    """Seconds of ``work``, the median of :data:`LOOPS` runs after one untimed."""
     work()
     spent = []
     for _ in range(LOOPS):
         started = time.perf_counter()
         work()
         spent.append(time.perf_counter() - started)
-    return statistics.median(spent) / per
+    return statistics.median(spent)
 
 
 def first_filing(
@@ -233,9 +222,10 @@ ordinary router, times its time; each router its own copy, so filing's row, a di
 copies, carries their 1 to 3% disagreement). `alone`: the same work with nothing around it (the
 clock and base routed by a router whose one ordinary subscription never matches, paired in the
 same turns against that router alone; filing in a loop over routed outcomes; the writer's settle
-and tables on the whole filed hour, divided by its messages). The first-pass rows file the first
-half of the hour's messages in a fresh process right after routing the hour, after filing its
-other half first, and again (warm). Percentages are of the ordinary router's time in context."""
+and tables on the whole filed hour, divided by its messages, as `join_bench.py` times them). The
+first-pass rows file the first half of the hour's messages in a fresh process right after routing
+the hour, after filing its other half first, and again (warm). Percentages are of the ordinary
+router's time in context."""
 
 
 def main() -> None:
