@@ -14,6 +14,12 @@ Each part is measured three ways:
   loop over routed outcomes; the writer on a whole filed hour (:func:`join_bench.writer_seconds`).
   The gap between the two is what the ordinary routing around a part costs it (caches it finds
   cold);
+* **in a worker**: each router alone in a fresh process, as a routing task has its plan: it routes
+  the whole hour in batches of :data:`~feedrouter.spark.tasks.FILING_BATCH` messages, filing each
+  batch's witnesses after routing it, once (the first pass) and then warm, the routers in turn
+  round by round. Filing's time is read straight off the filing router's own clock, not as a
+  difference of two routers. The rotation of *in context* puts other routers between a router's
+  turns, which a worker never has;
 * **first pass**: filing the first half of the hour's messages in a fresh process, once straight
   after routing the hour, once after the other half was filed first (other messages, mostly other
   keys), and warm (the second time): whether a new worker's extra cost is per key or per process.
@@ -39,6 +45,7 @@ from feedrouter import heap
 from feedrouter.join.plan import clock_block
 from feedrouter.join.relations import MessageRef, message_witnesses
 from feedrouter.join.selections import witness_plans
+from feedrouter.spark.tasks import FILING_BATCH
 from join_bench import (
     CLOCK_PATH,
     FULL,
@@ -61,6 +68,8 @@ from paper_bench import machine
 FEED = "news"
 NEVER = [("never", "//item[author = 'nobody at all']")]
 LOOPS = 9  # passes of a tight loop (medians)
+WORKER_ROUNDS = 4  # rounds of fresh processes, a router each (in_a_worker)
+WORKER_PASSES = 4  # passes over the hour in each: the first, then warm ones
 
 
 @dataclass(frozen=True)
@@ -172,6 +181,68 @@ def first_filing(
     return times[0], times[1]
 
 
+def worker_passes(artifact_bytes: bytes, hour: Sequence[bytes]) -> list[tuple[float, float]]:
+    """Seconds a message to route the hour and to file its witnesses (with the router's plans),
+    per pass (:data:`WORKER_PASSES`, the first one first), in a fresh process holding this router
+    alone, as a routing task does: decode, settle, route a batch of :data:`~feedrouter.spark.
+    tasks.FILING_BATCH` messages, file it, and on."""
+    router, plans = loaded_after_compiling({"r": artifact_bytes})["r"]
+    unfiled = MessageRef("m", 0, None)
+    clock = time.perf_counter
+    passes = []
+    with heap.settled():
+        for _ in range(WORKER_PASSES):
+            routing = filing = 0.0
+            for start in range(0, len(hour), FILING_BATCH):
+                started = clock()
+                routed = [router.route_outcome(data).witnesses for data in hour[start : start + FILING_BATCH]]
+                routed_at = clock()
+                if plans is not None:
+                    for found in routed:
+                        message_witnesses(unfiled, found, plans)
+                routing, filing = routing + routed_at - started, filing + clock() - routed_at
+            passes.append((routing / len(hour), filing / len(hour)))
+    return passes
+
+
+IN_A_WORKER = ("ordinary", "clock and base", "clock and base, filed")
+
+
+def in_a_worker(artifacts: dict[str, bytes], hour: Sequence[bytes]) -> dict[str, float]:
+    """Microseconds a message, each router alone in its fresh process (:func:`worker_passes`),
+    over :data:`WORKER_ROUNDS` rounds (the order reversed every other round): the ordinary
+    router's routing, warm and first pass; what the clock and base add to it (the median of
+    per-round, per-pass ratios, paired as the join bench pairs); filing as the filing router's
+    own clock reads it; and the whole of stage 1 but the writer (routing and filing over the
+    ordinary router's routing)."""
+    runs: dict[str, list[list[tuple[float, float]]]] = {name: [] for name in IN_A_WORKER}
+    for round_ in range(WORKER_ROUNDS):
+        for name in IN_A_WORKER if round_ % 2 == 0 else IN_A_WORKER[::-1]:
+            runs[name].append(in_fresh_process(worker_passes, artifacts[name], hour))
+
+    def ratio(name: str, passes: range) -> float:
+        return statistics.median(
+            sum(mine[p]) / base[p][0]
+            for mine, base in zip(runs[name], runs["ordinary"], strict=True)
+            for p in passes
+        )
+
+    def median(name: str, side: int, passes: range) -> float:
+        return statistics.median(run[p][side] for run in runs[name] for p in passes) * 1e6
+
+    first, warm = range(1), range(1, WORKER_PASSES)
+    plain, plain_first = median("ordinary", 0, warm), median("ordinary", 0, first)
+    return {
+        "ordinary": plain,
+        "ordinary, first pass": plain_first,
+        "clock and base": (ratio("clock and base", warm) - 1) * plain,
+        "filing": median("clock and base, filed", 1, warm),
+        "filing, first pass": median("clock and base, filed", 1, first),
+        "stage 1": (ratio("clock and base, filed", warm) - 1) * plain,
+        "stage 1, first pass": (ratio("clock and base, filed", first) - 1) * plain_first,
+    }
+
+
 def measure(population: str, sizes: Sizes) -> list[dict]:
     hour = prepare(population, sizes)
     messages = hour.messages[: sizes.stage1_messages]
@@ -180,19 +251,39 @@ def measure(population: str, sizes: Sizes) -> list[dict]:
     filed = hour.artifacts["clock and base, filed"]
     cold, warm = in_fresh_process(first_filing, filed, hour.messages, False)
     after_other, _ = in_fresh_process(first_filing, filed, hour.messages, True)
-    plain = context["ordinary"]
+    worker = in_a_worker(hour.artifacts, hour.messages)
+    plain, writer = context["ordinary"], parts["writer"]
     rows = [
-        (f"ordinary routing ({sizes.ordinary:,} subscriptions)", plain, parts["ordinary routing"]),
-        ("of which lxml's parse", None, parts["lxml's parse"]),
-        ("clock (//pubDate off the tree)", context["clock"], None),
-        ("factored base (//item off the tree, rows)", context["base"], None),
-        ("clock and base", context["clock and base"], parts["clock and base"]),
-        ("filing (warm)", context["clock and base, filed"] - context["clock and base"], parts["filing"]),
-        ("writer (the hour's tables, no Parquet)", None, parts["writer"]),
-        ("filing, first pass", None, cold),
-        ("filing, first pass after the other half", None, after_other),
-        ("filing, second pass", None, warm),
+        (
+            f"ordinary routing ({sizes.ordinary:,} subscriptions)",
+            plain,
+            parts["ordinary routing"],
+            worker["ordinary"],
+        ),
+        ("ordinary routing, first pass", None, None, worker["ordinary, first pass"]),
+        ("of which lxml's parse", None, parts["lxml's parse"], None),
+        ("clock (//pubDate off the tree)", context["clock"], None, None),
+        ("factored base (//item off the tree, rows)", context["base"], None, None),
+        ("clock and base", context["clock and base"], parts["clock and base"], worker["clock and base"]),
+        (
+            "filing (warm)",
+            context["clock and base, filed"] - context["clock and base"],
+            parts["filing"],
+            worker["filing"],
+        ),
+        ("writer (the hour's tables, no Parquet)", None, writer, None),
+        ("filing, first pass", None, cold, worker["filing, first pass"]),
+        ("filing, first pass after the other half", None, after_other, None),
+        ("filing, second pass", None, warm, None),
+        (
+            "stage 1 with the writer (warm)",
+            context["clock and base, filed"] + writer,
+            None,
+            worker["stage 1"] + writer,
+        ),
+        ("stage 1 with the writer, first pass", None, None, worker["stage 1, first pass"] + writer),
     ]
+    plain_first = worker["ordinary, first pass"]
     return [
         {
             "population": population,
@@ -201,8 +292,13 @@ def measure(population: str, sizes: Sizes) -> list[dict]:
             "in context % of routing": _share(in_ctx, plain),
             "alone us/msg": _rounded(by_itself),
             "alone % of routing": _share(by_itself, plain),
+            "in a worker us/msg": _rounded(in_worker),
+            # a first pass's share is of the ordinary router's first pass
+            "in a worker % of routing": _share(
+                in_worker, plain_first if "first pass" in part else worker["ordinary"]
+            ),
         }
-        for part, in_ctx, by_itself in rows
+        for part, in_ctx, by_itself, in_worker in rows
     ]
 
 
@@ -224,8 +320,14 @@ clock and base routed by a router whose one ordinary subscription never matches,
 same turns against that router alone; filing in a loop over routed outcomes; the writer's settle
 and tables on the whole filed hour, divided by its messages, as `join_bench.py` times them). The
 first-pass rows file the first half of the hour's messages in a fresh process right after routing
-the hour, after filing its other half first, and again (warm). Percentages are of the ordinary
-router's time in context."""
+the hour, after filing its other half first, and again (warm). `in a worker`: each router alone in a
+fresh process, as a routing task has its plan, routing the whole hour in batches of 32 messages and
+filing each batch's witnesses after routing it, first pass and 3 warm passes, 4 rounds of fresh
+processes (the routers in turn, the order reversed every other round); the clock and base and
+stage 1 are paired per round and pass over the ordinary router's routing (medians), filing is read
+off the filing router's own clock. The stage-1 rows add the writer (`alone`) to what routing and
+filing add. Percentages are of the ordinary router's time in context, `in a worker`'s of its time
+in a worker (warm, or its first pass on a first pass's rows)."""
 
 
 def main() -> None:
