@@ -26,7 +26,7 @@ Each part is measured three ways:
 
 Results: ``bench/results/join_stage1_parts.md`` and ``.csv``.
 
-Usage: ``.venv/bin/python bench/join_stage1_bench.py [--quick] [--populations A,C]`` (about 5 min a
+Usage: ``.venv/bin/python bench/join_stage1_bench.py [--quick] [--populations A,C]`` (about 7 min a
 population on 2 cores; ``--quick``: the join bench's small sizes)
 """
 
