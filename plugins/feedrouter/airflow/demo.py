@@ -4,12 +4,19 @@ No service is needed: the catalog is the embedded PostgreSQL server that feedrou
 (data under ``--home``, stopped at the end), the object store a local folder, Spark a local
 session, Airflow's metadata a SQLite file, and the DAGs run with ``dag.test()``:
 
-1. generate one hour of a sample news feed into the local store (``file://…/input/news/…``);
-2. insert a DTD, the feed, subscribers and subscriptions with SQL into the embedded catalog (two
-   of them deliberately broken, to show how errors are reported);
-3. run ``feedrouter_plans`` (it notices the new catalog version and builds the plan), then
-   ``feedrouter_route`` for that hour (Spark routes it and records the ledger);
+1. generate one hour of a sample news feed into the local store (``file://…/input/news/…``), and
+   the same hour of two RSS-like feeds with an event time, ``wire`` and ``blogs``;
+2. insert a DTD, the feeds, subscribers and subscriptions with SQL into the embedded catalog (two
+   of them deliberately broken, to show how errors are reported; two of them join subscriptions
+   that correlate wire items with blog items and wire items with each other);
+3. run ``feedrouter_plans`` (it notices the new catalog versions and builds the plans), then
+   ``feedrouter_route`` for that hour of every feed (Spark routes each, records the ledger, and
+   the join stage pairs the hour's messages with the window's);
 4. print what was delivered where.
+
+The hour is the first of its UTC day, and the route DAG's first day is that day
+(``FEEDROUTER_ROUTE_START``): a join's window then reaches back to no hour that was never routed,
+so the join stage has no earlier witnesses to wait for.
 
 Everything lives under ``--home`` (default ``var/airflow-demo``), recreated on each run.
 """
@@ -40,18 +47,53 @@ FROM feedrouter.subscribers s, feedrouter.feeds f
 WHERE s.name = 'news-subscriber-1' AND f.name = 'news'
 """
 
+#: The feeds with an event time that the join subscriptions read (RSS-like items, no DTD).
+STREAM_FEEDS = ("blogs", "wire")
+
+#: The stream feeds, their subscriber and its subscriptions, as a user's SQL would insert them.
+STREAM_CATALOG = (
+    """
+INSERT INTO feedrouter.feeds (name, input_prefix, event_time_path, event_time_format,
+                              max_join_window, allowed_lateness)
+VALUES ('wire', :wire, '//pubDate', 'rfc822', interval '6 hours', interval '1 hour'),
+       ('blogs', :blogs, '//pubDate', 'rfc822', interval '6 hours', interval '1 hour')
+""",
+    "INSERT INTO feedrouter.subscribers (name, output_prefix) VALUES ('desk', :desk)",
+    """
+INSERT INTO feedrouter.subscriptions (subscriber_id, feed_id, name, query)
+SELECT s.id, f.id, q.name, q.query
+FROM feedrouter.subscribers s, feedrouter.feeds f,
+     (VALUES ('wire-then-blog', 'wire', $q$import module namespace fr = "urn:feedrouter:stream:1";
+for $w in fr:stream()//item, $b in fr:stream("blogs")//item
+where $b/author = $w/author and fr:followed-by($w, $b, "PT1H")
+return <story>{ $w/title }{ $b/link }</story>$q$),
+             ('same-category', 'wire', $q$import module namespace fr = "urn:feedrouter:stream:1";
+for $a in fr:stream()//item[@lang = "en"], $b in fr:stream()//item
+where $b/category = $a/category and $b/author = $a/author and fr:within($a, $b, "PT30M")
+return <related>{ $a/guid }{ $b/guid }</related>$q$),
+             ('blog-titles', 'blogs', $q$//item/title$q$)) AS q(name, feed, query)
+WHERE s.name = 'desk' AND f.name = q.feed
+""",
+)
+
+#: The join subscriptions among them (the summary lists their pairs apart).
+JOINS = ("wire-then-blog", "same-category")
+
 
 def main(argv: list[str] | None = None) -> int:
     args = _arguments(argv)
     home = args.home.resolve()
-    hour = _last_complete_hour()
-    _configure(home, args.spark_master)  # before Airflow is imported: it reads its config once
+    hour = _first_hour_of_the_day()
+    _configure(home, hour, args.spark_master)  # before Airflow is imported: it reads its config once
     try:
         input_prefix = _generate_input(home, hour, args.documents)
-        _insert_catalog(home, input_prefix, args.subscriptions)
+        streams = _generate_streams(home, hour, args.documents)
+        _insert_catalog(home, input_prefix, streams, args.subscriptions)
         plans = _run_dag("feedrouter_plans")
         route = _run_dag(
-            "feedrouter_route", logical_date=hour, run_conf={"feed": "news", "hour": format_hour(hour)}
+            "feedrouter_route",
+            logical_date=hour,
+            run_conf={"feed": "", "hour": format_hour(hour)},  # every feed
         )
         _summarize(home, hour)
     finally:
@@ -80,12 +122,13 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def _last_complete_hour() -> datetime:
-    now = datetime.now(timezone.utc).replace(minute=0, second=0, microsecond=0)
-    return now - timedelta(hours=1)
+def _first_hour_of_the_day() -> datetime:
+    """The first hour of the last UTC day whose first hour is over (the route DAG's first day)."""
+    last_complete = datetime.now(timezone.utc).replace(minute=0, second=0, microsecond=0) - timedelta(hours=1)
+    return last_complete.replace(hour=0)
 
 
-def _configure(home: Path, spark_master: str) -> None:
+def _configure(home: Path, hour: datetime, spark_master: str) -> None:
     """A fresh state folder, and Airflow plus the adapter pointed at the embedded defaults."""
     if "airflow" in sys.modules:
         raise RuntimeError("run the demo in a fresh interpreter: Airflow was already imported")
@@ -110,6 +153,7 @@ def _configure(home: Path, spark_master: str) -> None:
             "FEEDROUTER_HOME": str(home),
             "FEEDROUTER_SPARK_MASTER": spark_master,
             "FEEDROUTER_INPUT_GRACE": "0",  # the sample hour is complete as soon as it is written
+            "FEEDROUTER_ROUTE_START": hour.date().isoformat(),  # the streams start with the demo's hour
         }
     )
     _write_env_file(home / "env.sh")
@@ -141,7 +185,29 @@ def _generate_input(home: Path, hour: datetime, count: int) -> str:
     return file_uri(prefix)
 
 
-def _insert_catalog(home: Path, input_prefix: str, count: int) -> None:
+def _generate_streams(home: Path, hour: datetime, count: int) -> dict[str, str]:
+    """The same hour of the RSS-like feeds the join subscriptions read (``pubDate`` in RFC 822,
+    some of them late or missing); returns each feed's input prefix."""
+    from feedrouter.hours import hour_path
+    from feedrouter.storage.uris import file_uri
+    from feedrouter.workload.joins import generate_feed_hours
+
+    prefixes = {}
+    generated = generate_feed_hours(seed=16, feeds=STREAM_FEEDS, hours=1, items_per_hour=count, start=hour)
+    for feed, (batch,) in generated.items():
+        prefix = home / "input" / feed
+        folder = prefix / hour_path(hour)
+        folder.mkdir(parents=True)
+        for message in batch.messages:
+            (folder / message.key).write_bytes(message.data)
+        prefixes[feed] = file_uri(prefix)
+    print(
+        f"Generated {count} messages each of feeds {' and '.join(STREAM_FEEDS)} (RSS-like, with event times)"
+    )
+    return prefixes
+
+
+def _insert_catalog(home: Path, input_prefix: str, streams: dict[str, str], count: int) -> None:
     """The sample catalog, inserted with SQL into the embedded catalog (started on this first use)."""
     from sqlalchemy import text
 
@@ -168,9 +234,14 @@ def _insert_catalog(home: Path, input_prefix: str, count: int) -> None:
         with engine.begin() as conn:
             counts = insert_sample(conn, spec)
             conn.execute(text(HAND_WRITTEN))
+            values = {**streams, "desk": file_uri(home / "output" / "desk")}
+            for statement in STREAM_CATALOG:
+                conn.execute(text(statement), values)
     finally:
         engine.dispose()
     print(f"Inserted feed news with {counts['subscriptions'] + 1} subscriptions of 3 subscribers (SQL)")
+    feeds = " and ".join(STREAM_FEEDS)
+    print(f"Inserted feeds {feeds} with 3 subscriptions of subscriber desk, {len(JOINS)} of them joins (SQL)")
 
 
 def _run_dag(dag_id: str, **kwargs: Any) -> Any:
@@ -185,51 +256,79 @@ def _run_dag(dag_id: str, **kwargs: Any) -> Any:
 
 def _summarize(home: Path, hour: datetime) -> None:
     """What was built, routed and delivered where, read back from the catalog's ledger."""
-    from feedrouter.catalog import latest_build, open_catalog, subscription_problems
+    from feedrouter.catalog import open_catalog
 
     engine = open_catalog()
     try:
         with engine.connect() as conn:
-            build = latest_build(conn, "news")
-            problems = subscription_problems(conn, "news")
-            batch, deliveries = _ledger(conn, hour)
+            reports = [_feed_report(conn, feed, hour) for feed in ("news", *STREAM_FEEDS)]
     finally:
         engine.dispose()
     print("\nSummary")
-    if build is not None:
-        print(
-            f"  plan build {build.id}: {build.valid} valid, {build.invalid} invalid -> {build.artifact_uri}"
-        )
-    for row in problems:
-        first_line = (row["error_message"] or "").splitlines()[0]
-        print(f"  {row['status']}: {row['subscriber']}/{row['subscription']}: {first_line}")
-    if batch is not None:
-        print(
-            f"  batch {batch['id']} of news {format_hour(hour)}: {batch['status']}, {batch['documents']} "
-            f"documents, {batch['quarantined']} quarantined, {batch['results']} results"
-        )
-    _print_deliveries(deliveries)
+    for report in reports:
+        _print_feed(report, hour)
     print(f"  outputs under {home / 'output'}")
     print(f"  the UI: . {home / 'env.sh'} && airflow api-server, then Browse > Feedrouter")
 
 
-def _ledger(conn: Any, hour: datetime) -> tuple[dict[str, Any] | None, list[Any]]:
-    """The hour's batch row and its deliveries."""
+def _feed_report(conn: Any, feed: str, hour: datetime) -> SimpleNamespace:
+    """A feed's latest plan build, its subscriptions' problems, and the hour's batch row and deliveries."""
+    from feedrouter.catalog import latest_build, subscription_problems
+
+    batch, deliveries = _ledger(conn, feed, hour)
+    return SimpleNamespace(
+        feed=feed,
+        build=latest_build(conn, feed),
+        problems=subscription_problems(conn, feed),
+        batch=batch,
+        deliveries=deliveries,
+    )
+
+
+def _print_feed(report: SimpleNamespace, hour: datetime) -> None:
+    build, batch = report.build, report.batch
+    if build is not None:
+        print(
+            f"  {report.feed}: plan build {build.id}: {build.valid} valid, {build.invalid} invalid -> "
+            f"{build.artifact_uri}"
+        )
+    for row in report.problems:
+        first_line = (row["error_message"] or "").splitlines()[0]
+        print(f"  {row['status']}: {row['subscriber']}/{row['subscription']}: {first_line}")
+    if batch is not None:
+        # only a feed some join reads counts the messages joins leave out
+        untimed = f"{batch['untimed']} without a usable event time, " if report.feed in STREAM_FEEDS else ""
+        print(
+            f"  batch {batch['id']} of {report.feed} {format_hour(hour)}: {batch['status']}, "
+            f"{batch['documents']} documents, {batch['quarantined']} quarantined, {untimed}"
+            f"{batch['results']} results"
+        )
+    plain = [d for d in report.deliveries if d.subscription_name not in JOINS]
+    if plain:
+        _print_deliveries(plain)
+    for delivery in (d for d in report.deliveries if d.subscription_name in JOINS):
+        name = f"{delivery.subscriber_name}/{delivery.subscription_name}"
+        where = f" in {_folder(delivery.object_keys)}" if delivery.result_count else " this hour"
+        print(f"    join {name}: {delivery.result_count} pairs{where}")
+
+
+def _ledger(conn: Any, feed: str, hour: datetime) -> tuple[dict[str, Any] | None, list[Any]]:
+    """The feed's batch row of the hour and its deliveries."""
     from feedrouter.catalog.status import batch_deliveries, batch_ledger
 
-    batches = batch_ledger(conn, "news", hour)
+    batches = batch_ledger(conn, feed, hour)
     if not batches:
         return None, []
     return batches[0], [SimpleNamespace(**row) for row in batch_deliveries(conn, batches[0]["id"])]
 
 
-def _print_deliveries(deliveries: list[Any], shown: int = 5) -> None:
+def _print_deliveries(deliveries: list[Any], shown: int = 3) -> None:
     """The subscriptions that received the most results, and where their objects are."""
     ranked = sorted((d for d in deliveries if d.result_count), key=lambda d: -d.result_count)
-    print(f"  {len(ranked)} of {len(deliveries)} served subscriptions received results; the largest:")
+    print(f"    {len(ranked)} of {len(deliveries)} served subscriptions received results; the largest:")
     for delivery in ranked[:shown]:
         name = f"{delivery.subscriber_name}/{delivery.subscription_name}"
-        print(f"    {name}: {delivery.result_count} results in {_folder(delivery.object_keys)}")
+        print(f"      {name}: {delivery.result_count} results in {_folder(delivery.object_keys)}")
 
 
 def _folder(object_keys: list[str]) -> str:

@@ -161,6 +161,7 @@ def _batches(feed_id: int) -> Select[Unpack[tuple[Any, ...]]]:
             Batch.documents,
             Batch.bytes,
             Batch.quarantined,
+            Batch.untimed,
             Batch.error_message,
             Batch.started_at,
             Batch.finished_at,
