@@ -76,7 +76,7 @@ def add_batch(conn: Any, build_id: int, hour: str, status: str, documents: int) 
     return conn.scalar(
         text(
             "INSERT INTO feedrouter.batches (feed_id, hour, plan_build_id, status, documents, bytes,"
-            " quarantined, finished_at) SELECT id, :h, :p, :s, :d, :d * 900, 1, now()"
+            " quarantined, untimed, finished_at) SELECT id, :h, :p, :s, :d, :d * 900, 1, :d / 40, now()"
             " FROM feedrouter.feeds WHERE name = 'news' RETURNING id"
         ),
         {"h": hour, "p": build_id, "s": status, "d": documents},
@@ -97,9 +97,9 @@ def test_the_endpoint_answers_an_authenticated_request(api_app: Any, history: En
     (problem,) = feed["problems"]
     assert (problem["subscription"], problem["status"], problem["error_line"]) == ("broken", "invalid", 3)
     assert "[FR106]" in problem["error_message"]
-    columns = ("status", "documents", "deliveries", "results")
+    columns = ("status", "documents", "untimed", "deliveries", "results")
     batches = [(b["hour"][:13], *(b[c] for c in columns)) for b in feed["batches"]]
-    assert batches == [("2026-11-22T16", "succeeded", 120, 1, 37), ("2026-11-22T15", "empty", 0, 0, 0)]
+    assert batches == [("2026-11-22T16", "succeeded", 120, 3, 1, 37), ("2026-11-22T15", "empty", 0, 0, 0, 0)]
 
 
 @pytest.mark.parametrize(
@@ -170,6 +170,7 @@ def test_the_page_renders_in_headless_chromium(api_server: str, history: Engine)
     assert feeds == ["news"]
     assert "[FR106] unknown variable '$t'" in page_text
     assert "succeeded" in page_text and "plan up to date" in page_text
+    assert "no event time" in page_text  # the messages joins left out, per batch
     assert shot.stat().st_size > 10_000
 
 
