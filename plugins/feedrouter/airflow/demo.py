@@ -325,7 +325,8 @@ def _ledger(conn: Any, feed: str, hour: datetime) -> tuple[dict[str, Any] | None
 def _print_deliveries(deliveries: list[Any], shown: int = 3) -> None:
     """The subscriptions that received the most results, and where their objects are."""
     ranked = sorted((d for d in deliveries if d.result_count), key=lambda d: -d.result_count)
-    print(f"    {len(ranked)} of {len(deliveries)} served subscriptions received results; the largest:")
+    largest = "; the largest:" if ranked else ""
+    print(f"    {len(ranked)} of {len(deliveries)} served subscriptions received results{largest}")
     for delivery in ranked[:shown]:
         name = f"{delivery.subscriber_name}/{delivery.subscription_name}"
         print(f"      {name}: {delivery.result_count} results in {_folder(delivery.object_keys)}")
