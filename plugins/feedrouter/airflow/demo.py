@@ -50,7 +50,26 @@ WHERE s.name = 'news-subscriber-1' AND f.name = 'news'
 #: The feeds with an event time that the join subscriptions read (RSS-like items, no DTD).
 STREAM_FEEDS = ("blogs", "wire")
 
-#: The stream feeds, their subscriber and its subscriptions, as a user's SQL would insert them.
+#: The join subscriptions, by name: each one's feed and text (XQuery that Saxon runs unchanged).
+JOINS = {
+    "wire-then-blog": (
+        "wire",
+        'import module namespace fr = "urn:feedrouter:stream:1";\n'
+        'for $w in fr:stream()//item, $b in fr:stream("blogs")//item\n'
+        'where $b/author = $w/author and fr:followed-by($w, $b, "PT1H")\n'
+        "return <story>{ $w/title }{ $b/link }</story>",
+    ),
+    "same-category": (
+        "wire",
+        'import module namespace fr = "urn:feedrouter:stream:1";\n'
+        'for $a in fr:stream()//item[@lang = "en"], $b in fr:stream()//item\n'
+        'where $b/category = $a/category and $b/author = $a/author and fr:within($a, $b, "PT30M")\n'
+        "return <related>{ $a/guid }{ $b/guid }</related>",
+    ),
+}
+
+#: The stream feeds, their subscriber and its subscriptions, as a user's SQL would insert them
+#: (the join texts bound as parameters).
 STREAM_CATALOG = (
     """
 INSERT INTO feedrouter.feeds (name, input_prefix, event_time_path, event_time_format,
@@ -63,21 +82,12 @@ VALUES ('wire', :wire, '//pubDate', 'rfc822', interval '6 hours', interval '1 ho
 INSERT INTO feedrouter.subscriptions (subscriber_id, feed_id, name, query)
 SELECT s.id, f.id, q.name, q.query
 FROM feedrouter.subscribers s, feedrouter.feeds f,
-     (VALUES ('wire-then-blog', 'wire', $q$import module namespace fr = "urn:feedrouter:stream:1";
-for $w in fr:stream()//item, $b in fr:stream("blogs")//item
-where $b/author = $w/author and fr:followed-by($w, $b, "PT1H")
-return <story>{ $w/title }{ $b/link }</story>$q$),
-             ('same-category', 'wire', $q$import module namespace fr = "urn:feedrouter:stream:1";
-for $a in fr:stream()//item[@lang = "en"], $b in fr:stream()//item
-where $b/category = $a/category and $b/author = $a/author and fr:within($a, $b, "PT30M")
-return <related>{ $a/guid }{ $b/guid }</related>$q$),
-             ('blog-titles', 'blogs', $q$//item/title$q$)) AS q(name, feed, query)
+     (VALUES ('wire-then-blog', 'wire', CAST(:wire_then_blog AS text)),
+             ('same-category', 'wire', CAST(:same_category AS text)),
+             ('blog-titles', 'blogs', '//item/title')) AS q(name, feed, query)
 WHERE s.name = 'desk' AND f.name = q.feed
 """,
 )
-
-#: The join subscriptions among them (the summary lists their pairs apart).
-JOINS = ("wire-then-blog", "same-category")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -234,7 +244,11 @@ def _insert_catalog(home: Path, input_prefix: str, streams: dict[str, str], coun
         with engine.begin() as conn:
             counts = insert_sample(conn, spec)
             conn.execute(text(HAND_WRITTEN))
-            values = {**streams, "desk": file_uri(home / "output" / "desk")}
+            values = {
+                **streams,
+                "desk": file_uri(home / "output" / "desk"),
+                **{name.replace("-", "_"): query for name, (_, query) in JOINS.items()},
+            }
             for statement in STREAM_CATALOG:
                 conn.execute(text(statement), values)
     finally:
