@@ -45,7 +45,6 @@ from feedrouter import heap
 from feedrouter.join.plan import clock_block
 from feedrouter.join.relations import MessageRef, message_witnesses
 from feedrouter.join.selections import witness_plans
-from feedrouter.spark.tasks import FILING_BATCH
 from join_bench import (
     CLOCK_PATH,
     FULL,
@@ -61,6 +60,7 @@ from join_bench import (
     ordinary_population,
     per_message,
     witness_router,
+    worker_passes,
     writer_seconds,
 )
 from paper_bench import machine
@@ -181,35 +181,16 @@ def first_filing(
     return times[0], times[1]
 
 
-def worker_passes(artifact_bytes: bytes, hour: Sequence[bytes]) -> list[tuple[float, float]]:
-    """Seconds a message to route the hour and to file its witnesses (with the router's plans),
-    per pass (:data:`WORKER_PASSES`, the first one first), in a fresh process holding this router
-    alone, as a routing task does: decode, settle, route a batch of :data:`~feedrouter.spark.
-    tasks.FILING_BATCH` messages, file it, and on."""
-    router, plans = loaded_after_compiling({"r": artifact_bytes})["r"]
-    unfiled = MessageRef("m", 0, None)
-    clock = time.perf_counter
-    passes = []
-    with heap.settled():
-        for _ in range(WORKER_PASSES):
-            routing = filing = 0.0
-            for start in range(0, len(hour), FILING_BATCH):
-                started = clock()
-                routed = [router.route_outcome(data).witnesses for data in hour[start : start + FILING_BATCH]]
-                routed_at = clock()
-                if plans is not None:
-                    for found in routed:
-                        message_witnesses(unfiled, found, plans)
-                routing, filing = routing + routed_at - started, filing + clock() - routed_at
-            passes.append((routing / len(hour), filing / len(hour)))
-    return passes
+def _worker(artifact_bytes: bytes, hour: Sequence[bytes]) -> list[tuple[float, float]]:
+    """:func:`join_bench.worker_passes` over the whole hour, :data:`WORKER_PASSES` times."""
+    return worker_passes(artifact_bytes, hour, WORKER_PASSES)[1]
 
 
 IN_A_WORKER = ("ordinary", "clock and base", "clock and base, filed")
 
 
 def in_a_worker(artifacts: dict[str, bytes], hour: Sequence[bytes]) -> dict[str, float]:
-    """Microseconds a message, each router alone in its fresh process (:func:`worker_passes`),
+    """Microseconds a message, each router alone in its fresh process (:func:`join_bench.worker_passes`),
     over :data:`WORKER_ROUNDS` rounds (the order reversed every other round): the ordinary
     router's routing, warm and first pass; what the clock and base add to it (the median of
     per-round, per-pass ratios, paired as the join bench pairs); filing as the filing router's
@@ -218,7 +199,7 @@ def in_a_worker(artifacts: dict[str, bytes], hour: Sequence[bytes]) -> dict[str,
     runs: dict[str, list[list[tuple[float, float]]]] = {name: [] for name in IN_A_WORKER}
     for round_ in range(WORKER_ROUNDS):
         for name in IN_A_WORKER if round_ % 2 == 0 else IN_A_WORKER[::-1]:
-            runs[name].append(in_fresh_process(worker_passes, artifacts[name], hour))
+            runs[name].append(in_fresh_process(_worker, artifacts[name], hour))
 
     def ratio(name: str, passes: range) -> float:
         return statistics.median(
