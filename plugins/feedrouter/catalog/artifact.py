@@ -43,7 +43,9 @@ MAGIC = b"FEEDROUTER-PLAN\n"
 #    plan's summary (feed settings and targets) so the batch driver never unpickles the router
 # 5: a feed's join blocks compiled as witness plans with their equality selections factored out
 #    (JoinsOfFeed.witnessing)
-FORMAT_VERSION = 5
+# 6: the blocks filed under a selection's or a needle's key grouped by the test of their other
+#    conditions (selections.Indexed: a tuple of blocks per test)
+FORMAT_VERSION = 6
 MAX_HEADER_BYTES = 4096
 SUFFIX = ".plan"
 

@@ -461,10 +461,11 @@ def _atom_source(test: Test, constant: Callable[[object], str]) -> str:
 _STRING_TESTS = {"contains": "__contains__", "starts-with": "startswith", "ends-with": "endswith"}
 
 
-#: a block served through a selection: its id and the test of its other factored conditions
-Indexed = tuple[str, Test | None]
 #: blocks found together (filed under one key, or decided by one test): a row's filing keeps the group
 Blocks = tuple[str, ...]
+#: blocks served through one key of a selection or a needle with the same test of their other
+#: factored conditions (None: none left), grouped when the plan is built (:func:`_by_test`)
+Indexed = tuple[Blocks, Test | None]
 
 
 class NeedleFinder(Keywords):
@@ -495,7 +496,8 @@ class Served:
     (None: none left) found one of three ways: ``index``, by one of its selections (leaf position in
     the plan's leaves -> value -> blocks); ``needles``, by one of its literal string matches (leaf
     position and function -> needle -> blocks), whichever fewer blocks share; ``direct``, tested on
-    every row. Pickled without the functions it builds from them (:meth:`_checks`)."""
+    every row. The blocks under a key are grouped by their test (:data:`Indexed`). Pickled without
+    the functions it builds from them (:meth:`_checks`)."""
 
     direct: dict[Test | None, list[str]] = field(default_factory=dict)
     index: dict[int, dict[str, list[Indexed]]] = field(default_factory=dict)
@@ -604,7 +606,7 @@ def _bucket(entries: Sequence[Indexed]) -> _Bucket:
     (:class:`feedrouter.kernel.Tests`: nothing is made on its first row but the object), and then
     it gets a table decider (:func:`table_decider`), nothing compiled either: on the join bench's
     news hours, filing's first pass -40% on the dense population (A), -20% on a selective one (C)."""
-    bound = tuple(block for block, test in entries if test is None)
+    bound = tuple(block for blocks, test in entries if test is None for block in blocks)
     read = kernel.Tests
     if read is not None:  # its tests read as they are until hot: nothing built on its first row
         tested = tuple(entry for entry in entries if entry[1] is not None)
@@ -631,12 +633,26 @@ def _bucket(entries: Sequence[Indexed]) -> _Bucket:
 
 
 def _grouped(entries: Iterable[Indexed]) -> list[tuple[Test | None, list[str]]]:
-    """The tested blocks of ``entries`` grouped by their test, in order of first appearance."""
+    """The tested groups of ``entries`` as a decider takes them (each test once: :func:`_by_test`)."""
+    return [(test, list(blocks)) for blocks, test in entries if test is not None]
+
+
+def _grouped_by_test(by_key: dict[str, list[tuple[str, Test | None]]]) -> dict[str, list[Indexed]]:
+    """Per key, :func:`_by_test` of the blocks filed under it."""
+    return {key: _by_test(entries) for key, entries in by_key.items()}
+
+
+def _by_test(entries: Iterable[tuple[str, Test | None]]) -> list[Indexed]:
+    """The blocks filed under one key (each with its test) grouped by their test, in order of first
+    appearance: a row that brings the key decides each distinct test once. Blocks filed under a key
+    share most of their other conditions (existence of a leaf, a language, a broad comparison: on
+    the join bench's news hours a row's buckets hold 1.4 to 1.8 tests for every distinct one), and
+    grouping them costs a hash of every test, done once when the plan is built rather than in every
+    worker that makes the bucket on a key's first row."""
     groups: dict[Test | None, list[str]] = {}
     for block, test in entries:
-        if test is not None:
-            groups.setdefault(test, []).append(block)
-    return list(groups.items())
+        groups.setdefault(test, []).append(block)
+    return [(tuple(blocks), test) for test, blocks in groups.items()]
 
 
 def _hot_decider(entries: Sequence[Indexed]) -> Callable[[Values], list[Blocks]]:
@@ -742,6 +758,8 @@ def _add_base(plans: WitnessPlans, members: Sequence[tuple[BlockSpec, Factored]]
     finders = [(spec.id, factored.conditions, _finders(factored, position)) for spec, factored in members]
     shared = Counter(key for _, _, keys in finders for _, key in keys)
     served = Served()
+    # per kind of key, where and key: the blocks with their tests, grouped by test once all are in
+    filed: dict[str, dict[object, dict[str, list[tuple[str, Test | None]]]]] = {"value": {}, "needle": {}}
     for block, conditions, keys in finders:
         if not keys:
             served.direct.setdefault(_conjunction(conditions, position), []).append(block)
@@ -752,8 +770,9 @@ def _add_base(plans: WitnessPlans, members: Sequence[tuple[BlockSpec, Factored]]
         kind, where, literal = key
         rest = [c for c in conditions if c is not chosen]
         entry = (block, _conjunction(rest, position))
-        table = served.index if kind == "value" else served.needles
-        table.setdefault(where, {}).setdefault(literal, []).append(entry)
+        filed[kind].setdefault(where, {}).setdefault(literal, []).append(entry)
+    served.index = {cast(int, at): _grouped_by_test(by) for at, by in filed["value"].items()}
+    served.needles = {cast(tuple[int, str], at): _grouped_by_test(by) for at, by in filed["needle"].items()}
     plans.bases[base.id] = base
     plans.served[base.id] = served
 

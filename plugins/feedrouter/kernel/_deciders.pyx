@@ -205,7 +205,7 @@ cdef class Tests:
     a row, its patterns kept): past ``hot`` rows it asks ``make_hot`` for one and answers by it.
 
     Args:
-        entries: ``((block, test), ...)``, each block with its test.
+        entries: ``((blocks, test), ...)``, each test (once) with the tuple of blocks it binds.
         equal: the ``=`` operator of comparisons (a comparison with a string by it is a look-up
             among the leaf's values).
         checker: the reference's function of a test (:func:`feedrouter.join.selections.checker`),
@@ -246,7 +246,7 @@ cdef class Tests:
         found = []
         for entry in self.entries:
             if self._holds(<tuple>(<tuple>entry)[1], values, 0):
-                found.append((<tuple>entry)[0])
+                found.extend(<tuple>(<tuple>entry)[0])
         if found:
             return [tuple(found)]
         return found

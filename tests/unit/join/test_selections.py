@@ -347,6 +347,41 @@ def test_a_block_is_found_by_the_key_fewest_rows_bring_with_many_blocks() -> Non
     assert set(roots) == {specs[0].id, specs[-1].id, block("//item", "").id}
 
 
+def test_blocks_written_apart_with_one_test_under_a_key_are_one_entry(deciders: str) -> None:
+    """Subscribers write one selection many ways (a predicate or a where clause, conditions in
+    another order): different blocks that the plan files under the same key with the same test of
+    their other conditions. They are one entry, built with the plan: a row decides the test once
+    and binds them all; blocks without other conditions are bound outright, together."""
+    ticker = [
+        block('//item[author = "A0"][ticker]'),
+        block('//item[author = "A0"]', "$a/ticker"),
+        block("//item", '$a/ticker and $a/author = "A0"'),
+    ]
+    plain = [block('//item[author = "A0"]'), block("//item", '$a/author = "A0"')]
+    other = [block('//item[author = "A0"]', 'not($a/@lang = "de")'), block('//item[author = "A1"][ticker]')]
+    specs = [*ticker, *plain, *other, block("//item")]
+    assert len({spec.id for spec in specs}) == len(specs)  # different blocks, each its own roots
+    plans = witness_plans(specs, min_shared=1)
+    (served,) = plans.served.values()
+    ((_, by_value),) = served.index.items()
+    entries = {test: set(blocks) for blocks, test in by_value["A0"]}
+    assert len(by_value["A0"]) == len(entries) == 3
+    assert entries[None] == {spec.id for spec in plain}
+    assert {spec.id for spec in ticker} in entries.values()
+    assert [blocks for blocks, _ in by_value["A1"]] == [(other[1].id,)]  # grouped per key only
+    documents = [
+        b'<item lang="de"><author>A0</author><ticker>T</ticker></item>',
+        b"<item><author>A0</author></item>",
+        b"<item><author>A1</author><ticker>T</ticker></item>",
+        b'<item lang="en"><author>A0</author><author>A1</author><ticker>T</ticker></item>',
+    ]
+    found = roots_of(plans, documents)
+    assert found == roots_of(witness_plans(specs, min_shared=sys.maxsize), documents)
+    assert {spec.id for spec in ticker} <= set(found[0]) and not set(found[1]) & {s.id for s in ticker}
+    again = pickle.loads(pickle.dumps(plans))  # as a worker has the plan
+    assert roots_of(again, documents) == found
+
+
 def test_the_decider_holds_only_positions_and_constant_indexes(deciders: str) -> None:
     """A subscription's literal never becomes source text: the generated function reads it from
     its table of constants."""

@@ -126,14 +126,16 @@ def test_a_decider_of_more_atoms_than_a_word_holds_keys_them_by_bytes() -> None:
     assert compiled.kept_patterns > 1  # type: ignore[attr-defined]
 
 
-def entries_of(
-    groups: Sequence[tuple[selections.Test, list[str]]],
-) -> tuple[tuple[str, selections.Test], ...]:
-    return tuple((block, test) for test, blocks in groups for block in blocks)
+Entries = tuple[tuple[tuple[str, ...], selections.Test], ...]
+
+
+def entries_of(groups: Sequence[tuple[selections.Test, list[str]]]) -> Entries:
+    """A bucket's entries as a plan files them: each test once, with its blocks (selections.Indexed)."""
+    return tuple((tuple(blocks), test) for test, blocks in groups)
 
 
 def read_tests(
-    entries: tuple[tuple[str, selections.Test], ...], hot: int, make_hot: Callable[..., object]
+    entries: Entries, hot: int, make_hot: Callable[..., object]
 ) -> Callable[[object], list[tuple[str, ...]]]:
     assert kernel.Tests is not None
     return kernel.Tests(entries, EQ, selections.checker, hot, make_hot)
@@ -162,7 +164,7 @@ def test_tests_nested_past_what_c_reads_go_to_the_checker() -> None:
     test: selections.Test = ("exists", 0)
     for depth in range(100):
         test = ("not", test) if depth % 2 else ("and", (test, ("exists", 1)))
-    read = read_tests((("b", test),), 10**9, lambda entries: None)
+    read = read_tests(((("b",), test),), 10**9, lambda entries: None)
     for values in ([("x",), ("y",)], [(), ("y",)], [("x",), ()]):
         assert read(values) == ([("b",)] if selections.checker(test)(values) else [])
 
@@ -173,7 +175,7 @@ def test_a_bucket_read_as_it_is_asks_for_its_decider_once_hot() -> None:
     groups = [(("compare", 0, EQ, ast.Literal("de")), ["b1"]), (("exists", 1), ["b2", "b3"])]
     made: list[object] = []
 
-    def make_hot(entries: tuple[tuple[str, selections.Test], ...]) -> object:
+    def make_hot(entries: Entries) -> object:
         made.append(entries)
         return selections.decider(selections._grouped(entries))
 
