@@ -644,11 +644,11 @@ def _grouped_by_test(by_key: dict[str, list[tuple[str, Test | None]]]) -> dict[s
 
 def _by_test(entries: Iterable[tuple[str, Test | None]]) -> list[Indexed]:
     """The blocks filed under one key (each with its test) grouped by their test, in order of first
-    appearance: a row that brings the key decides each distinct test once. Blocks filed under a key
-    share most of their other conditions (existence of a leaf, a language, a broad comparison: on
-    the join bench's news hours a row's buckets hold 1.4 to 1.8 tests for every distinct one), and
-    grouping them costs a hash of every test, done once when the plan is built rather than in every
-    worker that makes the bucket on a key's first row."""
+    appearance: a row that brings the key decides each distinct test once. Subscribers write one
+    selection many ways (a predicate or a where clause, conditions in another order): different
+    blocks, filed under the same key with the same test (on the join bench's news hours a row's
+    buckets hold 1.3 to 1.8 tests for every distinct one). Grouping costs a hash of every test,
+    paid once when the plan is built rather than in every worker on a key's first row."""
     groups: dict[Test | None, list[str]] = {}
     for block, test in entries:
         groups.setdefault(test, []).append(block)
