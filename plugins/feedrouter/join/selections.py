@@ -606,7 +606,7 @@ def _bucket(entries: Sequence[Indexed]) -> _Bucket:
     (:class:`feedrouter.kernel.Tests`: nothing is made on its first row but the object), and then
     it gets a table decider (:func:`table_decider`), nothing compiled either: on the join bench's
     news hours, filing's first pass -40% on the dense population (A), -20% on a selective one (C)."""
-    bound = tuple(block for blocks, test in entries if test is None for block in blocks)
+    bound = next((blocks for blocks, test in entries if test is None), ())  # one group at most
     read = kernel.Tests
     if read is not None:  # its tests read as they are until hot: nothing built on its first row
         tested = tuple(entry for entry in entries if entry[1] is not None)
@@ -758,8 +758,10 @@ def _add_base(plans: WitnessPlans, members: Sequence[tuple[BlockSpec, Factored]]
     finders = [(spec.id, factored.conditions, _finders(factored, position)) for spec, factored in members]
     shared = Counter(key for _, _, keys in finders for _, key in keys)
     served = Served()
-    # per kind of key, where and key: the blocks with their tests, grouped by test once all are in
-    filed: dict[str, dict[object, dict[str, list[tuple[str, Test | None]]]]] = {"value": {}, "needle": {}}
+    # per leaf position (and function, for needles) and key, the blocks with their tests: grouped
+    # by test once all are in
+    by_value: dict[int, dict[str, list[tuple[str, Test | None]]]] = {}
+    by_needle: dict[tuple[int, str], dict[str, list[tuple[str, Test | None]]]] = {}
     for block, conditions, keys in finders:
         if not keys:
             served.direct.setdefault(_conjunction(conditions, position), []).append(block)
@@ -769,10 +771,10 @@ def _add_base(plans: WitnessPlans, members: Sequence[tuple[BlockSpec, Factored]]
         chosen, key = min(keys, key=lambda found: (shared[found[1]], found[1][0] != "value", found[1]))
         kind, where, literal = key
         rest = [c for c in conditions if c is not chosen]
-        entry = (block, _conjunction(rest, position))
-        filed[kind].setdefault(where, {}).setdefault(literal, []).append(entry)
-    served.index = {cast(int, at): _grouped_by_test(by) for at, by in filed["value"].items()}
-    served.needles = {cast(tuple[int, str], at): _grouped_by_test(by) for at, by in filed["needle"].items()}
+        table: dict = by_value if kind == "value" else by_needle
+        table.setdefault(where, {}).setdefault(literal, []).append((block, _conjunction(rest, position)))
+    served.index = {at: _grouped_by_test(by) for at, by in by_value.items()}
+    served.needles = {at: _grouped_by_test(by) for at, by in by_needle.items()}
     plans.bases[base.id] = base
     plans.served[base.id] = served
 
