@@ -45,7 +45,8 @@ MAGIC = b"FEEDROUTER-PLAN\n"
 #    (JoinsOfFeed.witnessing)
 # 6: the blocks filed under a selection's or a needle's key grouped by the test of their other
 #    conditions (selections.Indexed: a tuple of blocks per test)
-FORMAT_VERSION = 6
+# 7: a key's untested blocks are its first group (selections._split)
+FORMAT_VERSION = 7
 MAX_HEADER_BYTES = 4096
 SUFFIX = ".plan"
 

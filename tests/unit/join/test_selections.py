@@ -351,7 +351,8 @@ def test_blocks_written_apart_with_one_test_under_a_key_are_one_entry(deciders: 
     """Subscribers write one selection many ways (a predicate or a where clause, conditions in
     another order): different blocks that the plan files under the same key with the same test of
     their other conditions. They are one entry, built with the plan: a row decides the test once
-    and binds them all; blocks without other conditions are bound outright, together."""
+    and binds them all; blocks without other conditions are bound outright, together, their group
+    first."""
     ticker = [
         block('//item[author = "A0"][ticker]'),
         block('//item[author = "A0"]', "$a/ticker"),
@@ -367,6 +368,9 @@ def test_blocks_written_apart_with_one_test_under_a_key_are_one_entry(deciders: 
     entries = {test: set(blocks) for blocks, test in by_value["A0"]}
     assert len(by_value["A0"]) == len(entries) == 3
     assert entries[None] == {spec.id for spec in plain}
+    # filed after the ticker blocks, the untested group still comes first: a bucket splits it off
+    # with a slice
+    assert by_value["A0"][0] == (tuple(spec.id for spec in plain), None)
     assert {spec.id for spec in ticker} in entries.values()
     assert [blocks for blocks, _ in by_value["A1"]] == [(other[1].id,)]  # grouped per key only
     documents = [
