@@ -694,11 +694,11 @@ def _grouped_by_test(by_key: dict[str, list[tuple[str, Test | None]]]) -> dict[s
 def _by_test(entries: Iterable[tuple[str, Test | None]]) -> list[Indexed]:
     """The blocks filed under one key (each with its test) grouped by their test: the untested
     group first (:func:`_split`), the others in order of first appearance. A row that brings the
-    key decides each distinct test once. Subscribers write one
-    selection many ways (a predicate or a where clause, conditions in another order): different
-    blocks, filed under the same key with the same test (on the join bench's news hours a row's
-    buckets hold 1.3 to 1.8 tests for every distinct one). Grouping costs a hash of every test,
-    paid once when the plan is built rather than in every worker on a key's first row."""
+    key decides each distinct test once. Subscribers write one selection many ways (a predicate or
+    a where clause, conditions in another order): different blocks, filed under the same key with
+    the same test (on the join bench's news hours a row's buckets hold 1.3 to 1.8 tests for every
+    distinct one). Grouping costs a hash of every test, paid once when the plan is built rather
+    than in every worker on a key's first row."""
     groups: dict[Test | None, list[str]] = {}
     for block, test in entries:
         groups.setdefault(test, []).append(block)
