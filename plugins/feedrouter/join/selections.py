@@ -378,28 +378,27 @@ def table_decider(
             must, never = must | found[0], never | found[1]
         return must, never
 
-    def formula(test: Test) -> Callable[[int], bool]:
+    def decision(test: Test) -> tuple[int, int, Callable[[int], bool] | None]:
+        """How the test is decided on a pattern: by its masks (no closure), or by a closure."""
         found = literals(test)
         if found is not None:
-            must, never = found
-            return lambda bits: bits & must == must and not bits & never
+            return found[0], found[1], None
         kind = test[0]
         if kind == "not":
-            inner = formula(test[1])
-            return lambda bits: not inner(bits)
-        terms = tuple(formula(term) for term in test[1])
+            inner = closure(test[1])
+            return 0, 0, lambda bits: not inner(bits)
+        terms = tuple(closure(term) for term in test[1])
         if kind == "and":
-            return lambda bits: all(term(bits) for term in terms)
-        return lambda bits: any(term(bits) for term in terms)
+            return 0, 0, lambda bits: all(term(bits) for term in terms)
+        return 0, 0, lambda bits: any(term(bits) for term in terms)
 
-    decisions: list[tuple[int, int, Callable[[int], bool] | None, Blocks]] = []
-    for test, blocks in groups:
-        masks = (0, 0) if test is None else literals(test)
-        if masks is not None:
-            decisions.append((masks[0], masks[1], None, tuple(blocks)))
-        else:
-            assert test is not None  # None is no masks, no conditions: it holds always
-            decisions.append((0, 0, formula(test), tuple(blocks)))
+    def closure(test: Test) -> Callable[[int], bool]:
+        must, never, holds = decision(test)
+        return holds if holds is not None else lambda bits: bits & must == must and not bits & never
+
+    decisions = [
+        (*((0, 0, None) if test is None else decision(test)), tuple(blocks)) for test, blocks in groups
+    ]
 
     def blocks_of(key: int | bytes) -> Blocks:
         bits = key if isinstance(key, int) else sum(1 << at for at, truth in enumerate(key) if truth == 1)
@@ -823,8 +822,11 @@ def _add_base(plans: WitnessPlans, members: Sequence[tuple[BlockSpec, Factored]]
         chosen, key = min(keys, key=lambda found: (shared[found[1]], found[1][0] != "value", found[1]))
         kind, where, literal = key
         rest = [c for c in conditions if c is not chosen]
-        table: dict = by_value if kind == "value" else by_needle
-        table.setdefault(where, {}).setdefault(literal, []).append((block, _conjunction(rest, position)))
+        entry = (block, _conjunction(rest, position))
+        if kind == "value":
+            by_value.setdefault(where, {}).setdefault(literal, []).append(entry)
+        else:
+            by_needle.setdefault(where, {}).setdefault(literal, []).append(entry)
     served.index = {at: _grouped_by_test(by) for at, by in by_value.items()}
     served.needles = {at: _grouped_by_test(by) for at, by in by_needle.items()}
     plans.bases[base.id] = base
