@@ -65,22 +65,24 @@ def first_named_row(root: etree._Element, name: str, limit: int) -> tuple[list[W
     read (the tests compare the two), found in one walk of the parsed tree instead of a path in the
     shared NFA, a plan and its bindings: the clock is read from every message of a feed with joins,
     and that machinery cost as much as every subscription's blocks together read once."""
-    find = kernel.first_named
+    find = kernel.first_named_text
     found = find(root, name.encode()) if find is not None else _first_named(root, name)
     if found is None:
         return [], 0
-    node, element = found
-    value = element_string(element)
+    node, element, value = found
+    if value is None:  # not text alone inside (or no kernel): its string value the general way
+        value = element_string(element)
     size = 16 + len(value)  # as RowReader.rows counts a row
     if size > limit:
         return None
     return [_witness_row(WitnessRow, (node, ((value,),), ()))], size
 
 
-def _first_named(root: etree._Element, name: str) -> tuple[int, etree._Element] | None:
-    """:func:`first_named_row`'s search without the compiled kernel (its reference)."""
+def _first_named(root: etree._Element, name: str) -> tuple[int, etree._Element, None] | None:
+    """:func:`first_named_row`'s search without the compiled kernel (its reference): the element
+    and its id, its text left to the caller."""
     found = _named_elements(root, name, first=True)
-    return found[0] if found else None
+    return (*found[0], None) if found else None
 
 
 def _named_elements(root: etree._Element, name: str, first: bool) -> list[tuple[int, etree._Element]]:

@@ -7,8 +7,9 @@ in the environment turns the kernels off (the benchmarks measure both ways).
 
 * :func:`plain_children`: an element's plain children by name, their string values and copies;
   :func:`plain_row`: a whole witness row read off them (witness rows, :mod:`feedrouter.join.witness`);
-* :func:`first_named`: the first element of a name in a document and its pre-order id (a feed's
-  event time, :func:`feedrouter.join.witness.first_named_row`); :func:`all_named`: every element of
+* :func:`first_named`: the first element of a name in a document and its pre-order id;
+  :func:`first_named_text`: the same with its text (a feed's event time,
+  :func:`feedrouter.join.witness.first_named_row`); :func:`all_named`: every element of
   a name (the nodes a join block of the form ``//name`` binds, :class:`feedrouter.join.witness.Walked`);
 * :func:`file_messages`, :func:`name_rows`: the hour's witness writer's loops over its filed
   messages and rows (:mod:`feedrouter.join.relations`);
@@ -37,6 +38,8 @@ PlainRowReader = Callable[
 ]
 #: (pre-order id, element) of the first element of a name in a subtree; None when there is none
 FirstNamed = Callable[[Any, bytes], tuple[int, Any] | None]
+#: (pre-order id, element, its text or None) of the first element of a name; None when there is none
+FirstNamedText = Callable[[Any, bytes], tuple[int, Any, str | None] | None]
 #: (pre-order id, element) of every element of a name in a subtree, in document order
 AllNamed = Callable[[Any, bytes], list[tuple[int, Any]]]
 
@@ -90,6 +93,8 @@ plain_children: PlainChildren | None = None if _compiled is None else _compiled.
 plain_row: PlainRowReader | None = getattr(_compiled, "plain_row", None)  # None: a build from before it
 #: the compiled search for the first element of a name, or None
 first_named: FirstNamed | None = getattr(_compiled, "first_named", None)
+#: the compiled search for the first element of a name with its text, or None
+first_named_text: FirstNamedText | None = getattr(_compiled, "first_named_text", None)
 #: the compiled search for every element of a name, or None
 all_named: AllNamed | None = getattr(_compiled, "all_named", None)
 #: the compiled loops of the witness writer (:class:`feedrouter.join.relations.HourWitnesses`), or None
@@ -107,14 +112,27 @@ Tests: Callable[..., Callable[[Any], list[tuple[str, ...]]]] | None = (
 ATOM_KINDS: dict[str, int] = {} if _deciding is None else dict(_deciding.KINDS)
 
 
+#: the module's names of the kernels (:func:`turned_off` sets them all to None)
+_KERNELS = (
+    "plain_children",
+    "plain_row",
+    "first_named",
+    "first_named_text",
+    "all_named",
+    "file_messages",
+    "name_rows",
+    "Decider",
+    "Tests",
+)
+
+
 @contextmanager
 def turned_off() -> Iterator[None]:
     """The kernels off for the block: the Python paths answer (the benchmarks measure both)."""
-    global plain_children, plain_row, first_named, all_named, file_messages, name_rows, Decider, Tests
-    kept = plain_children, plain_row, first_named, all_named, file_messages, name_rows, Decider, Tests
-    plain_children = plain_row = first_named = all_named = file_messages = name_rows = None
-    Decider = Tests = None
+    module = globals()
+    kept = {name: module[name] for name in _KERNELS}
+    module.update(dict.fromkeys(_KERNELS))
     try:
         yield
     finally:
-        plain_children, plain_row, first_named, all_named, file_messages, name_rows, Decider, Tests = kept
+        module.update(kept)

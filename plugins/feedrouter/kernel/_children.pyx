@@ -13,6 +13,8 @@ called, so the module links against nothing but Python.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.ref cimport Py_INCREF
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.string cimport memcpy, strcmp, strlen
 
@@ -137,45 +139,6 @@ cdef char* _write_escaped(char* out, const unsigned char* text, Py_ssize_t lengt
     return out
 
 
-cdef Py_ssize_t _copy_length(const char* name, bytes text):
-    cdef Py_ssize_t n = strlen(name)
-    cdef Py_ssize_t length = PyBytes_GET_SIZE(text)
-    if length == 0 and text is not None:
-        return n + 3  # <name/>
-    return 2 * n + 5 + _escaped_length(<const unsigned char*>PyBytes_AS_STRING(text), length, _IN_TEXT)
-
-
-cdef char* _write_copy(char* out, const char* name, bytes text):
-    cdef Py_ssize_t n = strlen(name)
-    cdef Py_ssize_t length = PyBytes_GET_SIZE(text)
-    out = _write(out, b"<", 1)
-    out = _write(out, name, n)
-    if length == 0:
-        return _write(out, b"/>", 2)
-    out = _write(out, b">", 1)
-    out = _write_escaped(out, <const unsigned char*>PyBytes_AS_STRING(text), length, _IN_TEXT)
-    out = _write(out, b"</", 2)
-    out = _write(out, name, n)
-    return _write(out, b">", 1)
-
-
-cdef object _attribute(tree.xmlNode* element, const char* name):
-    """The value of the element's attribute ``name`` (no namespace) as a 1-tuple, () when it has
-    none, or None when its value is not plain text nodes."""
-    cdef tree.xmlAttr* attribute = element.properties
-    cdef tree.xmlNode* child
-    cdef Py_ssize_t length
-    while attribute is not NULL:
-        if attribute.ns is NULL and strcmp(<const char*>attribute.name, name) == 0:
-            length = _text_nodes_length(attribute.children)
-            if length < 0:
-                return None
-            text = _text(attribute.children, length)
-            return (_decoded(text),)
-        attribute = attribute.next
-    return ()
-
-
 cdef bint _declares_attributes(tree.xmlNode* element):
     """Whether the element's document has a DTD, which may give its attributes defaults that are
     not in the tree (``element.get`` answers them; a walk over the written attributes would not)."""
@@ -189,131 +152,70 @@ cdef inline bint _is_child(const char* name):
     return name[0] != b'@' and name[0] != b'.'
 
 
-cdef list _read_texts(element, tuple names, const char** c_names):
-    """Per name, what the element holds of it: for a child name a list of its children's texts
-    (UTF-8 bytes, document order; None when it has none), for ``@name`` a 1-tuple of the attribute's
-    value or (), for ``.`` a list of its own text (it has nothing but text inside). None where the
-    kernel declines (see :func:`plain_children`). Raises TypeError for anything but an lxml element
-    and bytes names."""
+cdef struct Located:
+    # per name: where its occurrences start (a child element, an own attribute's node, or the
+    # element itself for ``.``), how many there are, and the first one's text length in bytes
+    const char* names[MAX_NAMES]
+    tree.xmlNode* first[MAX_NAMES]
+    Py_ssize_t count[MAX_NAMES]
+    Py_ssize_t length[MAX_NAMES]
+
+
+cdef bint _locate(element, tuple names, Located* at) except -1:
+    """Note where each of ``names`` occurs on the element (:class:`Located`), in one walk over its
+    children; False where the kernel declines (see :func:`plain_children`). Raises TypeError for
+    anything but an lxml element and bytes names."""
     cdef tree.xmlNode* c_element
     cdef tree.xmlNode* child
-    cdef Py_ssize_t count = len(names), i, length, children
-    cdef list texts
-    cdef object found, name
+    cdef tree.xmlAttr* attribute
+    cdef Py_ssize_t n = len(names), i, length
+    cdef bint walks = False
     if not isinstance(element, cetree._Element):
         raise TypeError(f"feedrouter.kernel: not an lxml element: {type(element).__name__}")
     for name in names:
         if type(name) is not bytes:
             raise TypeError(f"feedrouter.kernel: a name is not bytes: {type(name).__name__}")
-    if count > MAX_NAMES:
-        return None
+    if n > MAX_NAMES:
+        return False
     c_element = (<cetree._Element>element)._c_node
     if c_element.type != tree.XML_ELEMENT_NODE or _namespaces_in_scope(c_element):
-        return None
-    texts = [None] * count
-    children = 0
-    for i in range(count):
-        c_names[i] = PyBytes_AS_STRING(names[i])
-        if c_names[i][0] == b'@':
+        return False
+    for i in range(n):
+        at.names[i] = PyBytes_AS_STRING(names[i])
+        at.first[i], at.count[i], at.length[i] = NULL, 0, 0
+        if at.names[i][0] == b'@':
             if _declares_attributes(c_element):
-                return None
-            texts[i] = _attribute(c_element, c_names[i] + 1)
-            if texts[i] is None:
-                return None
-        elif c_names[i][0] == b'.':
-            length = _text_nodes_length(c_element.children)
-            if length < 0:  # an element, a comment, a CDATA section inside: the caller's path
-                return None
-            texts[i] = [_text(c_element.children, length)]
+                return False
+            attribute = c_element.properties
+            while attribute is not NULL:
+                if attribute.ns is NULL and strcmp(<const char*>attribute.name, at.names[i] + 1) == 0:
+                    at.length[i] = _text_nodes_length(attribute.children)
+                    if at.length[i] < 0:
+                        return False
+                    at.first[i], at.count[i] = <tree.xmlNode*>attribute, 1
+                    break
+                attribute = attribute.next
+        elif at.names[i][0] == b'.':
+            at.length[i] = _text_nodes_length(c_element.children)
+            if at.length[i] < 0:  # an element, a comment, a CDATA section inside: the caller's path
+                return False
+            at.first[i], at.count[i] = c_element, 1
         else:
-            children += 1
-    child = c_element.children if children else NULL  # own attributes only: no walk
+            walks = True
+    child = c_element.children if walks else NULL  # own attributes only: no walk
     while child is not NULL:
         if child.type == tree.XML_ELEMENT_NODE:
-            for i in range(count):  # every name that matches (a name given twice gets both)
-                if not _is_child(c_names[i]) or strcmp(<const char*>child.name, c_names[i]) != 0:
+            for i in range(n):  # every name that matches (a name given twice gets both)
+                if not _is_child(at.names[i]) or strcmp(<const char*>child.name, at.names[i]) != 0:
                     continue
                 length = _plain_text_length(child)
                 if length < 0:
-                    return None
-                found = texts[i]
-                if found is None:
-                    found = texts[i] = []
-                found.append(_text(child.children, length))
+                    return False
+                if at.count[i] == 0:
+                    at.first[i], at.length[i] = child, length
+                at.count[i] += 1
         child = child.next
-    return texts
-
-
-cdef Py_ssize_t _copies_length(const char* name, list found):
-    """The length in bytes of the copies of a name's children (their texts ``found``)."""
-    cdef Py_ssize_t size = 0
-    cdef bytes text
-    if found is None:
-        return 0
-    for text in found:
-        size += _copy_length(name, text)
-    return size
-
-
-cdef bytes _copies(const char* name, list found, Py_ssize_t size):
-    """The copies of a name's children (their texts ``found``, ``size`` bytes of copies), as
-    ``etree.tostring`` writes them."""
-    cdef bytes text, copies
-    cdef char* out
-    if found is None:
-        return b""
-    copies = PyBytes_FromStringAndSize(NULL, size)
-    out = PyBytes_AS_STRING(copies)
-    for text in found:
-        out = _write_copy(out, name, text)
-    return copies
-
-
-cdef tuple _strings(const char* name, object found):
-    """A name's values as strings: its children's (or its own) texts decoded, or an own
-    attribute's 1-tuple."""
-    cdef bytes text
-    if found is None:
-        return ()
-    if name[0] == b'@':
-        return <tuple>found
-    return tuple([_decoded(text) for text in <list>found])
-
-
-cdef Py_ssize_t _attribute_value_length(list found):
-    """The length in bytes of a name's children's values in an attribute (:func:`_attribute_value`)."""
-    cdef Py_ssize_t size = 0, n = 0
-    cdef bytes text
-    if found is None:
-        return 0
-    for text in found:
-        if n:
-            size += 1
-        size += _escaped_length(
-            <const unsigned char*>PyBytes_AS_STRING(text), PyBytes_GET_SIZE(text), _IN_ATTRIBUTE
-        )
-        n += 1
-    return size
-
-
-cdef bytes _attribute_value(list found, Py_ssize_t size):
-    """A name's children's values joined by single spaces and escaped for an attribute value
-    (``attribute_value`` of :mod:`feedrouter.output.factory`), ``size`` bytes."""
-    cdef Py_ssize_t n = 0
-    cdef bytes text, data
-    cdef char* out
-    if found is None:
-        return b""
-    data = PyBytes_FromStringAndSize(NULL, size)
-    out = PyBytes_AS_STRING(data)
-    for text in found:
-        if n:
-            out = _write(out, b" ", 1)
-        out = _write_escaped(
-            out, <const unsigned char*>PyBytes_AS_STRING(text), PyBytes_GET_SIZE(text), _IN_ATTRIBUTE
-        )
-        n += 1
-    return data
+    return True
 
 
 cdef int _check_columns(Py_ssize_t count, tuple leaves, tuple fragments, tuple kinds) except -1:
@@ -328,6 +230,115 @@ cdef int _check_columns(Py_ssize_t count, tuple leaves, tuple fragments, tuple k
     return 0
 
 
+cdef Py_ssize_t _escaped_chain_length(tree.xmlNode* node, const char** escapes):
+    """The length of a run of sibling text nodes' content written with ``escapes``."""
+    cdef Py_ssize_t size = 0
+    while node is not NULL:
+        if node.content is not NULL:
+            size += _escaped_length(node.content, strlen(<const char*>node.content), escapes)
+        node = node.next
+    return size
+
+
+cdef char* _write_escaped_chain(char* out, tree.xmlNode* node, const char** escapes):
+    """A run of sibling text nodes' content written with ``escapes``."""
+    while node is not NULL:
+        if node.content is not NULL:
+            out = _write_escaped(out, node.content, strlen(<const char*>node.content), escapes)
+        node = node.next
+    return out
+
+
+cdef str _chain_string(tree.xmlNode* node, Py_ssize_t length):
+    """A run of sibling text nodes' content (``length`` bytes of UTF-8) as a string, decoded
+    straight from the node when there is one."""
+    if node is NULL or node.content is NULL and node.next is NULL:
+        return ""
+    if node.next is NULL:
+        return PyUnicode_DecodeUTF8(<const char*>node.content, length, NULL)
+    return _decoded(_text(node, length))
+
+
+cdef tree.xmlNode* _next_named(tree.xmlNode* node, const char* name):
+    """The next sibling element of ``node`` named ``name``, or NULL."""
+    node = node.next
+    while node is not NULL:
+        if node.type == tree.XML_ELEMENT_NODE and strcmp(<const char*>node.name, name) == 0:
+            return node
+        node = node.next
+    return NULL
+
+
+cdef tree.xmlNode* _texts_of(tree.xmlNode* found, const char* name):
+    """Where an occurrence's text nodes start: an attribute's or an element's children."""
+    if name[0] == b'@':
+        return (<tree.xmlAttr*>found).children
+    return found.children
+
+
+cdef tuple _occurrence_strings(tree.xmlNode* first, Py_ssize_t count, Py_ssize_t length, const char* name):
+    """A name's values: each occurrence's text as a string (``length``: the first's in bytes)."""
+    cdef list strings
+    cdef tree.xmlNode* node
+    if count == 0:
+        return ()
+    if count == 1:
+        return (_chain_string(_texts_of(first, name), length),)
+    strings = [_chain_string(first.children, length)]
+    node = _next_named(first, name)
+    while node is not NULL:
+        strings.append(_chain_string(node.children, _text_nodes_length(node.children)))
+        node = _next_named(node, name)
+    return tuple(strings)
+
+
+cdef Py_ssize_t _fragment_length(tree.xmlNode* first, const char* name, int kind):
+    """The length in bytes of a fragment of a child name's occurrences from ``first`` on: their
+    copies (kind 0) or their values in an attribute, joined by spaces (kind 1)."""
+    cdef Py_ssize_t size = 0, n = strlen(name), length
+    cdef tree.xmlNode* node = first
+    while node is not NULL:
+        if kind == 0:
+            if _text_nodes_length(node.children) == 0:
+                size += n + 3  # <name/>, as libxml2 writes an element without text
+            else:
+                size += 2 * n + 5 + _escaped_chain_length(node.children, _IN_TEXT)
+        else:
+            size += _escaped_chain_length(node.children, _IN_ATTRIBUTE) + (1 if node is not first else 0)
+        node = _next_named(node, name)
+    return size
+
+
+cdef bytes _fragment(tree.xmlNode* first, const char* name, int kind, Py_ssize_t size):
+    """The fragment :func:`_fragment_length` measured (``size`` bytes)."""
+    cdef bytes data
+    cdef char* out
+    cdef Py_ssize_t n = strlen(name)
+    cdef tree.xmlNode* node = first
+    if first is NULL:
+        return b""
+    data = PyBytes_FromStringAndSize(NULL, size)
+    out = PyBytes_AS_STRING(data)
+    while node is not NULL:
+        if kind == 0:
+            out = _write(out, b"<", 1)
+            out = _write(out, name, n)
+            if _text_nodes_length(node.children) == 0:
+                out = _write(out, b"/>", 2)
+            else:
+                out = _write(out, b">", 1)
+                out = _write_escaped_chain(out, node.children, _IN_TEXT)
+                out = _write(out, b"</", 2)
+                out = _write(out, name, n)
+                out = _write(out, b">", 1)
+        else:
+            if node is not first:
+                out = _write(out, b" ", 1)
+            out = _write_escaped_chain(out, node.children, _IN_ATTRIBUTE)
+        node = _next_named(node, name)
+    return data
+
+
 def plain_row(element, tuple names, tuple leaves, tuple fragments, tuple kinds, Py_ssize_t limit):
     """A witness row read whole off the element's plain children and own attributes: ``names`` as
     for :func:`plain_children`; ``leaves``, per leaf, the index of its name; ``fragments``, per
@@ -337,46 +348,49 @@ def plain_row(element, tuple names, tuple leaves, tuple fragments, tuple kinds, 
     its bookkeeping, the values' lengths in characters, the fragments' in bytes). None where
     :func:`plain_children` declines (the caller's path reads the row); False where the row would
     pass ``limit`` bytes, decided before any fragment is made (the caller's path refuses such a
-    row too). Columns that do not index ``names`` raise ValueError."""
-    cdef const char* c_names[MAX_NAMES]
-    cdef list texts, values, data, lengths
-    cdef Py_ssize_t size = 16, column, i, length
+    row too). Columns that do not index ``names``, and fragments of anything but child elements,
+    raise ValueError.
+
+    Both read the element in one walk that notes where each name's occurrences start
+    (:func:`_locate`); a value is decoded and a fragment written straight from the nodes' text,
+    with no object per child in between (a row is read for every item of every message of a feed
+    with joins). The tests hold :func:`plain_children` to lxml, and this to it."""
+    cdef Located at
+    cdef Py_ssize_t lengths[MAX_NAMES]  # each fragment's, in bytes
+    cdef Py_ssize_t size = 16, nleaves = len(leaves), nfragments = len(fragments), i, column
+    cdef object values, data
     cdef tuple strings
     cdef str string
+    cdef bytes fragment
     _check_columns(len(names), leaves, fragments, kinds)
-    texts = _read_texts(element, names, c_names)
-    if texts is None:
+    if not _locate(element, names, &at) or nfragments > MAX_NAMES:
         return None
-    for column in fragments:
-        if not _is_child(c_names[column]):
+    for i in range(nfragments):
+        if not _is_child(at.names[<Py_ssize_t>fragments[i]]):
             raise ValueError("plain_row: a fragment reads child elements, not an attribute or the element")
-    values = []
-    for column in leaves:
-        strings = _strings(c_names[column], texts[column])
+    values = PyTuple_New(nleaves)
+    for i in range(nleaves):
+        column = leaves[i]
+        strings = _occurrence_strings(at.first[column], at.count[column], at.length[column], at.names[column])
         for string in strings:
             size += len(string)
-        values.append(strings)
+        Py_INCREF(strings)
+        PyTuple_SET_ITEM(values, i, strings)
     if size > limit:
         return False
-    lengths = []
-    for i in range(len(fragments)):
+    for i in range(nfragments):
         column = fragments[i]
-        if kinds[i] == 0:
-            length = _copies_length(c_names[column], texts[column])
-        else:
-            length = _attribute_value_length(texts[column])
-        size += length
+        lengths[i] = _fragment_length(at.first[column], at.names[column], kinds[i])
+        size += lengths[i]
         if size > limit:
             return False
-        lengths.append(length)
-    data = []
-    for i in range(len(fragments)):
+    data = PyTuple_New(nfragments)
+    for i in range(nfragments):
         column = fragments[i]
-        if kinds[i] == 0:
-            data.append(_copies(c_names[column], texts[column], lengths[i]))
-        else:
-            data.append(_attribute_value(texts[column], lengths[i]))
-    return tuple(values), tuple(data), size
+        fragment = _fragment(at.first[column], at.names[column], kinds[i], lengths[i])
+        Py_INCREF(fragment)
+        PyTuple_SET_ITEM(data, i, fragment)
+    return values, data, size
 
 
 def plain_children(element, tuple names, Py_ssize_t limit):
@@ -391,30 +405,23 @@ def plain_children(element, tuple names, Py_ssize_t limit):
     falls: nothing is made past it here). ``element`` must be an lxml element and ``names`` bytes;
     anything else raises TypeError.
     """
-    cdef const char* c_names[MAX_NAMES]
-    cdef list texts = _read_texts(element, names, c_names)
-    cdef Py_ssize_t count = len(names), i, total
-    cdef list sizes, result
-    cdef object found
-    if texts is None:
+    cdef Located at
+    cdef Py_ssize_t count = len(names), i, total = 0
+    cdef Py_ssize_t sizes[MAX_NAMES]
+    cdef list result
+    if not _locate(element, names, &at):
         return None
-    sizes = [0] * count
-    total = 0
     for i in range(count):
-        if _is_child(c_names[i]):
-            sizes[i] = _copies_length(c_names[i], texts[i])
-            total += sizes[i]
-            if total > limit:
-                return None
+        sizes[i] = _fragment_length(at.first[i], at.names[i], 0) if _is_child(at.names[i]) else 0
+        total += sizes[i]
+        if total > limit:
+            return None
     result = []
     for i in range(count):
-        found = texts[i]
-        if found is None:
-            result.append(((), b""))
-        elif not _is_child(c_names[i]):
-            result.append((_strings(c_names[i], found), b""))
-        else:
-            result.append((_strings(c_names[i], found), _copies(c_names[i], found, sizes[i])))
+        result.append((
+            _occurrence_strings(at.first[i], at.count[i], at.length[i], at.names[i]),
+            _fragment(at.first[i], at.names[i], 0, sizes[i]) if _is_child(at.names[i]) else b"",
+        ))
     return tuple(result)
 
 
@@ -428,6 +435,22 @@ def first_named(root, bytes name not None):
     ``name`` bytes; anything else raises TypeError."""
     found = _named(root, name, True)
     return found[0] if found else None
+
+
+def first_named_text(root, bytes name not None):
+    """:func:`first_named` with the element's string value where the kernel reads it: ``(its
+    pre-order id, the element, its text)`` when the element holds nothing but text (a feed's event
+    time, ``<pubDate>...</pubDate>``), ``(id, element, None)`` otherwise (the caller's path reads
+    the string value), None when there is no such element. Refusals are :func:`first_named`'s."""
+    cdef tree.xmlNode* c_node
+    cdef Py_ssize_t length
+    found = _named(root, name, True)
+    if not found:
+        return None
+    nid, element = found[0]
+    c_node = (<cetree._Element>element)._c_node
+    length = _text_nodes_length(c_node.children)
+    return nid, element, (_chain_string(c_node.children, length) if length >= 0 else None)
 
 
 def all_named(root, bytes name not None):

@@ -315,6 +315,38 @@ def test_the_first_element_of_a_name_is_lxmls_first_with_its_pre_order_id(docume
 @needs_kernel
 @given(trees_of_names(), st.sampled_from(["a", "b", "c", "r", "z"]))
 @settings(max_examples=200, deadline=None)
+def test_the_first_element_of_a_name_comes_with_its_text_where_it_holds_text_alone(
+    document: str, name: str
+) -> None:
+    """``first_named_text`` finds what ``first_named`` finds, with the element's string value where
+    nothing but text is inside (no element, comment, processing instruction or reference), else
+    None (the caller reads it the general way)."""
+    root = etree.fromstring(document.encode())
+    found = kernel.first_named_text(root, name.encode())  # type: ignore[misc]
+    expected = kernel.first_named(root, name.encode())  # type: ignore[misc]
+    assert (found is None) == (expected is None)
+    if found is None or expected is None:
+        return
+    node, element, text = found
+    assert node == expected[0] and element is expected[1]
+    text_alone = len(element) == 0
+    assert text == (element_string(element) if text_alone else None)
+
+
+@needs_kernel
+def test_the_text_of_the_first_element_of_a_name_is_read_whole() -> None:
+    root = etree.fromstring("<r><t>Wed, 01 May 2024 GMT</t><t>x</t><u/><v>é &amp; &lt;</v></r>".encode())
+
+    def text(name: bytes) -> str | None:
+        found = kernel.first_named_text(root, name)  # type: ignore[misc]
+        return None if found is None else found[2]
+
+    assert [text(b"t"), text(b"u"), text(b"v"), text(b"w")] == ["Wed, 01 May 2024 GMT", "", "é & <", None]
+
+
+@needs_kernel
+@given(trees_of_names(), st.sampled_from(["a", "b", "c", "r", "z"]))
+@settings(max_examples=200, deadline=None)
 def test_every_element_of_a_name_is_what_lxml_meets_with_its_pre_order_id(document: str, name: str) -> None:
     """``all_named`` finds every element ``root.iter(etree.Element)`` meets with that tag (no
     namespace), in its order and numbered as it counts elements."""
@@ -326,7 +358,7 @@ def test_every_element_of_a_name_is_what_lxml_meets_with_its_pre_order_id(docume
 
 
 @needs_kernel
-@pytest.mark.parametrize("search", ["first_named", "all_named"])
+@pytest.mark.parametrize("search", ["first_named", "first_named_text", "all_named"])
 def test_the_searches_by_name_refuse_anything_but_an_element_and_a_bytes_name(search: str) -> None:
     find = getattr(kernel, search)
     for bad in (None, "r", etree.Comment("c")):
