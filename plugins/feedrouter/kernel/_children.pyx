@@ -18,6 +18,11 @@ from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.string cimport memcpy, strcmp, strlen
 
+
+cdef extern from "Python.h":
+    int PyGC_Enable()  # both give the collector's state before the call
+    int PyGC_Disable()
+
 cimport lxml.includes.etreepublic as cetree
 from lxml.includes cimport tree
 
@@ -218,16 +223,34 @@ cdef bint _locate(element, tuple names, Located* at) except -1:
     return True
 
 
-cdef int _check_columns(Py_ssize_t count, tuple leaves, tuple fragments, tuple kinds) except -1:
-    """Refuse columns that do not index the names (the walk reads them unchecked)."""
+cdef struct Columns:
+    # a row's leaves' and fragments' columns (indexes into its names) and the fragments' kinds,
+    # read once from the caller's tuples
+    Py_ssize_t leaves[MAX_NAMES]
+    Py_ssize_t fragments[MAX_NAMES]
+    int kinds[MAX_NAMES]
+
+
+cdef bint _read_columns(Py_ssize_t count, tuple leaves, tuple fragments, tuple kinds, Columns* c) except -1:
+    """Read each column and kind once into ``c`` (the walk indexes with them unchecked), refusing
+    columns that do not index the names; True when there are more than :data:`MAX_NAMES` leaves or
+    fragments (checked, not kept: the caller declines)."""
     cdef Py_ssize_t i, column
+    cdef bint too_many = len(leaves) > MAX_NAMES or len(fragments) > MAX_NAMES
     if len(kinds) != len(fragments):
         raise ValueError("plain_row: a kind per fragment")
     for i in range(len(leaves) + len(fragments)):
         column = leaves[i] if i < len(leaves) else fragments[i - len(leaves)]
         if column < 0 or column >= count:
             raise ValueError(f"plain_row: a column is not the index of a name: {column}")
-    return 0
+        if too_many:
+            continue
+        if i < len(leaves):
+            c.leaves[i] = column
+        else:
+            c.fragments[i - len(leaves)] = column
+            c.kinds[i - len(leaves)] = 0 if kinds[i - len(leaves)] == 0 else 1
+    return too_many
 
 
 cdef Py_ssize_t _escaped_chain_length(tree.xmlNode* node, const char** escapes):
@@ -356,21 +379,32 @@ def plain_row(element, tuple names, tuple leaves, tuple fragments, tuple kinds, 
     with no object per child in between (a row is read for every item of every message of a feed
     with joins). The tests hold :func:`plain_children` to lxml, and this to it."""
     cdef Located at
+    cdef Columns c
+    cdef bint too_many = _read_columns(len(names), leaves, fragments, kinds, &c)
+    cdef int collecting = PyGC_Disable()  # no collection, so no finalizer, while node pointers are held
+    try:
+        if too_many or not _locate(element, names, &at):
+            return None
+        return _row(&at, &c, len(leaves), len(fragments), limit)
+    finally:
+        if collecting:
+            PyGC_Enable()
+
+
+cdef object _row(Located* at, Columns* c, Py_ssize_t nleaves, Py_ssize_t nfragments, Py_ssize_t limit):
+    """:func:`plain_row`'s row from where its names occur."""
     cdef Py_ssize_t lengths[MAX_NAMES]  # each fragment's, in bytes
-    cdef Py_ssize_t size = 16, nleaves = len(leaves), nfragments = len(fragments), i, column
+    cdef Py_ssize_t size = 16, i, column
     cdef object values, data
     cdef tuple strings
     cdef str string
     cdef bytes fragment
-    _check_columns(len(names), leaves, fragments, kinds)
-    if not _locate(element, names, &at) or nfragments > MAX_NAMES:
-        return None
     for i in range(nfragments):
-        if not _is_child(at.names[<Py_ssize_t>fragments[i]]):
+        if not _is_child(at.names[c.fragments[i]]):
             raise ValueError("plain_row: a fragment reads child elements, not an attribute or the element")
     values = PyTuple_New(nleaves)
     for i in range(nleaves):
-        column = leaves[i]
+        column = c.leaves[i]
         strings = _occurrence_strings(at.first[column], at.count[column], at.length[column], at.names[column])
         for string in strings:
             size += len(string)
@@ -379,15 +413,15 @@ def plain_row(element, tuple names, tuple leaves, tuple fragments, tuple kinds, 
     if size > limit:
         return False
     for i in range(nfragments):
-        column = fragments[i]
-        lengths[i] = _fragment_length(at.first[column], at.names[column], kinds[i])
+        column = c.fragments[i]
+        lengths[i] = _fragment_length(at.first[column], at.names[column], c.kinds[i])
         size += lengths[i]
         if size > limit:
             return False
     data = PyTuple_New(nfragments)
     for i in range(nfragments):
-        column = fragments[i]
-        fragment = _fragment(at.first[column], at.names[column], kinds[i], lengths[i])
+        column = c.fragments[i]
+        fragment = _fragment(at.first[column], at.names[column], c.kinds[i], lengths[i])
         Py_INCREF(fragment)
         PyTuple_SET_ITEM(data, i, fragment)
     return values, data, size
@@ -406,11 +440,21 @@ def plain_children(element, tuple names, Py_ssize_t limit):
     anything else raises TypeError.
     """
     cdef Located at
-    cdef Py_ssize_t count = len(names), i, total = 0
+    cdef int collecting = PyGC_Disable()  # as in plain_row
+    try:
+        if not _locate(element, names, &at):
+            return None
+        return _columns_of(&at, len(names), limit)
+    finally:
+        if collecting:
+            PyGC_Enable()
+
+
+cdef object _columns_of(Located* at, Py_ssize_t count, Py_ssize_t limit):
+    """:func:`plain_children`'s columns from where its names occur."""
+    cdef Py_ssize_t i, total = 0
     cdef Py_ssize_t sizes[MAX_NAMES]
     cdef list result
-    if not _locate(element, names, &at):
-        return None
     for i in range(count):
         sizes[i] = _fragment_length(at.first[i], at.names[i], 0) if _is_child(at.names[i]) else 0
         total += sizes[i]

@@ -4,6 +4,7 @@ not plain or a namespace is in scope it declines, and the Python path answers.""
 
 from __future__ import annotations
 
+import gc
 import os
 
 import pytest
@@ -243,6 +244,68 @@ def test_a_row_fragment_reads_children_not_attributes() -> None:
             plain_row(element, (b"a",), leaves, fragments, kinds, 100)  # type: ignore[misc]
     with pytest.raises(TypeError, match="not an lxml element"):
         plain_row(None, (), (), (), (), 100)  # type: ignore[misc]
+
+
+class _ChangesTheTree:
+    """A cycle whose finalizer rewrites an element's text (only the collector frees it)."""
+
+    def __init__(self, element: etree._Element) -> None:
+        self.element, self.cycle = element, self
+
+    def __del__(self) -> None:
+        self.element.text = "Y" * 200
+
+
+@needs_kernel
+@pytest.mark.parametrize("read", ["plain_row", "plain_children"])
+def test_no_finalizer_runs_while_a_row_is_read(read: str) -> None:
+    """A collection set off by the row's own allocations would run finalizers, which may change
+    the tree under the kernel's node pointers (a write past a fragment sized before it): the
+    collector waits until the row is read, and is on again afterwards."""
+    root = etree.fromstring(b"<r><a>x</a></r>")
+    threshold = gc.get_threshold()
+    gc.collect()
+    gc.disable()
+    _ChangesTheTree(root[0])
+    gc.set_threshold(1)
+    gc.enable()
+    try:
+        if read == "plain_row":
+            found = plain_row(root, (b"a",), (0,), (0,) * 25, (0,) * 25, 10**9)  # type: ignore[misc]
+            assert found[1] == (b"<a>x</a>",) * 25 and found[2] == 16 + 1 + 25 * 8
+        else:
+            assert plain_children(root, (b"a",), 10**9) == ((("x",), b"<a>x</a>"),)  # type: ignore[misc]
+        assert gc.isenabled()
+    finally:
+        gc.set_threshold(*threshold)
+        gc.collect()
+    assert root[0].text == "Y" * 200  # the finalizer ran, after the row
+
+
+class _Flips:
+    """An index that answers differently each time it is read."""
+
+    def __init__(self, *answers: int) -> None:
+        self.answers = list(answers)
+
+    def __index__(self) -> int:
+        return self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+
+    def __eq__(self, other: object) -> bool:
+        return self.__index__() == other
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+@needs_kernel
+def test_a_row_reads_its_columns_and_kinds_once() -> None:
+    """Columns and kinds are read once, checked, and kept: one that answers differently later
+    cannot size a fragment as one kind and write it as the other, nor index past the names."""
+    element = parsed("<item><a>&amp;&amp;</a></item>", False)
+    values, data, size = plain_row(element, (b"a",), (), (0,), (_Flips(1, 0),), 10**6)  # type: ignore[misc]
+    assert data == (b"&amp;&amp;",) and size == 16 + len(data[0])
+    values, data, size = plain_row(element, (b"a",), (_Flips(0, 40),), (), (), 10**6)  # type: ignore[misc]
+    assert values == (("&&",),)
 
 
 @needs_kernel
