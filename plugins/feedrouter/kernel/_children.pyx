@@ -12,7 +12,7 @@ Only libxml2's node structs are read (through lxml's public declarations); no li
 called, so the module links against nothing but Python.
 """
 
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from cpython.unicode cimport PyUnicode_DecodeUTF8
@@ -63,30 +63,6 @@ cdef Py_ssize_t _text_nodes_length(tree.xmlNode* child):
             length += strlen(<const char*>child.content)
         child = child.next
     return length
-
-
-cdef bytes _text(tree.xmlNode* child, Py_ssize_t length):
-    """A run of sibling text nodes' content joined, as UTF-8 bytes (``length`` of them)."""
-    cdef bytes data
-    cdef char* out
-    cdef Py_ssize_t size
-    if child is NULL:
-        return b""
-    if child.next is NULL:
-        return PyBytes_FromStringAndSize(<const char*>child.content, length)
-    data = PyBytes_FromStringAndSize(NULL, length)
-    out = PyBytes_AS_STRING(data)
-    while child is not NULL:
-        if child.content is not NULL:
-            size = strlen(<const char*>child.content)
-            memcpy(out, child.content, size)
-            out += size
-        child = child.next
-    return data
-
-
-cdef str _decoded(bytes text):
-    return PyUnicode_DecodeUTF8(PyBytes_AS_STRING(text), PyBytes_GET_SIZE(text), NULL)
 
 
 cdef char* _write(char* out, const char* text, Py_ssize_t length):
@@ -274,12 +250,20 @@ cdef char* _write_escaped_chain(char* out, tree.xmlNode* node, const char** esca
 
 cdef str _chain_string(tree.xmlNode* node, Py_ssize_t length):
     """A run of sibling text nodes' content (``length`` bytes of UTF-8) as a string, decoded
-    straight from the node when there is one."""
+    straight from the node when there is one (libxml2 merges adjacent text as it parses)."""
+    cdef bytes joined
+    cdef char* out
     if node is NULL or node.content is NULL and node.next is NULL:
         return ""
     if node.next is NULL:
         return PyUnicode_DecodeUTF8(<const char*>node.content, length, NULL)
-    return _decoded(_text(node, length))
+    joined = PyBytes_FromStringAndSize(NULL, length)
+    out = PyBytes_AS_STRING(joined)
+    while node is not NULL:
+        if node.content is not NULL:
+            out = _write(out, <const char*>node.content, strlen(<const char*>node.content))
+        node = node.next
+    return PyUnicode_DecodeUTF8(PyBytes_AS_STRING(joined), length, NULL)
 
 
 cdef tree.xmlNode* _next_named(tree.xmlNode* node, const char* name):
@@ -322,10 +306,9 @@ cdef Py_ssize_t _fragment_length(tree.xmlNode* first, const char* name, int kind
     cdef tree.xmlNode* node = first
     while node is not NULL:
         if kind == 0:
-            if _text_nodes_length(node.children) == 0:
-                size += n + 3  # <name/>, as libxml2 writes an element without text
-            else:
-                size += 2 * n + 5 + _escaped_chain_length(node.children, _IN_TEXT)
+            # escaping never writes a byte as nothing: no escaped text is no text, <name/>
+            length = _escaped_chain_length(node.children, _IN_TEXT)
+            size += n + 3 if length == 0 else 2 * n + 5 + length
         else:
             size += _escaped_chain_length(node.children, _IN_ATTRIBUTE) + (1 if node is not first else 0)
         node = _next_named(node, name)

@@ -246,6 +246,19 @@ def test_a_row_fragment_reads_children_not_attributes() -> None:
         plain_row(None, (), (), (), (), 100)  # type: ignore[misc]
 
 
+@needs_kernel
+def test_text_left_in_several_nodes_is_read_whole() -> None:
+    """Text an API call leaves in runs of several nodes (``strip_tags``) reads as lxml reads it: the
+    values, the copies, an attribute's value and the clock's text."""
+    root = etree.fromstring(b"<item><a>x&amp;<b>y</b>z</a><t>p<q>&lt;</q>r</t></item>")
+    etree.strip_tags(root, "b", "q")
+    a = root[0]
+    row = plain_row(root, (b"a",), (0,), (0, 0), (0, 1), 10**6)  # type: ignore[misc]
+    assert row[0] == ((a.text,),) and row[1] == (etree.tostring(a), attribute_value([a.text]))
+    assert plain_children(root, (b"a",), 10**6) == (((a.text,), etree.tostring(a)),)  # type: ignore[misc]
+    assert kernel.first_named_text(root, b"t")[2] == root[1].text == "p<r"  # type: ignore[misc,index]
+
+
 class _ChangesTheTree:
     """A cycle whose finalizer rewrites an element's text (only the collector frees it)."""
 
