@@ -550,7 +550,11 @@ class Served:
         not per block: a message binds a node or two, each in tens of blocks, and the hour's
         writer turns them round into its blocks' columns anyway,
         :meth:`~feedrouter.join.relations.HourWitnesses.append`; a row's filing touches a tuple
-        per group, not every block's name.)"""
+        per group, not every block's name.) The compiled kernel runs this loop where it is built
+        (:func:`feedrouter.kernel.bind`); this is its reference."""
+        compiled = kernel.bind
+        if compiled is not None:
+            return compiled(self._checks(), rows, bound, _bucket)
         decide, index, needles = self._checks()
         kept = []
         for row in rows:
@@ -735,14 +739,14 @@ class WitnessPlans:
     def names(self, plan: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """A witness plan's leaf names and fragment names (its spec's order): what its rows'
         columns are, one tuple pair per plan that every row of it shares."""
-        known = self.__dict__.get("_names")
+        known: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] | None = self.__dict__.get("_names")
         if known is None:
             known = self.__dict__["_names"] = {}
         found = known.get(plan)
         if found is None:
             spec = self.bases[plan]
             found = known[plan] = (tuple(spec.leaves), tuple(spec.fragments))
-        return cast(tuple[tuple[str, ...], tuple[str, ...]], found)
+        return found
 
     def __getstate__(self) -> dict[str, object]:
         return {key: value for key, value in self.__dict__.items() if key != "_names"}

@@ -15,7 +15,8 @@ in the environment turns the kernels off (the benchmarks measure both ways).
   messages and rows (:mod:`feedrouter.join.relations`);
 * :class:`Decider`: the blocks a witness row's factored tests bind, its atoms evaluated from a table
   (:func:`feedrouter.join.selections.decider`); :class:`Tests`: the same, each test read as it is
-  (a key's bucket, :mod:`feedrouter.join.selections`).
+  (a key's bucket, :mod:`feedrouter.join.selections`); :func:`bind`: the loop that files a witness
+  plan's rows by block through them (:meth:`feedrouter.join.selections.Served.bind`).
 """
 
 from __future__ import annotations
@@ -108,6 +109,8 @@ Decider: Callable[..., Callable[[Any], list[tuple[str, ...]]]] | None = (
 Tests: Callable[..., Callable[[Any], list[tuple[str, ...]]]] | None = (
     None if _deciding is None else _deciding.Tests
 )
+#: the compiled loop that files a plan's rows by block, or None (a build from before it: None too)
+bind: Callable[..., list[Any]] | None = getattr(_deciding, "bind", None)
 #: the decider's kinds of atom by name (empty without it)
 ATOM_KINDS: dict[str, int] = {} if _deciding is None else dict(_deciding.KINDS)
 
@@ -123,6 +126,7 @@ _KERNELS = (
     "name_rows",
     "Decider",
     "Tests",
+    "bind",
 )
 
 

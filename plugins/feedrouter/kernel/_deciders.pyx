@@ -302,3 +302,78 @@ cdef class Tests:
             values[test[1]],
             (<tuple>needles)[0],
         )
+
+
+def bind(tuple checks not None, rows, dict bound not None, make_bucket):
+    """The blocks each witness row of one plan binds, filed in ``bound`` (node -> groups of
+    blocks); the rows some block bound: :meth:`feedrouter.join.selections.Served.bind`'s loop, its
+    reference, over the checks it made (``(decide, [(position, buckets)], [(position, finder,
+    buckets)])``). A key's entries become its bucket on its first row (``make_bucket``), stored in
+    place as the reference stores them. Every row of a feed's messages goes through here: in C
+    the loop's look-ups and branches cost no bytecode, and a needle finder's automaton is walked
+    without the reference's generator frame."""
+    cdef object decide = checks[0]
+    cdef list index = checks[1]
+    cdef list needles = checks[2]
+    cdef list kept = []
+    cdef list found
+    cdef object row, values, strings, value, bucket, word, node, known, finder, automaton
+    cdef tuple entry
+    cdef dict buckets
+    cdef set hits
+    for row in rows:
+        values = (<tuple>row)[1]
+        found = decide(values)  # a new list each time: it becomes the node's
+        for entry in index:
+            buckets = <dict>entry[1]
+            strings = values[entry[0]]
+            for value in (strings if len(strings) < 2 else dict.fromkeys(strings)):
+                bucket = buckets.get(value)
+                if bucket is None:
+                    continue
+                if type(bucket) is list:  # its first row in this process
+                    bucket = make_bucket(bucket)
+                    buckets[value] = bucket
+                _file_bucket(bucket, values, found)
+        for entry in needles:
+            strings = values[entry[0]]
+            if len(strings) > 1:
+                continue  # the call's argument is more than one item: false
+            finder = entry[1]
+            buckets = <dict>entry[2]
+            automaton = finder.automaton
+            value = strings[0] if len(strings) else ""
+            if automaton is None:  # starts-with, ends-with: the finder's own way
+                hits = finder.find(value)
+            else:  # contains: the automaton's words, as the finder gathers them
+                hits = set()
+                for _, word in automaton.iter(value):
+                    hits.add(word)
+                if finder.empty:
+                    hits.add("")
+            for value in hits:
+                bucket = buckets[value]
+                if type(bucket) is list:
+                    bucket = make_bucket(bucket)
+                    buckets[value] = bucket
+                _file_bucket(bucket, values, found)
+        if found:
+            kept.append(row)
+            node = (<tuple>row)[0]
+            known = bound.get(node)
+            if known is None:
+                bound[node] = found
+            else:  # another plan's rows bound the node too (its blocks are others)
+                (<list>known).extend(found)
+    return kept
+
+
+cdef inline int _file_bucket(bucket, values, list found) except -1:
+    """A bucket's blocks for a row: those bound outright, then those its decider finds."""
+    cdef object blocks = bucket.blocks
+    cdef object decide = bucket.decide
+    if blocks:
+        found.append(blocks)
+    if decide is not None:
+        found.extend(decide(values))
+    return 0

@@ -133,6 +133,7 @@ def deciders(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
 def python_deciders(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(kernel, "Decider", None)
     monkeypatch.setattr(kernel, "Tests", None)
+    monkeypatch.setattr(kernel, "bind", None)
 
 
 def generated_blocks(rng: random.Random, n: int) -> list[BlockSpec]:
@@ -180,6 +181,51 @@ def test_a_factored_base_binds_what_each_block_binds(
     expected, found = roots_of(one_by_one, documents), roots_of(factored, documents)
     assert found == expected
     assert sum(len(r) for r in found) > 500  # blocks bound nodes in most documents
+
+
+@pytest.mark.parametrize("seed", [6, 7, 8])
+def test_the_compiled_filing_loop_files_what_its_reference_files(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """:func:`feedrouter.kernel.bind` against :meth:`Served.bind`'s Python loop, each on its own
+    copy of the plans, row by row: the same rows kept, the same groups filed per node in the same
+    order (a node filed by an earlier call keeps its groups and gets the new ones after them), and
+    the same keys made buckets (selections, needles of the three string functions, repeated and
+    missing leaves, two titles)."""
+    if kernel.bind is None:
+        pytest.skip("the compiled kernel is turned off or not built")
+    compiled = kernel.bind
+    rng = random.Random(seed)
+    specs = generated_blocks(rng, 80)
+    plans = witness_plans(specs, min_shared=1)
+    copies = {"kernel": pickle.loads(pickle.dumps(plans)), "python": pickle.loads(pickle.dumps(plans))}
+    router = Router()
+    for spec in plans.bases.values():
+        router.add_witness(spec)
+    bound: dict[str, dict[int, list[tuple[str, ...]]]] = {"kernel": {}, "python": {}}
+    kept = 0
+    for _ in range(120):
+        witnesses = router.route_outcome(generated_item(rng)).witnesses
+        for plan, rows in witnesses.items():
+            found = {}
+            for way, copy in copies.items():
+                monkeypatch.setattr(kernel, "bind", compiled if way == "kernel" else None)
+                served = copy.served.get(plan)
+                found[way] = None if served is None else served.bind(rows, bound[way])
+            assert found["kernel"] == found["python"]
+            kept += len(found["kernel"] or ())
+        assert bound["kernel"] == bound["python"]
+    assert kept > 100  # rows were filed
+    for plan, served in copies["kernel"].served.items():
+        reference = copies["python"].served[plan]
+        for (_, made), (_, expected) in zip(served._checks()[1], reference._checks()[1], strict=True):
+            assert {k for k, v in made.items() if not isinstance(v, list)} == {
+                k for k, v in expected.items() if not isinstance(v, list)
+            }
+        for (_, _, made), (_, _, expected) in zip(served._checks()[2], reference._checks()[2], strict=True):
+            assert {k for k, v in made.items() if not isinstance(v, list)} == {
+                k for k, v in expected.items() if not isinstance(v, list)
+            }
 
 
 def test_witness_plans_pickle_without_their_compiled_tests() -> None:

@@ -27,7 +27,7 @@ def test_the_decider_kernel_is_built_here() -> None:
     quietly would leave every base's filing on the slow path)."""
     if os.environ.get("FEEDROUTER_KERNEL", "on").lower() in ("off", "0", "false", "no"):
         pytest.skip("turned off here")
-    assert kernel.Decider is not None and kernel.Tests is not None
+    assert kernel.Decider is not None and kernel.Tests is not None and kernel.bind is not None
 
 
 def atomic(rng: random.Random, leaves: int) -> selections.Test:
