@@ -14,6 +14,7 @@ base can have its own from its first row on (the Python path generates a functio
 and the fallback; the tests run both.
 """
 
+cimport cython
 from cpython.list cimport PyList_New
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.object cimport PyObject_IsTrue
@@ -304,6 +305,7 @@ cdef class Tests:
         )
 
 
+@cython.boundscheck(True)
 def bind(tuple checks not None, rows, dict bound not None, make_bucket):
     """The blocks each witness row of one plan binds, filed in ``bound`` (node -> groups of
     blocks); the rows some block bound: :meth:`feedrouter.join.selections.Served.bind`'s loop, its
@@ -311,22 +313,22 @@ def bind(tuple checks not None, rows, dict bound not None, make_bucket):
     buckets)])``). A key's entries become its bucket on its first row (``make_bucket``), stored in
     place as the reference stores them. Every row of a feed's messages goes through here: in C
     the loop's look-ups and branches cost no bytecode, and a needle finder's automaton is walked
-    without the reference's generator frame."""
-    cdef object decide = checks[0]
-    cdef list index = checks[1]
-    cdef list needles = checks[2]
+    without the reference's generator frame. What it is given is read through the object
+    protocols or checked before the dict API reads it: a malformed argument raises, as the
+    reference would, and never reads memory it does not own."""
+    cdef object decide, index, needles
     cdef list kept = []
     cdef list found
-    cdef object row, values, strings, value, bucket, word, node, known, finder, automaton
-    cdef tuple entry
+    cdef object row, node, values, strings, value, bucket, word, known, finder, automaton, hits
+    cdef object position, by_key
     cdef dict buckets
-    cdef set hits
+    decide, index, needles = checks
     for row in rows:
-        values = (<tuple>row)[1]
-        found = decide(values)  # a new list each time: it becomes the node's
-        for entry in index:
-            buckets = <dict>entry[1]
-            strings = values[entry[0]]
+        node, values = row[0], row[1]  # a WitnessRow: (node, values, fragments)
+        found = _groups(decide(values))  # a new list each time: it becomes the node's
+        for position, by_key in index:
+            buckets = <dict?>by_key
+            strings = values[position]
             for value in (strings if len(strings) < 2 else dict.fromkeys(strings)):
                 bucket = buckets.get(value)
                 if bucket is None:
@@ -335,12 +337,11 @@ def bind(tuple checks not None, rows, dict bound not None, make_bucket):
                     bucket = make_bucket(bucket)
                     buckets[value] = bucket
                 _file_bucket(bucket, values, found)
-        for entry in needles:
-            strings = values[entry[0]]
+        for position, finder, by_key in needles:
+            strings = values[position]
             if len(strings) > 1:
                 continue  # the call's argument is more than one item: false
-            finder = entry[1]
-            buckets = <dict>entry[2]
+            buckets = <dict?>by_key
             automaton = finder.automaton
             value = strings[0] if len(strings) else ""
             if automaton is None:  # starts-with, ends-with: the finder's own way
@@ -359,17 +360,24 @@ def bind(tuple checks not None, rows, dict bound not None, make_bucket):
                 _file_bucket(bucket, values, found)
         if found:
             kept.append(row)
-            node = (<tuple>row)[0]
             known = bound.get(node)
             if known is None:
                 bound[node] = found
             else:  # another plan's rows bound the node too (its blocks are others)
-                (<list>known).extend(found)
+                known.extend(found)
     return kept
 
 
+cdef inline list _groups(found):
+    """A decider's answer, checked: the list a node's groups are filed in."""
+    if type(found) is not list:
+        raise TypeError(f"a decider answers with a list of groups, not {type(found).__name__}")
+    return <list>found
+
+
 cdef inline int _file_bucket(bucket, values, list found) except -1:
-    """A bucket's blocks for a row: those bound outright, then those its decider finds."""
+    """A bucket's blocks for a row: those bound outright, then those its decider finds (``found``
+    is never None: :func:`_groups` made it)."""
     cdef object blocks = bucket.blocks
     cdef object decide = bucket.decide
     if blocks:

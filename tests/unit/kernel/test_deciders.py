@@ -204,3 +204,44 @@ def test_the_decider_refuses_budgets_that_are_not_one_item_lists() -> None:
     assert kernel.Decider is not None
     with pytest.raises(ValueError, match="one-item"):
         kernel.Decider([], lambda key: (), 4, [], 10, [0])
+
+
+def _none(values: object) -> list[tuple[str, ...]]:
+    return []
+
+
+ROW = (0, (("a",), ("b",)), ())
+
+
+@needs_kernel
+@pytest.mark.parametrize(
+    ("checks", "rows", "error"),
+    [
+        ((_none, []), [ROW], ValueError),
+        ((_none, [(0, None)], []), [ROW], TypeError),
+        ((_none, [(0, ["a"])], []), [ROW], TypeError),
+        ((_none, [], [(1, None, None)]), [ROW], TypeError),
+        ((lambda values: None, [], []), [ROW], TypeError),
+        ((lambda values: ("x",), [], []), [ROW], TypeError),
+        ((_none, [(5, {})], []), [ROW], IndexError),
+        ((_none, [], []), [(0,)], IndexError),
+        ((_none, [], []), [None], TypeError),
+    ],
+    ids=[
+        "two checks",
+        "buckets that are None",
+        "buckets that are a list",
+        "needle buckets that are None",
+        "a decider answering None",
+        "a decider answering a tuple",
+        "a leaf past the row",
+        "a row too short",
+        "a row that is None",
+    ],
+)
+def test_the_filing_loop_refuses_what_it_cannot_read(checks: tuple, rows: list, error: type) -> None:
+    """Malformed checks or rows raise, as the reference would, and never read memory the loop
+    does not own (the module's bounds checks are off elsewhere)."""
+    assert kernel.bind is not None
+    with pytest.raises(error):
+        kernel.bind(checks, rows, {}, lambda entries: None)
