@@ -67,15 +67,15 @@ import time
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
 from common import RESULTS, markdown_table, write_csv
 from feedrouter import Router, heap, kernel
-from feedrouter.join.collect import collect_hour
+from feedrouter.join.collect import collect_hour, joinable_time
 from feedrouter.join.plan import BlockSpec, JoinPlan, JoinSet, clock_block, lookback
-from feedrouter.join.relations import ONE_HOUR, HourWitnesses, MessageRef, message_witnesses
+from feedrouter.join.relations import ONE_HOUR, HourWitnesses, MessageRef, MessageWitnesses, message_witnesses
 from feedrouter.join.selections import MIN_SHARED, WitnessPlans, witness_plans
 from feedrouter.join.stage import DEFAULT_MAX_PAIRS, JoinStage, Pair
 from feedrouter.lang import parse
@@ -263,13 +263,15 @@ class Timed:
 def per_message(
     routers: Mapping[str, tuple[Router, WitnessPlans | None]],
     messages: Sequence[bytes],
+    hour: datetime,
     passes: int,
     python_rows: Collection[str] = (),
 ) -> dict[str, Timed]:
     """Each router's time per message, and with its plans to file its witnesses by block too
     (what a routing task does before it sends them to the hour's writer, a batch of messages at a
-    time: :data:`~feedrouter.spark.tasks.FILING_BATCH`, here a turn's). The writer's share is
-    measured apart, on a whole hour (:func:`writer_seconds`).
+    time: :data:`~feedrouter.spark.tasks.FILING_BATCH`, here a turn's, each with its event time:
+    :func:`filed_as_a_task`; ``hour`` is the messages' hour). The writer's share is measured
+    apart, on a whole hour (:func:`writer_seconds`).
 
     The routers take turns in blocks of :data:`TURN` messages over ``passes`` passes of
     ``messages``, in an order shuffled every turn (seeded). The shuffle matters: a router finds
@@ -283,10 +285,9 @@ def per_message(
     points from run to run where the difference of pass means moved by 10). The routers named in
     ``python_rows`` read witness rows without the compiled kernel
     (:func:`feedrouter.kernel.turned_off`)."""
-    unfiled = MessageRef("m", 0, None)
     names = list(routers)
     for name, (router, plans) in routers.items():  # plans built, caches filled, checks compiled
-        _route_turn(router, plans, messages[:3], unfiled, name in python_rows)
+        _route_turn(router, plans, messages[:3], hour, name in python_rows)
     order = random.Random(SEED)
     means: dict[str, list[float]] = {name: [] for name in names}
     ratios: dict[str, list[float]] = {name: [] for name in names}
@@ -298,7 +299,7 @@ def per_message(
                 turn = {}
                 for name in order.sample(names, len(names)):
                     router, plans = routers[name]
-                    turn[name] = _route_turn(router, plans, block, unfiled, name in python_rows)
+                    turn[name] = _route_turn(router, plans, block, hour, name in python_rows)
                 for name in names:
                     spent[name] += turn[name]
                     ratios[name].append(turn[name] / turn["ordinary"])
@@ -308,7 +309,7 @@ def per_message(
 
 
 def _route_turn(
-    router: Router, plans: WitnessPlans | None, block: Sequence[bytes], unfiled: MessageRef, python_rows: bool
+    router: Router, plans: WitnessPlans | None, block: Sequence[bytes], hour: datetime, python_rows: bool
 ) -> float:
     """Seconds to route ``block`` and, with ``plans``, file its witnesses as a routing task does
     (:func:`per_message`)."""
@@ -319,28 +320,52 @@ def _route_turn(
             # a routing task files a batch of messages' witnesses at a time (FILING_BATCH; a turn
             # is fewer) and sends them to the hour's writer
             for witnesses in routed:
-                message_witnesses(unfiled, witnesses, plans)
+                filed_as_a_task(witnesses, plans, hour)
         return time.perf_counter() - started
 
 
-def writer_seconds(router: Router, plans: WitnessPlans, messages: Sequence[bytes], passes: int) -> float:
+#: the feeds' clocks (their event time's blocks), by block id: :func:`filed_as_a_task` finds a
+#: message's among its witnesses
+CLOCKS = {clock.id: clock for clock in (clock_block(feed, CLOCK_PATH) for feed in FEEDS)}
+
+
+def filed_as_a_task(
+    witnesses: Mapping[str, Sequence[Any]], plans: WitnessPlans, hour: datetime, key: str = "m"
+) -> MessageWitnesses:
+    """A routed message's witnesses filed as a routing task files them (:class:`feedrouter.spark.
+    tasks._Filing`): its event time read off its clock's row, parsed and admitted in ``hour``
+    (:func:`~feedrouter.join.collect.joinable_time`), then its rows filed by block. (Filed without
+    its event time, as this bench used to file them, stage 1 looked 2.7 to 3.5 us a message
+    cheaper than it is: parsing an RFC 822 date costs that much.)"""
+    time_ = None
+    for block in witnesses:
+        clock = CLOCKS.get(block)
+        if clock is not None:
+            time_ = joinable_time(witnesses, clock, CLOCK_FORMAT, hour, LATENESS)
+            break
+    return message_witnesses(MessageRef(key, 0, time_), witnesses, plans)
+
+
+def writer_seconds(
+    router: Router, plans: WitnessPlans, messages: Sequence[bytes], hour: datetime, passes: int
+) -> float:
     """Seconds a message the hour's writer takes to build its tables from an hour of ``messages``
-    as routing tasks filed them (:func:`feedrouter.spark.witnesses.tables`: each block's roots,
+    (of ``hour``) as routing tasks filed them (:func:`feedrouter.spark.witnesses.tables`: each block's roots,
     each leaf's values and each fragment, sorted), the median of ``passes``. Writing them as
     Parquet is left out, as writing delivery parts is left out of the ordinary router's time."""
     filed = [
-        message_witnesses(MessageRef(f"m{i}", 0, None), router.route_outcome(data).witnesses, plans)
+        filed_as_a_task(router.route_outcome(data).witnesses, plans, hour, f"m{i}")
         for i, data in enumerate(messages)
     ]
     spent = []
     with heap.settled():  # as a worker that decoded a plan is: the writer measured, not the collector
         for _ in range(passes):
-            hour = HourWitnesses("f", HOUR_OF_MESSAGES)
+            witnesses = HourWitnesses("f", hour)
             for found in filed:
-                hour.append(found)
+                witnesses.append(found)
             started = time.perf_counter()
-            hour.settle()
-            witness_tables(hour)
+            witnesses.settle()
+            witness_tables(witnesses)
             spent.append(time.perf_counter() - started)
     return statistics.median(spent) / len(messages)
 
@@ -365,8 +390,6 @@ def loaded_after_compiling(artifacts: Mapping[str, bytes]) -> dict[str, Any]:
 
 #: messages a router routes before the next takes its turn (:func:`per_message`)
 TURN = 25
-#: the hour :func:`per_message` files messages in (any: nothing reads it)
-HOUR_OF_MESSAGES = datetime(2026, 1, 1, tzinfo=timezone.utc)
 #: passes over the messages (:func:`per_message`)
 PASSES = 9
 #: times the writer builds an hour's tables (:func:`writer_seconds`)
@@ -421,12 +444,14 @@ def stage1(workload: Workload, sizes: Sizes) -> list[dict]:
             timed: dict[str, Timed] = {}
             writer: dict[str, float] = {}
             for measured in rotations(artifacts):
-                found = in_fresh_process(time_routers, measured, messages, [m.data for m in hour.messages])
+                found = in_fresh_process(
+                    time_routers, measured, messages, [m.data for m in hour.messages], hour.hour
+                )
                 timed |= found[0]
                 writer |= found[1]
             whole_hour = [m.data for m in hour.messages]
             cold = first_passes(
-                {name: artifacts[name] for name in ("ordinary", "selections factored")}, whole_hour
+                {name: artifacts[name] for name in ("ordinary", "selections factored")}, whole_hour, hour.hour
             )
             del artifacts
             plain = timed["ordinary"].seconds * 1e3
@@ -482,18 +507,18 @@ def _added_columns(row: dict, label: str, plain: float, ratio: float, writer: fl
 
 
 def time_routers(
-    artifacts: Mapping[str, bytes], messages: Sequence[bytes], whole_hour: Sequence[bytes]
+    artifacts: Mapping[str, bytes], messages: Sequence[bytes], whole_hour: Sequence[bytes], hour: datetime
 ) -> tuple[dict[str, Timed], dict[str, float]]:
     """Load the routers of ``artifacts`` and time them on ``messages`` (:func:`per_message`), and
     the writer's share with each one's plans on ``whole_hour`` (ms a message,
     :func:`writer_seconds`)."""
     routers: dict[str, tuple[Router, WitnessPlans | None]] = loaded_after_compiling(artifacts)
-    timed = per_message(routers, messages, PASSES, python_rows={PYTHON_ROWS})
+    timed = per_message(routers, messages, hour, PASSES, python_rows={PYTHON_ROWS})
     writer = {}
     for name, (router, plans) in routers.items():
         if plans is not None:
             with kernel.turned_off() if name == PYTHON_ROWS else contextlib.nullcontext():
-                writer[name] = writer_seconds(router, plans, whole_hour, WRITER_PASSES) * 1e3
+                writer[name] = writer_seconds(router, plans, whole_hour, hour, WRITER_PASSES) * 1e3
     return timed, writer
 
 
@@ -509,12 +534,13 @@ def in_fresh_process(function: Callable[..., T], *args: Any) -> T:
 
 
 def worker_passes(
-    artifact_bytes: bytes, messages: Sequence[bytes], passes: int
+    artifact_bytes: bytes, messages: Sequence[bytes], hour: datetime, passes: int
 ) -> tuple[float, list[tuple[float, float]]]:
     """Seconds to decode a router's artifact, and per pass over ``messages`` (``passes``, the first
     one first) seconds a message routing and filing, as a routing task of an hour's job does it:
     it decodes the plan, settles its heap, routes a batch of :data:`~feedrouter.spark.tasks.
-    FILING_BATCH` messages, files their witnesses by block (with its plans), and on. Everything
+    FILING_BATCH` messages, files their witnesses by block with their event times (with its
+    plans, :func:`filed_as_a_task`; ``hour`` is the messages' hour), and on. Everything
     made on first use is paid on the first pass (a base's checks, a key's bucket, a hot bucket's
     decider, the ordinary plans' own caches), as it is in every hour's new workers. Unlike
     :func:`per_message`'s warm passes, no other router runs between the batches. Run in a fresh
@@ -524,7 +550,6 @@ def worker_passes(
     started = clock()
     router, plans = pickle.loads(artifact_bytes)
     decoded = clock() - started
-    unfiled = MessageRef("m", 0, None)
     found = []
     with heap.settled():  # as the worker's plan_for settles it after decoding
         for _ in range(passes):
@@ -537,21 +562,25 @@ def worker_passes(
                 routed_at = clock()
                 if plans is not None:
                     for witnesses in routed:
-                        message_witnesses(unfiled, witnesses, plans)
+                        filed_as_a_task(witnesses, plans, hour)
                 routing, filing = routing + routed_at - started, filing + clock() - routed_at
             found.append((routing / len(messages), filing / len(messages)))
     return decoded, found
 
 
-def first_pass(artifact_bytes: bytes, messages: Sequence[bytes]) -> tuple[float, float, float]:
+def first_pass(
+    artifact_bytes: bytes, messages: Sequence[bytes], hour: datetime
+) -> tuple[float, float, float]:
     """Seconds to decode a router's artifact, seconds a message to route and file ``messages``
     once (:func:`worker_passes`), and seconds a message on the :data:`WORKER_WARM_PASSES` passes
     that follow (their median), as a worker that routes with the plan again has it."""
-    decoded, passes = worker_passes(artifact_bytes, messages, 1 + WORKER_WARM_PASSES)
+    decoded, passes = worker_passes(artifact_bytes, messages, hour, 1 + WORKER_WARM_PASSES)
     return decoded, sum(passes[0]), statistics.median(sum(each) for each in passes[1:])
 
 
-def first_passes(artifacts: Mapping[str, bytes], messages: Sequence[bytes]) -> dict[str, FirstPass]:
+def first_passes(
+    artifacts: Mapping[str, bytes], messages: Sequence[bytes], hour: datetime
+) -> dict[str, FirstPass]:
     """Per router, :func:`first_pass` over :data:`FIRST_PASS_ROUNDS` rounds, each in its own fresh
     process, the routers in turn (the order reversed every round: neither always runs first): the
     medians of its decode time and time a message, and the median over rounds of its time a
@@ -563,7 +592,7 @@ def first_passes(artifacts: Mapping[str, bytes], messages: Sequence[bytes]) -> d
     names = list(artifacts)
     for round_ in range(FIRST_PASS_ROUNDS):
         for name in names if round_ % 2 == 0 else names[::-1]:
-            found[name].append(in_fresh_process(first_pass, artifacts[name], messages))
+            found[name].append(in_fresh_process(first_pass, artifacts[name], messages, hour))
     first = found[names[0]]
     return {
         name: FirstPass(

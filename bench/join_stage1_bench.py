@@ -37,13 +37,13 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from lxml import etree
 
 from common import RESULTS, markdown_table, write_csv
 from feedrouter import heap
 from feedrouter.join.plan import clock_block
-from feedrouter.join.relations import MessageRef, message_witnesses
 from feedrouter.join.selections import witness_plans
 from join_bench import (
     CLOCK_PATH,
@@ -55,6 +55,7 @@ from join_bench import (
     Sizes,
     artifact,
     build_workload,
+    filed_as_a_task,
     in_fresh_process,
     loaded_after_compiling,
     ordinary_population,
@@ -78,6 +79,7 @@ class Hour:
 
     artifacts: dict[str, bytes]
     messages: list[bytes]
+    hour: datetime  # the messages' (their event times are admitted in it)
 
 
 def prepare(population_name: str, sizes: Sizes) -> Hour:
@@ -103,25 +105,27 @@ def prepare(population_name: str, sizes: Sizes) -> Hour:
         "clock and base alone": artifact((witness_router([*bases, clock], NEVER), plans)),
     }
     hour = workload.feeds[FEED][len(workload.feeds[FEED]) // 2]
-    return Hour(artifacts, [m.data for m in hour.messages])
+    return Hour(artifacts, [m.data for m in hour.messages], hour.hour)
 
 
 IN_CONTEXT = ("ordinary", "clock", "base", "clock and base", "clock and base, filed")
 
 
-def in_context(artifacts: dict[str, bytes], messages: Sequence[bytes]) -> dict[str, float]:
+def in_context(artifacts: dict[str, bytes], messages: Sequence[bytes], hour: datetime) -> dict[str, float]:
     """Microseconds a message each router adds to the ordinary router's routing (paired turns).
     Each is its own copy, as a worker's is (one router in two slots of a turn would find its
     caches warm from the other); copies of one router agree within 1 to 3% (:func:`join_bench.
     loaded_after_compiling`), which a difference of two routers' figures carries."""
     routers = loaded_after_compiling({name: artifacts[name] for name in IN_CONTEXT})
-    timed = per_message(routers, messages, PASSES)
+    timed = per_message(routers, messages, hour, PASSES)
     plain = timed["ordinary"].seconds
     found = {name: (timed[name].ratio - 1) * plain * 1e6 for name in IN_CONTEXT[1:]}
     return {"ordinary": plain * 1e6, **found}
 
 
-def alone(artifacts: dict[str, bytes], messages: Sequence[bytes], hour: Sequence[bytes]) -> dict[str, float]:
+def alone(
+    artifacts: dict[str, bytes], messages: Sequence[bytes], whole_hour: Sequence[bytes], hour: datetime
+) -> dict[str, float]:
     """Microseconds a message of each part with nothing around it: the clock and base paired in
     turns against the never-matching router (as :func:`in_context` pairs), the rest in tight loops
     (medians)."""
@@ -129,16 +133,17 @@ def alone(artifacts: dict[str, bytes], messages: Sequence[bytes], hour: Sequence
     routers = loaded_after_compiling({name: artifacts[name] for name in wanted})
     ordinary = routers["ordinary"][0]
     router, plans = routers["clock and base alone"]
-    paired = per_message({"ordinary": routers["never"], "clock and base": (router, None)}, messages, PASSES)
-    unfiled = MessageRef("m", 0, None)
+    paired = per_message(
+        {"ordinary": routers["never"], "clock and base": (router, None)}, messages, hour, PASSES
+    )
     with heap.settled():
         routed = [router.route_outcome(data).witnesses for data in messages]
         loops = {
             "lxml's parse": _loop(lambda: [etree.fromstring(data) for data in messages]),
             "ordinary routing": _loop(lambda: [ordinary.route_outcome(data) for data in messages]),
-            "filing": _loop(lambda: [message_witnesses(unfiled, each, plans) for each in routed]),
+            "filing": _loop(lambda: [filed_as_a_task(each, plans, hour) for each in routed]),
         }
-        writer = writer_seconds(router, plans, hour, LOOPS)
+        writer = writer_seconds(router, plans, whole_hour, hour, LOOPS)
     count = len(messages)
     per_message_us = {name: seconds / count * 1e6 for name, seconds in loops.items()}
     never = paired["ordinary"].seconds
@@ -159,37 +164,36 @@ def _loop(work: Callable[[], object]) -> float:
 
 
 def first_filing(
-    artifact_bytes: bytes, hour: Sequence[bytes], warm_with_other_half: bool
+    artifact_bytes: bytes, whole_hour: Sequence[bytes], hour: datetime, warm_with_other_half: bool
 ) -> tuple[float, float]:
     """Microseconds a message to file the first half of the hour's messages in a fresh process
     straight after routing the hour (or after filing the other half first), and the second time."""
-    half = len(hour) // 2
+    half = len(whole_hour) // 2
     routers = loaded_after_compiling({"r": artifact_bytes})
     router, plans = routers["r"]
-    unfiled = MessageRef("m", 0, None)
     with heap.settled():
-        routed = [router.route_outcome(data).witnesses for data in hour]
+        routed = [router.route_outcome(data).witnesses for data in whole_hour]
         if warm_with_other_half:
             for found in routed[half:]:
-                message_witnesses(unfiled, found, plans)
+                filed_as_a_task(found, plans, hour)
         times = []
         for _ in range(2):
             started = time.perf_counter()
             for found in routed[:half]:
-                message_witnesses(unfiled, found, plans)
+                filed_as_a_task(found, plans, hour)
             times.append((time.perf_counter() - started) / half * 1e6)
     return times[0], times[1]
 
 
-def _worker(artifact_bytes: bytes, hour: Sequence[bytes]) -> list[tuple[float, float]]:
+def _worker(artifact_bytes: bytes, whole_hour: Sequence[bytes], hour: datetime) -> list[tuple[float, float]]:
     """:func:`join_bench.worker_passes` over the whole hour, :data:`WORKER_PASSES` times."""
-    return worker_passes(artifact_bytes, hour, WORKER_PASSES)[1]
+    return worker_passes(artifact_bytes, whole_hour, hour, WORKER_PASSES)[1]
 
 
 IN_A_WORKER = ("ordinary", "clock and base", "clock and base, filed")
 
 
-def in_a_worker(artifacts: dict[str, bytes], hour: Sequence[bytes]) -> dict[str, float]:
+def in_a_worker(artifacts: dict[str, bytes], whole_hour: Sequence[bytes], hour: datetime) -> dict[str, float]:
     """Microseconds a message, each router alone in its fresh process (:func:`join_bench.worker_passes`),
     over :data:`WORKER_ROUNDS` rounds (the order reversed every other round): the ordinary
     router's routing, warm and first pass; what the clock and base add to it (the median of
@@ -199,7 +203,7 @@ def in_a_worker(artifacts: dict[str, bytes], hour: Sequence[bytes]) -> dict[str,
     runs: dict[str, list[list[tuple[float, float]]]] = {name: [] for name in IN_A_WORKER}
     for round_ in range(WORKER_ROUNDS):
         for name in IN_A_WORKER if round_ % 2 == 0 else IN_A_WORKER[::-1]:
-            runs[name].append(in_fresh_process(_worker, artifacts[name], hour))
+            runs[name].append(in_fresh_process(_worker, artifacts[name], whole_hour, hour))
 
     def ratio(name: str, passes: range) -> float:
         return statistics.median(
@@ -227,12 +231,12 @@ def in_a_worker(artifacts: dict[str, bytes], hour: Sequence[bytes]) -> dict[str,
 def measure(population: str, sizes: Sizes) -> list[dict]:
     hour = prepare(population, sizes)
     messages = hour.messages[: sizes.stage1_messages]
-    context = in_fresh_process(in_context, hour.artifacts, messages)
-    parts = in_fresh_process(alone, hour.artifacts, messages, hour.messages)
+    context = in_fresh_process(in_context, hour.artifacts, messages, hour.hour)
+    parts = in_fresh_process(alone, hour.artifacts, messages, hour.messages, hour.hour)
     filed = hour.artifacts["clock and base, filed"]
-    cold, warm = in_fresh_process(first_filing, filed, hour.messages, False)
-    after_other, _ = in_fresh_process(first_filing, filed, hour.messages, True)
-    worker = in_a_worker(hour.artifacts, hour.messages)
+    cold, warm = in_fresh_process(first_filing, filed, hour.messages, hour.hour, False)
+    after_other, _ = in_fresh_process(first_filing, filed, hour.messages, hour.hour, True)
+    worker = in_a_worker(hour.artifacts, hour.messages, hour.hour)
     plain, writer = context["ordinary"], parts["writer"]
     rows = [
         (

@@ -40,6 +40,19 @@ def event_time(witnesses: Mapping[str, Sequence[WitnessRow]], clock: BlockSpec, 
     return parse_event_time(rows[0].values[0][0], fmt)
 
 
+def joinable_time(
+    witnesses: Mapping[str, Sequence[WitnessRow]],
+    clock: BlockSpec,
+    fmt: str,
+    hour: datetime,
+    lateness: timedelta,
+) -> datetime | None:
+    """The event time joins may use of a message routed in ``hour``: its clock's value parsed in
+    the feed's format (:func:`event_time`) and admitted in the hour (:func:`~feedrouter.join.
+    relations.admitted`); None when it is missing, unparsable or outside the hour and its lateness."""
+    return admitted(event_time(witnesses, clock, fmt), hour, lateness)
+
+
 def collect_hour(
     router: RoutesWitnesses,
     feed: str,
@@ -61,6 +74,5 @@ def collect_hour(
         except DocumentError:
             found.add(MessageRef(key, 0, None), {}, plans)
             continue
-        time = admitted(event_time(witnesses, clock, fmt), hour, lateness)
-        found.add(MessageRef(key, 0, time), witnesses, plans)
+        found.add(MessageRef(key, 0, joinable_time(witnesses, clock, fmt, hour, lateness)), witnesses, plans)
     return found

@@ -40,8 +40,8 @@ from feedrouter.delivery import Result, Splitter, dtd_text_of
 from feedrouter.delivery.messages import Message
 from feedrouter.delivery.routing import Routed, route_objects
 from feedrouter.errors import StorageError, TransientStorageError, error
-from feedrouter.join.collect import event_time
-from feedrouter.join.relations import HourWitnesses, MessageRef, MessageWitnesses, admitted, message_witnesses
+from feedrouter.join.collect import joinable_time
+from feedrouter.join.relations import HourWitnesses, MessageRef, MessageWitnesses, message_witnesses
 from feedrouter.join.witness import WitnessRow
 from feedrouter.spark.publish import Delivered, publish
 from feedrouter.spark.quarantine import Quarantine
@@ -235,8 +235,7 @@ class _Filing:
     ) -> MessageWitnesses:
         joins, time = self.joins, None
         if routed and joins.clock is not None:
-            found = event_time(witnesses, joins.clock, joins.event_format)
-            time = admitted(found, self.hour, self.lateness)
+            time = joinable_time(witnesses, joins.clock, joins.event_format, self.hour, self.lateness)
         ref = MessageRef(message.source, message.index, time, message.digest)
         return message_witnesses(ref, witnesses, joins.witnessing)
 
