@@ -298,8 +298,8 @@ def _share(value: float | None, plain: float) -> str:
 TEXT = """\
 `bench/join_stage1_bench.py`: the join bench's stage 1 taken apart, on each population's news hour
 12 with 10,000 ordinary subscriptions. Filing includes each message's event time (its `pubDate`
-parsed and admitted in the hour), as a routing task files it. `in context`: what the part adds to routing, the routers
-taking turns on the same 300 messages (shuffled turns of 25, the median of per-turn ratios over the
+parsed and admitted in the hour), as a routing task files it. `in context`: what the part adds to
+routing, the routers taking turns on the same 300 messages (shuffled turns of 25, the median of per-turn ratios over the
 ordinary router, times its time; each router its own copy, so filing's row, a difference of two
 copies, carries their 1 to 3% disagreement). `alone`: the same work with nothing around it (the
 clock and base routed by a router whose one ordinary subscription never matches, paired in the
