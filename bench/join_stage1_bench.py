@@ -299,21 +299,21 @@ TEXT = """\
 `bench/join_stage1_bench.py`: the join bench's stage 1 taken apart, on each population's news hour
 12 with 10,000 ordinary subscriptions. Filing includes each message's event time (its `pubDate`
 parsed and admitted in the hour), as a routing task files it. `in context`: what the part adds to
-routing, the routers taking turns on the same 300 messages (shuffled turns of 25, the median of per-turn ratios over the
-ordinary router, times its time; each router its own copy, so filing's row, a difference of two
-copies, carries their 1 to 3% disagreement). `alone`: the same work with nothing around it (the
-clock and base routed by a router whose one ordinary subscription never matches, paired in the
-same turns against that router alone; filing in a loop over routed outcomes; the writer's settle
-and tables on the whole filed hour, divided by its messages, as `join_bench.py` times them). The
-first-pass rows file the first half of the hour's messages in a fresh process right after routing
-the hour, after filing its other half first, and again (warm). `in a worker`: each router alone in a
-fresh process, as a routing task has its plan, routing the whole hour in batches of 32 messages and
-filing each batch's witnesses after routing it, first pass and 3 warm passes, 4 rounds of fresh
-processes (the routers in turn, the order reversed every other round); the clock and base and
-stage 1 are paired per round and pass over the ordinary router's routing (medians), filing is read
-off the filing router's own clock. The stage-1 rows add the writer (`alone`) to what routing and
-filing add. Percentages are of the ordinary router's time in context, `in a worker`'s of its time
-in a worker (warm, or its first pass on a first pass's rows)."""
+routing, the routers taking turns on the same 300 messages (shuffled turns of 25, the median of
+per-turn ratios over the ordinary router, times its time; each router its own copy, so filing's row,
+a difference of two copies, carries their 1 to 3% disagreement). `alone`: the same work with nothing
+around it (the clock and base routed by a router whose one ordinary subscription never matches,
+paired in the same turns against that router alone; filing in a loop over routed outcomes; the
+writer's settle and tables on the whole filed hour, divided by its messages, as `join_bench.py`
+times them). The first-pass rows file the first half of the hour's messages in a fresh process right
+after routing the hour, after filing its other half first, and again (warm). `in a worker`: each
+router alone in a fresh process, as a routing task has its plan, routing the whole hour in batches
+of 32 messages and filing each batch's witnesses after routing it, first pass and 3 warm passes, 4
+rounds of fresh processes (the routers in turn, the order reversed every other round); the clock and
+base and stage 1 are paired per round and pass over the ordinary router's routing (medians), filing
+is read off the filing router's own clock. The stage-1 rows add the writer (`alone`) to what routing
+and filing add. Percentages are of the ordinary router's time in context, `in a worker`'s of its
+time in a worker (warm, or its first pass on a first pass's rows)."""
 
 
 def main() -> None:
