@@ -633,7 +633,8 @@ class FirstPass:
 
 #: rounds of :func:`first_passes` (a fresh process a router and round). At about 90,000 ordinary
 #: subscriptions a round's paired ratio moves by tens of points (where each process's heap lands):
-#: two runs of one code's class put A's news at +11% and +42% on the first pass with 5 rounds
+#: with 5 rounds, runs at 792ea60 and 8710e18 put A's news first pass at +11% and +42%, where the
+#: code between them added under a point
 FIRST_PASS_ROUNDS = 7
 #: passes over the hour after the first in each of :func:`first_passes`' processes (their median)
 WORKER_WARM_PASSES = 2
@@ -1171,14 +1172,16 @@ hour's job is not: it decodes the plan, settles its heap and routes its share of
 building what it builds on first use (a base's checks, a key's bucket, a hot bucket's generated
 function) as it goes. `first pass`: the ordinary router and the factored one, each decoded in a
 fresh process (`decode s`: a worker's one-off, left out of the per-message figures), then the
-whole hour's messages routed once and filed 32 at a time; the median of 5 rounds, a fresh process
+whole hour's messages routed once and filed 32 at a time; the median of 7 rounds, a fresh process
 per router and round, the two in turn (the order reversed every round). `first pass: added` is
 paired as the warm figure is: the median over rounds of the factored router's time a message over
 the ordinary router's in the same round, minus one, times `first pass: ordinary ms/msg`, plus the
-writer's. `warm in a worker`: the 2 passes over the hour that follow the first in the same
-processes (their median), paired the same way: a worker that routes with the plan again, with no
-other router between its batches (the warm passes above rotate several routers through one
-process). The target is judged on the largest of the three added costs."""
+writer's; `rounds' least / most`: the same share from the round that gave the least and the one
+that gave the most (one round moves by tens of points where each process's heap lands). `warm in
+a worker`: the 2 passes over the hour that follow the first in the same processes (their median),
+paired the same way: a worker that routes with the plan again, with no other router between its
+batches (the warm passes above rotate several routers through one process). The target is judged
+on the largest of the three added costs (their medians)."""
 
 STAGE1_TASK_TEXT = """\
 The same comparison inside the routing task a batch runs (`feedrouter.spark.tasks`, in one process,
