@@ -586,8 +586,8 @@ def first_passes(
 ) -> dict[str, FirstPass]:
     """Per router, :func:`first_pass` over :data:`FIRST_PASS_ROUNDS` rounds, each in its own fresh
     process, the routers in turn (the order reversed every round: neither always runs first): the
-    medians of its decode time and time a message, and the median over rounds of its time a
-    message over the first router's in the same round (paired, as :func:`per_message` pairs the
+    medians of its decode time and time a message, and each round's time a message over the
+    first router's in the same round (the caller takes their median; paired, as :func:`per_message` pairs the
     warm passes: a round's routers run back to back, so the machine's drift falls on both alike;
     the difference of unpaired medians gave rows of -1% and +72% beside warm figures of +12% and
     +39%, results at 5dd4fab and 1da9036)."""
@@ -612,23 +612,14 @@ def first_passes(
 @dataclass(frozen=True)
 class FirstPass:
     """A router's first pass (:func:`first_passes`): seconds to decode, seconds a message, and
-    its time over the first router's in the same round (:attr:`ratio`: the median over rounds;
-    :attr:`ratios`: each round's); the same for the warm passes that followed in its process (a
-    worker's warm case)."""
+    its time over the first router's in each round (in the rounds' order); the same for the warm
+    passes that followed in its process (a worker's warm case)."""
 
     decode: float
     seconds: float
     ratios: tuple[float, ...]
     warm_seconds: float
     warm_ratios: tuple[float, ...]
-
-    @property
-    def ratio(self) -> float:
-        return statistics.median(self.ratios)
-
-    @property
-    def warm_ratio(self) -> float:
-        return statistics.median(self.warm_ratios)
 
 
 #: rounds of :func:`first_passes` (a fresh process a router and round). At about 90,000 ordinary
