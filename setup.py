@@ -20,6 +20,8 @@ KERNELS = [
     Extension("feedrouter.kernel._columns", ["plugins/feedrouter/kernel/_columns.pyx"], optional=True),
     # the deciders of a join base's factored tests (Python objects only)
     Extension("feedrouter.kernel._deciders", ["plugins/feedrouter/kernel/_deciders.pyx"], optional=True),
+    # the reader of event times in their usual forms (Python objects only)
+    Extension("feedrouter.kernel._clock", ["plugins/feedrouter/kernel/_clock.pyx"], optional=True),
 ]
 
 setup(ext_modules=cythonize(KERNELS, compiler_directives={"language_level": "3"}, quiet=True))

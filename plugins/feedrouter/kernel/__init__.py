@@ -16,11 +16,14 @@ in the environment turns the kernels off (the benchmarks measure both ways).
 * :class:`Decider`: the blocks a witness row's factored tests bind, its atoms evaluated from a table
   (:func:`feedrouter.join.selections.decider`); :class:`Tests`: the same, each test read as it is
   (a key's bucket, :mod:`feedrouter.join.selections`); :func:`bind`: the loop that files a witness
-  plan's rows by block through them (:meth:`feedrouter.join.selections.Served.bind`).
+  plan's rows by block through them (:meth:`feedrouter.join.selections.Served.bind`);
+* :func:`event_time`: a message's event time in its usual lexical forms, RFC 822 and ISO 8601
+  (:func:`feedrouter.join.clock.parse_event_time`, whose library path decides every other form).
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import warnings
 from collections.abc import Callable, Iterator
@@ -59,26 +62,15 @@ def _load() -> Any:
     return _children
 
 
-def _load_columns() -> Any:
-    """The compiled loops of the witness writer, or None (not built here, or turned off)."""
+def _load_plain(name: str) -> Any:
+    """A compiled module that touches Python objects only (no lxml to fit), or None (not built
+    here, or turned off)."""
     if not _turned_on():
         return None
     try:
-        from feedrouter.kernel import _columns  # type: ignore[attr-defined]
+        return importlib.import_module(f"feedrouter.kernel.{name}")
     except ImportError:
         return None
-    return _columns
-
-
-def _load_deciders() -> Any:
-    """The compiled decider of a base's tests, or None (not built here, or turned off)."""
-    if not _turned_on():
-        return None
-    try:
-        from feedrouter.kernel import _deciders  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    return _deciders
 
 
 def _turned_on() -> bool:
@@ -86,8 +78,9 @@ def _turned_on() -> bool:
 
 
 _compiled = _load()
-_writer = _load_columns()
-_deciding = _load_deciders()
+_writer = _load_plain("_columns")  # the witness writer's loops
+_deciding = _load_plain("_deciders")  # the deciders of a base's tests
+_clock = _load_plain("_clock")  # the reader of event times
 #: the compiled reader of plain children, or None (not built, or turned off)
 plain_children: PlainChildren | None = None if _compiled is None else _compiled.plain_children
 #: the compiled reader of whole plain rows, or None
@@ -111,6 +104,11 @@ Tests: Callable[..., Callable[[Any], list[tuple[str, ...]]]] | None = (
 )
 #: the compiled loop that files a plan's rows by block, or None (a build from before it: None too)
 bind: Callable[..., list[Any]] | None = getattr(_deciding, "bind", None)
+#: an event time in its usual form (format code: :data:`EVENT_FORMATS`) as an aware UTC datetime;
+#: None for any other value (the library decides it), or None (not built, or turned off)
+event_time: Callable[[str, int], Any] | None = None if _clock is None else _clock.event_time
+#: the codes :func:`event_time` knows its formats by (empty without it)
+EVENT_FORMATS: dict[str, int] = {} if _clock is None else {"rfc822": _clock.RFC822, "iso8601": _clock.ISO8601}
 #: the decider's kinds of atom by name (empty without it)
 ATOM_KINDS: dict[str, int] = {} if _deciding is None else dict(_deciding.KINDS)
 
@@ -127,6 +125,7 @@ _KERNELS = (
     "Decider",
     "Tests",
     "bind",
+    "event_time",
 )
 
 
