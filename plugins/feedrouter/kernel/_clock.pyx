@@ -3,13 +3,13 @@
 
 A feed with join subscriptions has every message's event time parsed in its routing task
 (:func:`feedrouter.join.clock.parse_event_time`): through :mod:`email.utils` an RFC 822 date costs
-about 3 us, as much as filing the message's witnesses by block. Nearly every value a feed sends has
+about 3 us, a third of filing the message's witnesses by block. Nearly every value a feed sends has
 one form (``Wed, 01 May 2024 08:30:00 GMT``, ``2024-05-01T08:30:00Z``), and this module reads that
 form alone: :func:`event_time` gives the time in UTC for a value it reads whole, and None for
-anything else, which the Python path (the reference: the tests compare the two on every value)
-then decides, refusing it or reading a variant (a two-digit year, a named US zone, a lowercase
-month, out-of-range fields). So the kernel never says a value is unparsable; it only answers what
-is plainly a time, and answers exactly as the library would.
+anything else, which the Python path (the reference: property tests compare the two on values in
+and near the usual form) then decides, refusing it or reading a variant (a two-digit year, a named
+US zone, a lowercase month, out-of-range fields). So the kernel never says a value is unparsable;
+it only answers what is plainly a time, and answers as the library does.
 
 Only ASCII digits, letters and separators at fixed places are read; a value's length is checked
 before every read.
@@ -138,7 +138,6 @@ cdef object _rfc822(str text):
     if offset == _NO_ZONE:
         return None
     return _utc(year, month, day, hour, minute, second, 0, offset)
-
 
 
 cdef int _month(str name):
