@@ -65,11 +65,11 @@ def parse_event_time(text: str | None, fmt: str) -> datetime | None:
     if text is None or len(text) > MAX_LENGTH:
         return None
     text = text.strip(_XML_SPACE)
-    compiled = kernel.event_time
-    if compiled is not None and fmt in kernel.EVENT_FORMATS:
+    compiled, code = kernel.event_time, kernel.EVENT_FORMATS.get(fmt)
+    if compiled is not None and code is not None:
         # the usual form read in C (every message of a feed with joins has its time parsed: the
         # library costs about 3 us); any other value is the library's to decide
-        found = compiled(text, kernel.EVENT_FORMATS[fmt])
+        found = compiled(text, code)
         if found is not None:
             return found
     try:

@@ -106,7 +106,7 @@ cdef object _rfc822(str text):
     ``+hhmm``/``-hhmm``, single spaces, nothing after; None for anything else."""
     cdef Py_ssize_t n = len(text)
     cdef Py_ssize_t at = 0
-    cdef int day, month, year, hour, minute, second, offset
+    cdef int day, month, year, hour, minute, second, offset, tens
     if n >= 5 and text[4] == u' ' and text[:4] in _DAYS:
         at = 5
     # the day: one digit or two
@@ -116,8 +116,9 @@ cdef object _rfc822(str text):
     if day < 0:
         return None
     at += 1
-    if _digit(text, at) >= 0:
-        day = day * 10 + _digit(text, at)
+    tens = _digit(text, at)  # a second digit, if the day has one
+    if tens >= 0:
+        day = day * 10 + tens
         at += 1
     # " Mon YYYY HH:MM:SS " and a zone of at least one character
     if n - at < 20 or text[at] != u' ' or text[at + 4] != u' ' or text[at + 9] != u' ':
