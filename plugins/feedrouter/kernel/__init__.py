@@ -50,7 +50,7 @@ AllNamed = Callable[[Any, bytes], list[tuple[int, Any]]]
 
 def _load() -> Any:
     """The compiled reader of children, or None (not built here, or turned off)."""
-    if not _turned_on():
+    if not requested():
         return None
     try:
         from feedrouter.kernel import _children  # type: ignore[attr-defined]
@@ -65,7 +65,7 @@ def _load() -> Any:
 def _load_plain(name: str) -> Any:
     """A compiled module that touches Python objects only (no lxml to fit), or None (not built
     here, or turned off)."""
-    if not _turned_on():
+    if not requested():
         return None
     try:
         return importlib.import_module(f"feedrouter.kernel.{name}")
@@ -73,7 +73,9 @@ def _load_plain(name: str) -> Any:
         return None
 
 
-def _turned_on() -> bool:
+def requested() -> bool:
+    """Whether the environment asks for the kernels (``FEEDROUTER_KERNEL`` is not ``off``): where
+    it does, a kernel that is missing was left out by the build."""
     return os.environ.get("FEEDROUTER_KERNEL", "on").lower() not in ("off", "0", "false", "no")
 
 

@@ -5,7 +5,6 @@ not plain or a namespace is in scope it declines, and the Python path answers.""
 from __future__ import annotations
 
 import gc
-import os
 
 import pytest
 from hypothesis import given, settings
@@ -27,7 +26,7 @@ needs_kernel = pytest.mark.skipif(
 def test_the_kernel_is_built_here() -> None:
     """The project's own files build it (setup.py, scripts/setup): a build that failed quietly (it is
     optional for installs without a compiler) would leave every row on the slow path."""
-    if os.environ.get("FEEDROUTER_KERNEL", "on").lower() in ("off", "0", "false", "no"):
+    if not kernel.requested():
         pytest.skip("turned off here")
     assert plain_children is not None
 
