@@ -24,10 +24,19 @@ Each part is measured three ways:
   after routing the hour, once after the other half was filed first (other messages, mostly other
   keys), and warm (the second time): whether a new worker's extra cost is per key or per process.
 
-Results: ``bench/results/join_stage1_parts.md`` and ``.csv``.
+A second table takes filing and the writer apart further (:func:`details`, each in a fresh
+process, on the whole hour): filing's pieces alone (the event time, the message's records, the
+compiled loop that files its rows by block, the Python around it), the writer's phases (settling,
+each table's columns, the tables beyond their columns), and what a new worker builds on first use
+while it files its first hour (a base's checks, a key's bucket, a hot key's table decider: counted
+and timed where they are made). These are the figures the README's stage-1 paragraphs quote.
 
-Usage: ``.venv/bin/python bench/join_stage1_bench.py [--quick] [--populations A,C]`` (about 7 min a
-population on 2 cores; ``--quick``: the join bench's small sizes)
+Results: ``bench/results/join_stage1_parts.md`` and ``.csv``; the details in
+``join_stage1_details.md`` and ``.csv``.
+
+Usage: ``.venv/bin/python bench/join_stage1_bench.py [--quick] [--populations A,C] [--details]``
+(about 7 min a population on 2 cores; ``--details``: the second table only, about 3 min a
+population; ``--quick``: the join bench's small sizes)
 """
 
 from __future__ import annotations
@@ -35,19 +44,28 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from lxml import etree
 
 from common import RESULTS, markdown_table, write_csv
 from feedrouter import heap
+from feedrouter.join import selections
+from feedrouter.join.collect import joinable_time
 from feedrouter.join.plan import clock_block
+from feedrouter.join.relations import HourWitnesses, MessageRef, MessageWitnesses, message_witnesses
 from feedrouter.join.selections import witness_plans
+from feedrouter.spark.witnesses import tables as witness_tables
 from join_bench import (
+    CLOCK_FORMAT,
     CLOCK_PATH,
+    CLOCKS,
     FULL,
+    LATENESS,
     PASSES,
     POPULATIONS,
     QUICK,
@@ -287,6 +305,173 @@ def measure(population: str, sizes: Sizes) -> list[dict]:
     ]
 
 
+def _filed_router(artifact_bytes: bytes, whole_hour: Sequence[bytes]) -> tuple[Any, Any, list]:
+    """The filing router of an artifact, loaded as a worker loads it, with the hour routed."""
+    router, plans = loaded_after_compiling({"r": artifact_bytes})["r"]
+    return router, plans, [router.route_outcome(data).witnesses for data in whole_hour]
+
+
+def filing_parts(artifact_bytes: bytes, whole_hour: Sequence[bytes], hour: datetime) -> dict[str, float]:
+    """Microseconds a message of filing's pieces alone, warm (tight loops over the routed hour,
+    after :data:`WARM_FILINGS` untimed filings): the whole of it as a routing task files a
+    message, its event time, the message's two records, the filing loop (:func:`~feedrouter.join.
+    relations.message_witnesses`) and, in it, each plan's rows filed by block (``Served.bind``,
+    the compiled loop where it is built)."""
+    _, plans, routed = _filed_router(artifact_bytes, whole_hour)
+    clock = next(CLOCKS[block] for found in routed for block in found if block in CLOCKS)
+    ref = MessageRef("k", 0, None)
+    served = plans.served
+    with heap.settled():
+        for _ in range(WARM_FILINGS):
+            for found in routed:
+                filed_as_a_task(found, plans, hour)
+        loops = {
+            "filing as a task": lambda: [filed_as_a_task(found, plans, hour) for found in routed],
+            "event time": lambda: [joinable_time(f, clock, CLOCK_FORMAT, hour, LATENESS) for f in routed],
+            "records (MessageRef, MessageWitnesses)": lambda: [
+                MessageWitnesses(MessageRef("k", 0, None)) for _ in routed
+            ],
+            "filing loop": lambda: [message_witnesses(ref, found, plans) for found in routed],
+            "rows filed by block": lambda: [
+                served[plan].bind(rows, {})
+                for found in routed
+                for plan, rows in found.items()
+                if plan in served
+            ],
+        }
+        found = {name: _loop(work) / len(routed) * 1e6 for name, work in loops.items()}
+    found["glue (the loop's Python around it)"] = found["filing loop"] - found["rows filed by block"]
+    return found
+
+
+def writer_phases(artifact_bytes: bytes, whole_hour: Sequence[bytes], hour: datetime) -> dict[str, float]:
+    """Microseconds a message of the hour's writer, phase by phase (medians of :data:`LOOPS`
+    fresh hours): settling the filed messages, each table's columns, and the four tables with
+    their columns (:func:`feedrouter.spark.witnesses.tables`, what ``join_bench`` times)."""
+    _, plans, routed = _filed_router(artifact_bytes, whole_hour)
+    filed = [filed_as_a_task(found, plans, hour, f"m{i}") for i, found in enumerate(routed)]
+
+    def fresh() -> HourWitnesses:
+        witnesses = HourWitnesses("f", hour)
+        for found in filed:
+            witnesses.append(found)
+        return witnesses
+
+    phases: dict[str, list[float]] = {}
+    clock = time.perf_counter
+    with heap.settled():
+        for _ in range(LOOPS + 1):  # the first untimed
+            witnesses = fresh()
+            started = clock()
+            witnesses.settle()
+            times = {"settling": clock() - started}
+            for name, columns in (
+                ("roots' columns", witnesses.root_columns),
+                ("values' columns", witnesses.value_columns),
+                ("fragments' columns", witnesses.fragment_columns),
+            ):
+                started = clock()
+                columns()
+                times[name] = clock() - started
+            witnesses = fresh()
+            witnesses.settle()
+            started = clock()
+            witness_tables(witnesses)
+            times["the four tables"] = clock() - started
+            for name, spent in times.items():
+                phases.setdefault(name, []).append(spent)
+    found = {name: statistics.median(spent[1:]) / len(filed) * 1e6 for name, spent in phases.items()}
+    columns = sum(found[name] for name in ("roots' columns", "values' columns", "fragments' columns"))
+    found["tables beyond their columns"] = found["the four tables"] - columns
+    found["writer (settling and tables)"] = found["settling"] + found["the four tables"]
+    return found
+
+
+@contextmanager
+def _counted(made: dict[str, list[float]]) -> Iterator[None]:
+    """Count and time, where they are made, what filing builds on first use: a base's checks
+    (:meth:`~feedrouter.join.selections.Served._checks`, once per base and process), a key's bucket
+    (``selections._bucket``, on the key's first row) and a hot key's table decider
+    (``selections._hot_decider``). Each is looked up at its call (the filing loop passes
+    ``_bucket``, a bucket asks for ``_hot_decider``), so wrapping the module's names reaches them."""
+
+    def wrapped(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
+        def timed(*args: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return function(*args)
+            finally:
+                made.setdefault(name, []).append(time.perf_counter() - started)
+
+        return timed
+
+    kept = selections._bucket, selections._hot_decider, selections.Served._checks
+    checks = wrapped("a base's checks", kept[2])
+    selections._bucket = wrapped("a key's bucket", kept[0])
+    selections._hot_decider = wrapped("a hot key's table decider", kept[1])
+    selections.Served._checks = lambda self: self.__dict__.get("_compiled") or checks(self)  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        selections._bucket, selections._hot_decider, selections.Served._checks = kept  # type: ignore[method-assign]
+
+
+def first_use(
+    artifact_bytes: bytes, whole_hour: Sequence[bytes], hour: datetime
+) -> dict[str, tuple[float, int]]:
+    """A new worker's first filing of its hour (routed first), and what it built on first use as
+    it went: per kind, microseconds a message of the hour and how many (:func:`_counted`; the
+    wrapper's own call, a fraction of a microsecond, is in its figure)."""
+    _, plans, routed = _filed_router(artifact_bytes, whole_hour)
+    made: dict[str, list[float]] = {}
+    count = len(routed)
+    with heap.settled(), _counted(made):
+        started = time.perf_counter()
+        for found in routed:
+            filed_as_a_task(found, plans, hour)
+        first = time.perf_counter() - started
+    found = {"filing's first pass": (first / count * 1e6, count)}
+    for name in ("a base's checks", "a key's bucket", "a hot key's table decider"):
+        spent = made.get(name, [])
+        found[name] = (sum(spent) / count * 1e6, len(spent))
+    return found
+
+
+#: untimed filings of the hour before :func:`filing_parts` times the warm pieces
+WARM_FILINGS = 3
+#: fresh processes per figure of :func:`details` (their median)
+DETAIL_ROUNDS = 3
+
+
+def details(population: str, sizes: Sizes) -> list[dict]:
+    """The second table: filing's pieces, the writer's phases and a new worker's first-use costs on
+    the population's news hour, each in :data:`DETAIL_ROUNDS` fresh processes (medians)."""
+    hour = prepare(population, sizes)
+    filed = hour.artifacts["clock and base alone"]
+    runs: dict[str, list[float]] = {}
+    counts: dict[str, list[int]] = {}
+    for _ in range(DETAIL_ROUNDS):
+        for name, value in in_fresh_process(filing_parts, filed, hour.messages, hour.hour).items():
+            runs.setdefault(f"filing: {name}", []).append(value)
+        for name, value in in_fresh_process(writer_phases, filed, hour.messages, hour.hour).items():
+            runs.setdefault(f"writer: {name}", []).append(value)
+        for name, (value, made) in in_fresh_process(first_use, filed, hour.messages, hour.hour).items():
+            runs.setdefault(f"first use: {name}", []).append(value)
+            counts.setdefault(f"first use: {name}", []).append(made)
+    return [
+        {
+            "population": population,
+            "part": name,
+            "us/msg (median)": round(statistics.median(values), 2),
+            "least / most": f"{min(values):.2f} / {max(values):.2f}",
+            "made in the hour": (
+                "" if name not in counts or "first pass" in name else int(statistics.median(counts[name]))
+            ),
+        }
+        for name, values in runs.items()
+    ]
+
+
 def _rounded(value: float | None) -> float | str:
     return "" if value is None else round(value, 1)
 
@@ -316,14 +501,44 @@ and filing add. Percentages are of the ordinary router's time in context, `in a 
 time in a worker (warm, or its first pass on a first pass's rows)."""
 
 
+DETAILS = """\
+`bench/join_stage1_bench.py` (also alone: `--details`): filing and the hour's writer taken apart on
+each population's news hour 12 with the router of the clock and the factored base (beside one
+ordinary subscription that never matches), each figure the median of 3 fresh processes (the least
+and the most beside it), us a message of the hour's 2,000. `filing`: tight loops over the routed
+hour after 3 untimed filings (warm): the whole of it as a routing task files a message (its event
+time, its records, the filing loop), the event time alone (`pubDate` parsed and admitted), the two
+records alone, the filing loop (`message_witnesses`) and the rows filed by block in it
+(`Served.bind`, the compiled loop); glue is the loop less the rows' filing. `writer`: on a fresh
+filed hour each time (9 timed), settling, each table's columns, the four tables with their
+columns (what `join_bench.py` times as the writer) and the tables beyond their columns. `first
+use`: a new worker's first filing of the hour, and what it made on first use as it went, counted
+and timed where each is made (a base's checks, a key's bucket on the key's first row, a hot key's
+table decider after 64 rows)."""
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--populations", default="A,C", help="which populations (A,B,C,D)")
     parser.add_argument("--quick", action="store_true", help="the join bench's small sizes (results/quick/)")
+    parser.add_argument(
+        "--details", action="store_true", help="the second table only (filing and the writer)"
+    )
     args = parser.parse_args()
     sizes, out = (QUICK, RESULTS / "quick") if args.quick else (FULL, RESULTS)
     info = machine()
-    rows = [row for name in args.populations.split(",") for row in measure(name, sizes)]
+    populations = args.populations.split(",")
+    found = [row for name in populations for row in details(name, sizes)]
+    for row in found:
+        row["code"], row["cpu"] = info["code"], info["cpu"]
+    write_csv(found, out / "join_stage1_details.csv")
+    table = markdown_table(found, list(found[0]))
+    text = "\n".join(["# Stage 1's filing and writer taken apart", "", DETAILS, "", table, ""])
+    (out / "join_stage1_details.md").write_text(text)
+    print(text)
+    if args.details:
+        return
+    rows = [row for name in populations for row in measure(name, sizes)]
     for row in rows:
         row["code"], row["cpu"] = info["code"], info["cpu"]
     write_csv(rows, out / "join_stage1_parts.csv")

@@ -265,6 +265,10 @@ class HourWitnesses:
         """The columns of one side of the rows (:data:`_LEAVES` or :data:`_FRAGMENTS`): those
         named already (``named``) and those filed since."""
         self.settle()
+        if not named:  # the writer's case: the hour's rows as filed, none named yet
+            counted = _filled_columns(self._rows, side)
+            if counted is not None:
+                return counted
         found = _NamedColumnsBuilder(side)
         for (m, n), items in named.items():
             found.add(m, n, tuple(items), tuple(items.values()))
@@ -427,6 +431,28 @@ class _NamedColumnsBuilder:
         )
 
 
+def _filled_columns(
+    filed: Sequence[tuple[int, Sequence[tuple[Names, WitnessRow]]]], side: int
+) -> NamedColumns | None:
+    """:class:`_NamedColumnsBuilder`'s columns of ``filed`` alone, written by the compiled kernel
+    straight into arrays (:func:`feedrouter.kernel.fill_items`: the rows counted first, no list of
+    numbers to convert); None where it is not built."""
+    count, fill = kernel.count_items, kernel.fill_items
+    if count is None or fill is None:
+        return None
+    rows = list(filed)
+    size = count(rows, side)
+    codes: dict[tuple[str, ...], tuple[int, ...]] = {}
+    numbers: dict[str, int] = {}
+    name, messages, nodes = (np.empty(size, np.int64) for _ in range(3))
+    items: list = []
+    fill(rows, side, codes, numbers, name, items, messages, nodes)
+    ordered = sorted(numbers)
+    rank = np.zeros(len(ordered), np.int64)
+    rank[[numbers[label] for label in ordered]] = np.arange(len(ordered))
+    return NamedColumns(ordered, rank[name], items, messages, nodes)
+
+
 @dataclass(frozen=True)
 class RootColumns:
     """An hour's roots sorted by block, message and node: ``names[blocks[i]]`` bound node
@@ -505,6 +531,10 @@ def _sorted_roots(roots: Mapping[str, Sequence[tuple[int, int]]], filed: _FiledR
     ranks = np.array(list(map(rank.__getitem__, named)), np.int64)
     sizes = np.array(list(map(len, groups)), np.int64)
     members = ranks[: int(sizes.sum())]
+    if not roots:  # the writer's case: an hour of filed messages only
+        counted = _counted_roots(names, members, sizes, filed)
+        if counted is not None:
+            return counted
     firsts = np.cumsum(sizes) - sizes
     hits = np.array(filed.hits, np.int64)
     per_hit = sizes[hits]
@@ -537,6 +567,33 @@ def _sorted_roots(roots: Mapping[str, Sequence[tuple[int, int]]], filed: _FiledR
         messages=messages[order],
         nodes=nodes[order],
     )
+
+
+def _counted_roots(
+    names: list[str], members: npt.NDArray[np.int64], sizes: npt.NDArray[np.int64], filed: _FiledRoots
+) -> RootColumns | None:
+    """:func:`_sorted_roots` of filed roots alone by the compiled counting sort
+    (:func:`feedrouter.kernel.sorted_roots`): the same rows in the same order, where the nodes
+    were filed in stream order (a stable sort by block is then the whole sort); None where it is
+    not built or they were not (two plans' rows of a message out of document order): the array
+    path sorts those."""
+    compiled = kernel.sorted_roots
+    if compiled is None:
+        return None
+    messages = np.array(filed.messages, np.int64)
+    nodes = np.array(filed.nodes, np.int64)
+    keys = _keys(messages, nodes)
+    if not bool(np.all(keys[1:] >= keys[:-1])):
+        return None
+    hits = np.array(filed.hits, np.int64)
+    firsts = np.zeros(len(sizes) + 1, np.int64)
+    np.cumsum(sizes, out=firsts[1:])
+    rows = int(sizes[hits].sum())
+    starts = np.zeros(len(names) + 1, np.int64)
+    blocks, out_messages, out_nodes = (np.empty(rows, np.int64) for _ in range(3))
+    counts = np.array(filed.counts, np.int64)
+    compiled(members, firsts, hits, counts, messages, nodes, starts, blocks, out_messages, out_nodes)
+    return RootColumns(names=names, starts=starts, blocks=blocks, messages=out_messages, nodes=out_nodes)
 
 
 @dataclass(frozen=True)

@@ -463,32 +463,36 @@ def _named_table(
     order: list[str],
 ) -> pa.Table:
     """``columns`` as a table of the columns ``order``, sorted by ``key`` and a row once per
-    distinct ``key`` (the first: rows alike in it are alike in the rest). Every key column is
-    sorted as numbers: the names as their ranks (:attr:`NamedColumns.names` is ascending), and
-    items in the key (a leaf's values) as their ranks among the distinct items, so that one sort
-    of the distinct strings stands for a multi-column sort of every row (the same order: both
-    sorts are stable, and strings compare as their bytes)."""
+    distinct ``key`` (the first: rows alike in it are alike in the rest). The names sort as their
+    ranks (:attr:`NamedColumns.names` is ascending); where the items are in the key (a leaf's
+    values), Arrow's stable multi-key sort orders the rows, the strings compared as their bytes
+    (one call, where ranking the distinct values and sorting four columns of numbers took two
+    to three times as long); else NumPy's sort of the numbers does."""
     import numpy as np
     import pyarrow.compute as pc
 
     items = pa.array(columns.items, kind)
     numbers = {name: columns.name, "message": columns.messages, "node": columns.nodes}
     if item in key:
-        encoded = items.dictionary_encode()
-        rank = np.empty(len(encoded.dictionary), np.int64)
-        rank[pc.sort_indices(encoded.dictionary).to_numpy()] = np.arange(len(rank))
-        numbers[item] = rank[encoded.indices.to_numpy()]
-    keys = [numbers[column] for column in key]
-    kept = np.lexsort(keys[::-1])  # the last key is lexsort's first
+        keyed = pa.table({column: items if column == item else numbers[column] for column in key})
+        kept = pc.sort_indices(keyed, sort_keys=[(column, "ascending") for column in key]).to_numpy()
+    else:
+        kept = np.lexsort([numbers[column] for column in key][::-1])  # the last key is lexsort's first
+    ordered = items.take(pa.array(kept))
     if len(kept) > 1:
         same = np.ones(len(kept) - 1, np.bool_)
-        for numbered in keys:
-            ordered = numbered[kept]
-            same &= ordered[1:] == ordered[:-1]
-        kept = kept[np.concatenate(([True], ~same))]
+        for column in key:
+            if column == item:
+                alike = pc.equal(ordered.slice(1), ordered.slice(0, len(kept) - 1))
+                same &= alike.to_numpy(zero_copy_only=False)
+            else:
+                numbered = numbers[column][kept]
+                same &= numbered[1:] == numbered[:-1]
+        first = np.concatenate(([True], ~same))
+        kept, ordered = kept[first], ordered.filter(pa.array(first))
     built = {
         name: pa.array(columns.names, pa.string()).take(pa.array(columns.name[kept])),
-        item: items.take(pa.array(kept)),
+        item: ordered,
         "message": pa.array(columns.messages[kept].astype("int32")),
         "node": pa.array(columns.nodes[kept].astype("int32")),
     }

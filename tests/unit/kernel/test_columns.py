@@ -5,10 +5,21 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 
 from feedrouter import kernel
-from feedrouter.join.relations import MessageWitnesses, _FiledRoots, _NamedColumnsBuilder
+from feedrouter.join.relations import (
+    MessageRef,
+    MessageWitnesses,
+    NamedColumns,
+    RootColumns,
+    _counted_roots,
+    _FiledRoots,
+    _filled_columns,
+    _NamedColumnsBuilder,
+    _sorted_roots,
+)
 from tests.unit.spark.test_witnesses import filed_messages
 
 needs_kernel = pytest.mark.skipif(
@@ -22,6 +33,8 @@ def test_the_writer_kernel_is_built_here() -> None:
     if not kernel.requested():
         pytest.skip("turned off here")
     assert kernel.file_messages is not None and kernel.name_rows is not None
+    assert kernel.sorted_roots is not None
+    assert kernel.count_items is not None and kernel.fill_items is not None
 
 
 def _filed(messages: list[MessageWitnesses]) -> tuple[dict, list, list]:
@@ -101,3 +114,207 @@ def test_the_compiled_loops_refuse_short_rows_and_unknown_sides() -> None:
         kernel.name_rows([(0, [((("a",),),)])], 0, {}, {}, *lists)
     with pytest.raises(ValueError, match="side"):
         kernel.name_rows([], 2, {}, {}, *lists)
+
+
+def _in_stream_order(messages: list[MessageWitnesses]) -> list[MessageWitnesses]:
+    """The messages with each one's nodes filed in document order (as one plan's rows file them)."""
+    for message in messages:
+        message.bound = dict(sorted(message.bound.items()))
+    return messages
+
+
+def _roots_both_ways(messages: list[MessageWitnesses]) -> tuple[RootColumns, RootColumns]:
+    filed = _FiledRoots()
+    filed.file(list(enumerate(messages)), [])
+    compiled = _sorted_roots({}, filed)
+    with kernel.turned_off():
+        return compiled, _sorted_roots({}, filed)
+
+
+def _same_roots(one: RootColumns, other: RootColumns) -> bool:
+    return one.names == other.names and all(
+        np.array_equal(getattr(one, column), getattr(other, column))
+        for column in ("starts", "blocks", "messages", "nodes")
+    )
+
+
+@needs_kernel
+@pytest.mark.parametrize("seed", range(8))
+def test_the_counting_sort_gives_the_array_paths_roots(seed: int) -> None:
+    """Roots filed in stream order take the compiled counting sort (checked: it answered), and
+    give the rows, order and starts the array path gives, a block twice in a node's groups
+    included."""
+    messages = _in_stream_order(filed_messages(random.Random(seed), 40))
+    filed = _FiledRoots()
+    filed.file(list(enumerate(messages)), [])
+    groups = list(filed.numbers)
+    names = sorted({block for group in groups for block in group})
+    rank = {name: at for at, name in enumerate(names)}
+    members = np.array([rank[block] for group in groups for block in group], np.int64)
+    sizes = np.array([len(group) for group in groups], np.int64)
+    assert _counted_roots(names, members, sizes, filed) is not None
+    compiled, python = _roots_both_ways(messages)
+    assert _same_roots(compiled, python)
+    bound = [group for message in messages for groups in message.bound.values() for group in groups]
+    assert len(compiled.blocks) == sum(map(len, bound))
+
+
+@needs_kernel
+def test_roots_filed_out_of_stream_order_take_the_array_path() -> None:
+    """Two plans' rows can file a message's nodes out of document order: the counting sort (stable
+    in filing order) would keep that order, so the array path sorts them, with the same result."""
+    messages = filed_messages(random.Random(5), 40)
+    assert any(list(m.bound) != sorted(m.bound) for m in messages)
+    filed = _FiledRoots()
+    filed.file(list(enumerate(messages)), [])
+    assert _counted_roots([], np.zeros(0, np.int64), np.zeros(0, np.int64), filed) is None
+    compiled, python = _roots_both_ways(messages)
+    assert _same_roots(compiled, python)
+    keys = compiled.messages * 1000 + compiled.nodes
+    for at in range(len(compiled.names)):
+        run = keys[compiled.starts[at] : compiled.starts[at + 1]]
+        assert list(run) == sorted(run)
+
+
+@needs_kernel
+def test_an_hour_without_roots_sorts_to_no_rows() -> None:
+    compiled, python = _roots_both_ways([MessageWitnesses(MessageRef("m", 0, None))])
+    assert _same_roots(compiled, python) and len(compiled.blocks) == 0 and compiled.names == []
+
+
+def _sort_arguments(**changed: object) -> dict[str, object]:
+    """A well-formed call of the counting sort (one node bound by group 0, blocks 0 and 1), with
+    ``changed`` replacing some of its arguments."""
+    arguments: dict[str, object] = {
+        "members": np.array([0, 1], np.int64),
+        "firsts": np.array([0, 2], np.int64),
+        "hits": np.array([0], np.int64),
+        "counts": np.array([1], np.int64),
+        "messages": np.array([0], np.int64),
+        "nodes": np.array([3], np.int64),
+        "starts": np.zeros(3, np.int64),
+        "blocks": np.empty(2, np.int64),
+        "out_messages": np.empty(2, np.int64),
+        "out_nodes": np.empty(2, np.int64),
+    }
+    arguments.update(changed)
+    return arguments
+
+
+@needs_kernel
+def test_the_counting_sort_fills_its_columns() -> None:
+    assert kernel.sorted_roots is not None
+    arguments = _sort_arguments()
+    kernel.sorted_roots(*arguments.values())
+    assert list(arguments["starts"]) == [0, 1, 2]  # type: ignore[call-overload]
+    assert list(arguments["blocks"]) == [0, 1]  # type: ignore[call-overload]
+    assert list(arguments["out_nodes"]) == [3, 3]  # type: ignore[call-overload]
+
+
+@needs_kernel
+@pytest.mark.parametrize(
+    ("changed", "error"),
+    [
+        ({"members": np.array([0, 5], np.int64)}, ValueError),  # a rank past the names
+        ({"members": np.array([0, -1], np.int64)}, ValueError),
+        ({"hits": np.array([1], np.int64)}, IndexError),  # a group that is not there
+        ({"hits": np.array([0, 0], np.int64)}, ValueError),  # counts not adding up to the hits
+        ({"counts": np.array([2], np.int64)}, IndexError),  # more groups than hits
+        ({"counts": np.array([-1], np.int64)}, ValueError),
+        ({"firsts": np.array([0, 9], np.int64)}, IndexError),  # a group's run past the members
+        ({"starts": np.ones(3, np.int64)}, ValueError),
+        ({"starts": np.zeros(0, np.int64)}, ValueError),
+        ({"blocks": np.empty(5, np.int64)}, ValueError),  # columns not as long as the rows
+        ({"out_nodes": np.empty(1, np.int64)}, ValueError),
+        ({"messages": np.array([0, 1], np.int64)}, ValueError),  # an entry per node
+        ({"nodes": np.array([0.5])}, ValueError),  # not 64-bit integers
+    ],
+)
+def test_the_counting_sort_refuses_arrays_that_do_not_fit(changed: dict, error: type[Exception]) -> None:
+    """Every index is checked: arrays that do not fit one another raise, never read or write
+    memory the sort does not own."""
+    assert kernel.sorted_roots is not None
+    with pytest.raises(error):
+        kernel.sorted_roots(*_sort_arguments(**changed).values())
+
+
+def _columns_both_ways(messages: list[MessageWitnesses], side: int) -> tuple[NamedColumns, NamedColumns]:
+    rows: list = []
+    _FiledRoots().file(list(enumerate(messages)), rows)
+    compiled = _filled_columns(rows, side)
+    assert compiled is not None
+    with kernel.turned_off():
+        assert _filled_columns(rows, side) is None
+        builder = _NamedColumnsBuilder(side)
+        builder.add_rows(rows)
+        return compiled, builder.columns()
+
+
+def _same_columns(one: NamedColumns, other: NamedColumns) -> bool:
+    return (
+        one.names == other.names
+        and one.items == other.items
+        and all(
+            np.array_equal(getattr(one, column), getattr(other, column))
+            for column in ("name", "messages", "nodes")
+        )
+        and all(getattr(one, column).dtype == np.int64 for column in ("name", "messages", "nodes"))
+    )
+
+
+@needs_kernel
+@pytest.mark.parametrize("side", [0, 1])
+@pytest.mark.parametrize("seed", range(6))
+def test_the_filled_arrays_hold_what_the_python_builder_makes(seed: int, side: int) -> None:
+    """Values (a row per value of a leaf, none for a leaf without one) and fragments (a row per
+    fragment) written straight into arrays: the same rows, order and name numbers as the Python
+    builder's lists."""
+    compiled, python = _columns_both_ways(filed_messages(random.Random(seed), 30), side)
+    assert _same_columns(compiled, python)
+
+
+@needs_kernel
+def test_an_hour_without_rows_fills_no_columns() -> None:
+    for side in (0, 1):
+        compiled, python = _columns_both_ways([MessageWitnesses(MessageRef("m", 0, None))], side)
+        assert _same_columns(compiled, python) and compiled.names == [] and len(compiled.name) == 0
+
+
+@needs_kernel
+def test_the_fill_refuses_rows_that_do_not_fit() -> None:
+    """A row whose items do not match its names raises in the count and in the fill, as the Python
+    builder does; arrays shorter or longer than the rows raise, never write past their end or leave
+    entries unwritten."""
+    assert kernel.count_items is not None and kernel.fill_items is not None
+    messages = filed_messages(random.Random(1), 5)
+    names, row = next(m.rows[0] for m in messages if m.rows)
+    bad = [(0, [(names, row._replace(fragments=(*row.fragments, b"<x/>")))])]
+    with pytest.raises(ValueError, match="items for"):
+        kernel.count_items(bad, 1)
+    with pytest.raises(ValueError, match="items for"):
+        kernel.fill_items(bad, 1, {}, {}, *_arrays(9))
+    good = [(0, [(names, row)])]
+    size = kernel.count_items(good, 1)
+    assert size == len(row.fragments)
+    with pytest.raises(IndexError):
+        kernel.fill_items(good, 1, {}, {}, *_arrays(size - 1))
+    with pytest.raises(ValueError, match="rows for arrays"):
+        kernel.fill_items(good, 1, {}, {}, *_arrays(size + 1))
+    with pytest.raises(ValueError, match="side"):
+        kernel.count_items(good, 2)
+    with pytest.raises(ValueError, match="an entry per row"):
+        kernel.fill_items(
+            good,
+            1,
+            {},
+            {},
+            np.empty(size, np.int64),
+            [],
+            np.empty(size + 2, np.int64),
+            np.empty(size, np.int64),
+        )
+
+
+def _arrays(size: int) -> tuple:
+    """``name``, ``items``, ``messages`` and ``nodes`` for :func:`feedrouter.kernel.fill_items`."""
+    return np.empty(size, np.int64), [], np.empty(size, np.int64), np.empty(size, np.int64)
