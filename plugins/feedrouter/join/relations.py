@@ -130,15 +130,7 @@ def message_witnesses(
     the nodes some block bound with their plan's names; plans not in ``plans`` (another plan
     build's, or the clock) are left out."""
     found = MessageWitnesses(message)
-    filed = found.rows
-    for plan, rows in witnesses.items():
-        served = plans.served.get(plan)
-        if served is None:
-            continue
-        kept = served.bind(rows, found.bound)
-        if kept:
-            names = plans.names(plan)
-            filed += [(names, row) for row in kept]
+    plans.file(witnesses, found.bound, found.rows)
     return found
 
 
@@ -480,8 +472,9 @@ class _FiledRoots:
 
     A message binds a node or two, each in tens of blocks found in fewer groups (a selection's
     bucket, a test's blocks). Filing a node is a look-up per group, done in C
-    (:meth:`file`); its blocks' rows are made for the whole hour at once, by array operations
-    (:meth:`columns`), instead of an append per block and node.
+    (:meth:`file`); its blocks' rows are made for the whole hour at once (:meth:`columns`), by a
+    compiled counting sort over the blocks' ranks where it is built (:func:`_counted_roots`), else
+    by array operations, instead of an append per block and node.
     """
 
     __slots__ = ("counts", "hits", "messages", "nodes", "numbers")

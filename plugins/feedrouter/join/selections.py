@@ -37,7 +37,7 @@ from __future__ import annotations
 import logging
 import weakref
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from types import CodeType
@@ -748,8 +748,42 @@ class WitnessPlans:
             found = known[plan] = (tuple(spec.leaves), tuple(spec.fragments))
         return found
 
+    def file(
+        self,
+        witnesses: Mapping[str, Sequence[WitnessRow]],
+        bound: dict[int, list[Blocks]],
+        filed: list[tuple[tuple[tuple[str, ...], tuple[str, ...]], WitnessRow]],
+    ) -> None:
+        """File a routed message's witness rows by block: each plan's rows through its
+        :meth:`Served.bind` into ``bound``, and each row some block bound appended to ``filed`` with
+        its plan's names (:meth:`names`); plans this build does not serve (another build's, a clock)
+        are left out. In one compiled call where the kernel's :func:`~feedrouter.kernel.bind` is
+        built and on (:func:`~feedrouter.kernel.file_rows`: no Python frame per plan), with the
+        plans' checks and names looked up once per process; this is its reference."""
+        compiled = kernel.file_rows if kernel.bind is not None else None
+        if compiled is not None:
+            table: dict[str, tuple[_Checks, tuple[tuple[str, ...], tuple[str, ...]]] | None] | None
+            table = self.__dict__.get("_filing")
+            if table is None:
+                table = self.__dict__["_filing"] = {}
+            compiled(witnesses, table, bound, filed, _bucket, self._filing_entry)
+            return
+        for plan, rows in witnesses.items():
+            served = self.served.get(plan)
+            if served is None:
+                continue
+            kept = served.bind(rows, bound)
+            if kept:
+                names = self.names(plan)
+                filed += [(names, row) for row in kept]
+
+    def _filing_entry(self, plan: str) -> tuple[_Checks, tuple[tuple[str, ...], tuple[str, ...]]] | None:
+        """What :meth:`file`'s compiled loop keeps for a plan: its checks and names, or None."""
+        served = self.served.get(plan)
+        return None if served is None else (served._checks(), self.names(plan))
+
     def __getstate__(self) -> dict[str, object]:
-        return {key: value for key, value in self.__dict__.items() if key != "_names"}
+        return {key: value for key, value in self.__dict__.items() if key not in ("_names", "_filing")}
 
 
 def witness_plans(specs: Iterable[BlockSpec], min_shared: int = MIN_SHARED) -> WitnessPlans:

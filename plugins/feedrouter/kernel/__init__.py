@@ -18,7 +18,8 @@ in the environment turns the kernels off (the benchmarks measure both ways).
 * :class:`Decider`: the blocks a witness row's factored tests bind, its atoms evaluated from a table
   (:func:`feedrouter.join.selections.decider`); :class:`Tests`: the same, each test read as it is
   (a key's bucket, :mod:`feedrouter.join.selections`); :func:`bind`: the loop that files a witness
-  plan's rows by block through them (:meth:`feedrouter.join.selections.Served.bind`);
+  plan's rows by block through them (:meth:`feedrouter.join.selections.Served.bind`), and
+  :func:`file_rows` every plan's rows of a message (:meth:`feedrouter.join.selections.WitnessPlans.file`);
 * :func:`event_time`: a message's event time in its usual lexical forms, RFC 822 and ISO 8601
   (:func:`feedrouter.join.clock.parse_event_time`, whose library path decides every other form).
 """
@@ -113,6 +114,8 @@ Tests: Callable[..., Callable[[Any], list[tuple[str, ...]]]] | None = (
 )
 #: the compiled loop that files a plan's rows by block, or None (a build from before it: None too)
 bind: Callable[..., list[Any]] | None = getattr(_deciding, "bind", None)
+#: the same for every plan of a message in one call, or None
+file_rows: Callable[..., None] | None = getattr(_deciding, "file_rows", None)
 #: an event time in its usual form (format code: :data:`EVENT_FORMATS`) as an aware UTC datetime;
 #: None for any other value (the library decides it), or None (not built, or turned off)
 event_time: Callable[[str, int], Any] | None = None if _clock is None else _clock.event_time
@@ -137,6 +140,7 @@ _KERNELS = (
     "Decider",
     "Tests",
     "bind",
+    "file_rows",
     "event_time",
 )
 

@@ -15,7 +15,9 @@ and the fallback; the tests run both.
 """
 
 cimport cython
+from cpython.dict cimport PyDict_GetItem
 from cpython.list cimport PyList_New
+from cpython.ref cimport PyObject
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.object cimport PyObject_IsTrue
 from cpython.sequence cimport PySequence_Contains
@@ -305,7 +307,6 @@ cdef class Tests:
         )
 
 
-@cython.boundscheck(True)
 def bind(tuple checks not None, rows, dict bound not None, make_bucket):
     """The blocks each witness row of one plan binds, filed in ``bound`` (node -> groups of
     blocks); the rows some block bound: :meth:`feedrouter.join.selections.Served.bind`'s loop, its
@@ -316,6 +317,12 @@ def bind(tuple checks not None, rows, dict bound not None, make_bucket):
     without the reference's generator frame. What it is given is read through the object
     protocols or checked before the dict API reads it: a malformed argument raises, as the
     reference would, and never reads memory it does not own."""
+    return _bind(checks, rows, bound, make_bucket)
+
+
+@cython.boundscheck(True)
+cdef list _bind(tuple checks, rows, dict bound, make_bucket):
+    """:func:`bind`'s loop (:func:`file_rows` calls it per plan, without a Python call)."""
     cdef object decide, index, needles
     cdef list kept = []
     cdef list found
@@ -366,6 +373,32 @@ def bind(tuple checks not None, rows, dict bound not None, make_bucket):
             else:  # another plan's rows bound the node too (its blocks are others)
                 known.extend(found)
     return kept
+
+
+def file_rows(witnesses, dict table not None, dict bound not None, list filed not None, make_bucket, entry_of):
+    """A message's witness rows filed by block, every plan's in one call: per ``(plan, rows)`` of
+    ``witnesses`` (a mapping), the plan's ``(checks, names)`` from ``table`` (missing: asked of
+    ``entry_of(plan)`` once and kept there; None: a plan that serves no block, left out), its rows
+    filed in ``bound`` as :func:`bind` files them, and ``(names, row)`` appended to ``filed`` for
+    each row some block bound: :meth:`feedrouter.join.selections.WitnessPlans.file`'s loop, its
+    reference, without a Python frame per plan and row."""
+    cdef PyObject* known
+    cdef object entry
+    cdef tuple pair
+    cdef object names
+    for plan, rows in witnesses.items():
+        known = PyDict_GetItem(table, plan)
+        if known is NULL:
+            entry = entry_of(plan)
+            table[plan] = entry
+        else:
+            entry = <object>known
+        if entry is None:
+            continue
+        pair = <tuple?>entry
+        names = pair[1]
+        for row in _bind(<tuple?>pair[0], rows, bound, make_bucket):
+            filed.append((names, row))
 
 
 cdef inline list _groups(found):

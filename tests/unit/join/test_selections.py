@@ -4,6 +4,7 @@ plan binds."""
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import pickle
 import random
@@ -134,6 +135,7 @@ def python_deciders(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(kernel, "Decider", None)
     monkeypatch.setattr(kernel, "Tests", None)
     monkeypatch.setattr(kernel, "bind", None)
+    monkeypatch.setattr(kernel, "file_rows", None)
 
 
 def generated_blocks(rng: random.Random, n: int) -> list[BlockSpec]:
@@ -226,6 +228,52 @@ def test_the_compiled_filing_loop_files_what_its_reference_files(
             assert {k for k, v in made.items() if not isinstance(v, list)} == {
                 k for k, v in expected.items() if not isinstance(v, list)
             }
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_the_compiled_message_filing_files_what_its_reference_files(seed: int) -> None:
+    """:meth:`WitnessPlans.file` in one compiled call (:func:`feedrouter.kernel.file_rows`) against
+    its Python loop, each on its own copy of the plans, message by message: the same groups filed
+    per node, the same rows with their plans' names in the same order; a plan the build does not
+    serve (another build's) left out both ways."""
+    if kernel.file_rows is None or kernel.bind is None:
+        pytest.skip("the compiled kernel is turned off or not built")
+    rng = random.Random(seed)
+    specs = generated_blocks(rng, 60)
+    plans = witness_plans(specs, min_shared=1)
+    copies = {"kernel": pickle.loads(pickle.dumps(plans)), "python": pickle.loads(pickle.dumps(plans))}
+    router = Router()
+    for spec in plans.bases.values():
+        router.add_witness(spec)
+    stranger = block("//item", "$a/title")  # another build's plan: its rows are not this build's
+    router.add_witness(stranger)
+    filed = 0
+    for _ in range(100):
+        witnesses = router.route_outcome(generated_item(rng)).witnesses
+        found = {}
+        for way, copy in copies.items():
+            with kernel.turned_off() if way == "python" else contextlib.nullcontext():
+                message = message_witnesses(MessageRef("m", 0, None), witnesses, copy)
+            found[way] = (message.bound, message.rows)
+        assert found["kernel"] == found["python"]
+        filed += len(found["kernel"][1])
+    assert filed > 50
+    table = copies["kernel"].__dict__["_filing"]
+    assert table[stranger.id] is None and set(table) <= {*plans.served, stranger.id}
+    assert "_filing" not in pickle.loads(pickle.dumps(copies["kernel"])).__dict__
+
+
+def test_the_compiled_message_filing_refuses_what_it_cannot_read() -> None:
+    """A plan's entry that is not ``(checks, names)`` raises, and a table that is not a dict is
+    refused before it is read."""
+    if kernel.file_rows is None:
+        pytest.skip("the compiled kernel is turned off or not built")
+    with pytest.raises(TypeError):
+        kernel.file_rows({"p": []}, {"p": ["checks", "names"]}, {}, [], None, None)
+    with pytest.raises(TypeError):
+        kernel.file_rows({"p": []}, [], {}, [], None, None)
+    with pytest.raises(TypeError):
+        kernel.file_rows({"p": []}, {}, {}, [], None, lambda plan: "not an entry")
 
 
 def test_witness_plans_pickle_without_their_compiled_tests() -> None:
