@@ -257,10 +257,6 @@ class HourWitnesses:
         """The columns of one side of the rows (:data:`_LEAVES` or :data:`_FRAGMENTS`): those
         named already (``named``) and those filed since."""
         self.settle()
-        if not named:  # the writer's case: the hour's rows as filed, none named yet
-            counted = _filled_columns(self._rows, side)
-            if counted is not None:
-                return counted
         found = _NamedColumnsBuilder(side)
         for (m, n), items in named.items():
             found.add(m, n, tuple(items), tuple(items.values()))
@@ -365,16 +361,21 @@ class NamedColumns:
 
 class _NamedColumnsBuilder:
     """The rows of :class:`NamedColumns` as they are added: a row per item, its name numbered as
-    first seen (the names are ranked once, at the end)."""
+    first seen (the names are ranked once, at the end). Rows added one node at a time
+    (:meth:`add`) are kept in lists; a batch of filed rows (:meth:`add_rows`) is written straight
+    into arrays by the compiled kernel where it is built, so the hour's writer converts no list of
+    numbers; the two kinds of chunk keep the order they were added in."""
 
     def __init__(self, side: int) -> None:
         self.side = side  # the items are a leaf's values (:data:`_LEAVES`), or one fragment each
         self.codes: dict[tuple[str, ...], tuple[int, ...]] = {}
         self.names: dict[str, int] = {}
-        self.name: list[int] = []  # per row, its name's number
-        self.items: list = []
+        self.name: list[int] = []  # per row added by :meth:`add` since the last chunk, its name's number
+        self.items: list = []  # every row's item, in order
         self.messages: list[int] = []
         self.nodes: list[int] = []
+        #: the rows before those in the lists, as (name, messages, nodes) arrays
+        self.chunks: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]] = []
 
     def add(self, m: int, n: int, names: tuple[str, ...], items: Sequence) -> None:
         """Add node ``n`` of message ``m``, the items of each of its ``names`` (per name a tuple
@@ -398,51 +399,41 @@ class _NamedColumnsBuilder:
 
     def add_rows(self, filed: Sequence[tuple[int, Sequence[tuple[Names, WitnessRow]]]]) -> None:
         """Add each row of ``filed`` (per message number, its rows with their names), as :meth:`add`
-        does (the compiled loop where it is built: :func:`feedrouter.kernel.name_rows`)."""
-        compiled = kernel.name_rows
-        if compiled is not None:
-            lists = self.name, self.messages, self.nodes, self.items
-            compiled(filed, self.side, self.codes, self.names, *lists)
-            return
+        does: counted and written into arrays by the compiled kernel where it is built
+        (:func:`feedrouter.kernel.count_items`, :func:`feedrouter.kernel.fill_items`)."""
+        count, fill = kernel.count_items, kernel.fill_items
         side = self.side
-        for m, rows in filed:
-            for names, row in rows:
+        if count is not None and fill is not None:
+            rows = list(filed)
+            size = count(rows, side)
+            self._close_lists()
+            name, messages, nodes = (np.empty(size, np.int64) for _ in range(3))
+            fill(rows, side, self.codes, self.names, name, self.items, messages, nodes)
+            self.chunks.append((name, messages, nodes))
+            return
+        for m, found in filed:
+            for names, row in found:
                 # a row is (node, values, fragments), its names (leaves, fragments)
                 self.add(m, row.node, names[side], cast(Sequence[object], row[1 + side]))
 
+    def _close_lists(self) -> None:
+        """The rows in the lists become a chunk (rows added later come after them)."""
+        if self.name:
+            lists = self.name, self.messages, self.nodes
+            name, messages, nodes = (np.array(column, np.int64) for column in lists)
+            self.chunks.append((name, messages, nodes))
+            self.name, self.messages, self.nodes = [], [], []
+
     def columns(self) -> NamedColumns:
+        self._close_lists()
         ordered = sorted(self.names)
         rank = np.zeros(len(ordered), np.int64)
         rank[[self.names[name] for name in ordered]] = np.arange(len(ordered))
-        return NamedColumns(
-            ordered,
-            rank[np.array(self.name, np.int64)],
-            self.items,
-            np.array(self.messages, np.int64),
-            np.array(self.nodes, np.int64),
+        name, messages, nodes = (
+            np.concatenate([chunk[at] for chunk in self.chunks]) if self.chunks else np.zeros(0, np.int64)
+            for at in range(3)
         )
-
-
-def _filled_columns(
-    filed: Sequence[tuple[int, Sequence[tuple[Names, WitnessRow]]]], side: int
-) -> NamedColumns | None:
-    """:class:`_NamedColumnsBuilder`'s columns of ``filed`` alone, written by the compiled kernel
-    straight into arrays (:func:`feedrouter.kernel.fill_items`: the rows counted first, no list of
-    numbers to convert); None where it is not built."""
-    count, fill = kernel.count_items, kernel.fill_items
-    if count is None or fill is None:
-        return None
-    rows = list(filed)
-    size = count(rows, side)
-    codes: dict[tuple[str, ...], tuple[int, ...]] = {}
-    numbers: dict[str, int] = {}
-    name, messages, nodes = (np.empty(size, np.int64) for _ in range(3))
-    items: list = []
-    fill(rows, side, codes, numbers, name, items, messages, nodes)
-    ordered = sorted(numbers)
-    rank = np.zeros(len(ordered), np.int64)
-    rank[[numbers[label] for label in ordered]] = np.arange(len(ordered))
-    return NamedColumns(ordered, rank[name], items, messages, nodes)
+        return NamedColumns(ordered, rank[name], self.items, messages, nodes)
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,9 @@ in the environment turns the kernels off (the benchmarks measure both ways).
   :func:`first_named_text`: the same with its text (a feed's event time,
   :func:`feedrouter.join.witness.first_named_row`); :func:`all_named`: every element of
   a name (the nodes a join block of the form ``//name`` binds, :class:`feedrouter.join.witness.Walked`);
-* :func:`file_messages`, :func:`name_rows`: the hour's witness writer's loops over its filed
-  messages and rows, :func:`count_items` and :func:`fill_items`: its values and fragments written
-  straight into arrays, and :func:`sorted_roots`: its roots by block in one counting sort
+* :func:`file_messages`: the hour's witness writer's loop over its filed messages,
+  :func:`count_items` and :func:`fill_items`: its values and fragments written straight into
+  arrays, and :func:`sorted_roots`: its roots by block in one counting sort
   (:mod:`feedrouter.join.relations`);
 * :class:`Decider`: the blocks a witness row's factored tests bind, its atoms evaluated from a table
   (:func:`feedrouter.join.selections.decider`); :class:`Tests`: the same, each test read as it is
@@ -98,7 +98,6 @@ first_named_text: FirstNamedText | None = getattr(_compiled, "first_named_text",
 all_named: AllNamed | None = getattr(_compiled, "all_named", None)
 #: the compiled loops of the witness writer (:class:`feedrouter.join.relations.HourWitnesses`), or None
 file_messages: Callable[..., None] | None = None if _writer is None else _writer.file_messages
-name_rows: Callable[..., None] | None = None if _writer is None else _writer.name_rows
 #: the compiled counting sort of the writer's roots by block, or None (a build from before it: None too)
 sorted_roots: Callable[..., None] | None = getattr(_writer, "sorted_roots", None)
 #: the compiled count and fill of the writer's values or fragments as arrays, or None
@@ -133,7 +132,6 @@ _KERNELS = (
     "first_named_text",
     "all_named",
     "file_messages",
-    "name_rows",
     "sorted_roots",
     "count_items",
     "fill_items",

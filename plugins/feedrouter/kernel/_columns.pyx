@@ -54,50 +54,6 @@ def file_messages(list pending, object numbers, list hits, list counts, list mes
             rows.append((number, found_rows))
 
 
-def name_rows(list filed, Py_ssize_t side, dict codes, dict names, list name, list messages, list nodes, list items):
-    """For each row of ``filed`` (``(number, [(names, row), ...])``), one side of it (``side``: 0
-    the leaves, 1 the fragments), a row per item: its name's number to ``name`` (``names`` numbers
-    a name as first seen; ``codes`` caches a tuple of names' numbers), the message's number to
-    ``messages``, the row's node to ``nodes`` and the item to ``items``; the items of a leaf are
-    its values, of a fragment its bytes."""
-    cdef PyObject* known
-    cdef tuple code
-    cdef Py_ssize_t at, count
-    if side != 0 and side != 1:
-        raise ValueError(f"side is 0 (the leaves) or 1 (the fragments), not {side}")
-    for number, found in filed:
-        for pair in found:
-            labels = pair[0][side]
-            row = pair[1]
-            known = PyDict_GetItem(codes, labels)
-            if known is NULL:
-                numbered = []
-                for label in labels:
-                    numbered.append(_numbered(names, label))
-                code = tuple(numbered)
-                PyDict_SetItem(codes, labels, code)
-            else:
-                code = <tuple?>known
-            node = row[0]
-            found_items = row[1 + side]
-            if len(found_items) != len(code):
-                raise ValueError(f"a row has {len(found_items)} items for {len(code)} names")
-            for at in range(len(code)):
-                if side == 0:
-                    values = found_items[at]
-                    count = len(values)
-                    for value in values:
-                        name.append(code[at])
-                        items.append(value)
-                else:
-                    count = 1
-                    name.append(code[at])
-                    items.append(found_items[at])
-                for _ in range(count):
-                    messages.append(number)
-                    nodes.append(node)
-
-
 def sorted_roots(
     const long long[::1] members,
     const long long[::1] firsts,
@@ -172,9 +128,9 @@ def sorted_roots(
 
 
 def count_items(list filed, Py_ssize_t side):
-    """How many rows :func:`fill_items` makes of ``filed`` (as :func:`name_rows` takes it): per row,
-    the values of each leaf (``side`` 0) or one per fragment (``side`` 1). A row whose items do
-    not match its names raises, as :func:`name_rows` does."""
+    """How many rows :func:`fill_items` makes of ``filed`` (per message number, its rows with their
+    names: ``(number, [(names, row), ...])``): per row, the values of each leaf (``side`` 0) or one
+    per fragment (``side`` 1). A row whose items do not match its names raises."""
     cdef Py_ssize_t count = 0
     if side != 0 and side != 1:
         raise ValueError(f"side is 0 (the leaves) or 1 (the fragments), not {side}")
@@ -202,10 +158,12 @@ def fill_items(
     long long[::1] messages,
     long long[::1] nodes,
 ):
-    """:func:`name_rows` into arrays: the same rows in the same order, names numbered the same way,
-    each row's name number, message and node written to ``name``, ``messages`` and ``nodes`` (as
-    long as :func:`count_items` counted), its item appended to ``items``. Filling fewer or more
-    rows than the arrays hold raises (indexes are checked)."""
+    """For each row of ``filed`` (as :func:`count_items` takes it), one side of it (``side``: 0
+    the leaves, 1 the fragments), a row per item: its name's number (``names`` numbers a name as
+    first seen; ``codes`` caches a tuple of names' numbers), the message's number and the row's node
+    written to ``name``, ``messages`` and ``nodes`` (as long as :func:`count_items` counted), the
+    item appended to ``items``; the items of a leaf are its values, of a fragment its bytes.
+    Filling fewer or more rows than the arrays hold raises (indexes are checked)."""
     cdef PyObject* known
     cdef tuple code
     cdef Py_ssize_t at, row_at = 0

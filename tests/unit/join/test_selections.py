@@ -185,6 +185,19 @@ def test_a_factored_base_binds_what_each_block_binds(
     assert sum(len(r) for r in found) > 500  # blocks bound nodes in most documents
 
 
+def _plans_twice_and_their_router(
+    rng: random.Random, blocks: int
+) -> tuple[WitnessPlans, dict[str, WitnessPlans], Router]:
+    """Generated blocks' witness plans, a copy of them for the kernel and one for the Python path
+    (each files on its own buckets), and a router with the plans' bases."""
+    plans = witness_plans(generated_blocks(rng, blocks), min_shared=1)
+    copies = {"kernel": pickle.loads(pickle.dumps(plans)), "python": pickle.loads(pickle.dumps(plans))}
+    router = Router()
+    for spec in plans.bases.values():
+        router.add_witness(spec)
+    return plans, copies, router
+
+
 @pytest.mark.parametrize("seed", [6, 7, 8])
 def test_the_compiled_filing_loop_files_what_its_reference_files(
     seed: int, monkeypatch: pytest.MonkeyPatch
@@ -198,12 +211,7 @@ def test_the_compiled_filing_loop_files_what_its_reference_files(
         pytest.skip("the compiled kernel is turned off or not built")
     compiled = kernel.bind
     rng = random.Random(seed)
-    specs = generated_blocks(rng, 80)
-    plans = witness_plans(specs, min_shared=1)
-    copies = {"kernel": pickle.loads(pickle.dumps(plans)), "python": pickle.loads(pickle.dumps(plans))}
-    router = Router()
-    for spec in plans.bases.values():
-        router.add_witness(spec)
+    _, copies, router = _plans_twice_and_their_router(rng, 80)
     bound: dict[str, dict[int, list[tuple[str, ...]]]] = {"kernel": {}, "python": {}}
     kept = 0
     for _ in range(120):
@@ -239,12 +247,7 @@ def test_the_compiled_message_filing_files_what_its_reference_files(seed: int) -
     if kernel.file_rows is None or kernel.bind is None:
         pytest.skip("the compiled kernel is turned off or not built")
     rng = random.Random(seed)
-    specs = generated_blocks(rng, 60)
-    plans = witness_plans(specs, min_shared=1)
-    copies = {"kernel": pickle.loads(pickle.dumps(plans)), "python": pickle.loads(pickle.dumps(plans))}
-    router = Router()
-    for spec in plans.bases.values():
-        router.add_witness(spec)
+    plans, copies, router = _plans_twice_and_their_router(rng, 60)
     stranger = block("//item", "$a/title")  # another build's plan: its rows are not this build's
     router.add_witness(stranger)
     filed = 0

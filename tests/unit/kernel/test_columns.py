@@ -16,7 +16,6 @@ from feedrouter.join.relations import (
     RootColumns,
     _counted_roots,
     _FiledRoots,
-    _filled_columns,
     _NamedColumnsBuilder,
     _sorted_roots,
 )
@@ -32,7 +31,7 @@ def test_the_writer_kernel_is_built_here() -> None:
     failed quietly would leave every hour's writer on the slow path)."""
     if not kernel.requested():
         pytest.skip("turned off here")
-    assert kernel.file_messages is not None and kernel.name_rows is not None
+    assert kernel.file_messages is not None
     assert kernel.sorted_roots is not None
     assert kernel.count_items is not None and kernel.fill_items is not None
 
@@ -47,7 +46,9 @@ def _filed(messages: list[MessageWitnesses]) -> tuple[dict, list, list]:
 def _named(rows: list, side: int) -> list:
     builder = _NamedColumnsBuilder(side)
     builder.add_rows(rows)
-    return [builder.codes, builder.names, builder.name, builder.items, builder.messages, builder.nodes]
+    found = builder.columns()
+    columns = [found.names, found.name.tolist(), found.items, found.messages.tolist(), found.nodes.tolist()]
+    return [builder.codes, builder.names, *columns]
 
 
 @needs_kernel
@@ -106,14 +107,14 @@ def test_the_compiled_loops_refuse_numbers_that_are_not_a_dict() -> None:
 @needs_kernel
 def test_the_compiled_loops_refuse_short_rows_and_unknown_sides() -> None:
     """Indexes are checked: a row or pair too short raises, never reads past its items."""
-    assert kernel.name_rows is not None
-    lists: list[list] = [[], [], [], []]
-    with pytest.raises(IndexError):
-        kernel.name_rows([(0, [((("a",), ()), (3,))])], 0, {}, {}, *lists)
-    with pytest.raises(IndexError):
-        kernel.name_rows([(0, [((("a",),),)])], 0, {}, {}, *lists)
+    assert kernel.count_items is not None and kernel.fill_items is not None
+    for filed in ([(0, [((("a",), ()), (3,))])], [(0, [((("a",),),)])]):
+        with pytest.raises(IndexError):
+            kernel.count_items(filed, 0)
+        with pytest.raises(IndexError):
+            kernel.fill_items(filed, 0, {}, {}, *_arrays(1))
     with pytest.raises(ValueError, match="side"):
-        kernel.name_rows([], 2, {}, {}, *lists)
+        kernel.fill_items([], 2, {}, {}, *_arrays(0))
 
 
 def _in_stream_order(messages: list[MessageWitnesses]) -> list[MessageWitnesses]:
@@ -241,13 +242,14 @@ def test_the_counting_sort_refuses_arrays_that_do_not_fit(changed: dict, error: 
 def _columns_both_ways(messages: list[MessageWitnesses], side: int) -> tuple[NamedColumns, NamedColumns]:
     rows: list = []
     _FiledRoots().file(list(enumerate(messages)), rows)
-    compiled = _filled_columns(rows, side)
-    assert compiled is not None
+    compiled = _NamedColumnsBuilder(side)
+    compiled.add_rows(rows)
+    assert compiled.chunks  # the kernel wrote them
     with kernel.turned_off():
-        assert _filled_columns(rows, side) is None
-        builder = _NamedColumnsBuilder(side)
-        builder.add_rows(rows)
-        return compiled, builder.columns()
+        python = _NamedColumnsBuilder(side)
+        python.add_rows(rows)
+        assert not python.chunks
+        return compiled.columns(), python.columns()
 
 
 def _same_columns(one: NamedColumns, other: NamedColumns) -> bool:
@@ -318,3 +320,27 @@ def test_the_fill_refuses_rows_that_do_not_fit() -> None:
 def _arrays(size: int) -> tuple:
     """``name``, ``items``, ``messages`` and ``nodes`` for :func:`feedrouter.kernel.fill_items`."""
     return np.empty(size, np.int64), [], np.empty(size, np.int64), np.empty(size, np.int64)
+
+
+@needs_kernel
+@pytest.mark.parametrize("side", [0, 1])
+def test_rows_added_one_by_one_and_filled_keep_their_order(side: int) -> None:
+    """Nodes added one at a time before and after a filled batch (an hour whose values were named
+    and then more messages filed) come out in the order they were added, compiled or not."""
+    rows: list = []
+    _FiledRoots().file(list(enumerate(filed_messages(random.Random(2), 20))), rows)
+    one = (("author", "@lang"), (("ann",), ("en", "de"))) if side == 0 else (("nodes  author",), (b"<a/>",))
+
+    def built() -> NamedColumns:
+        builder = _NamedColumnsBuilder(side)
+        builder.add(90, 1, *one)
+        builder.add_rows(rows[:5])
+        builder.add(91, 2, *one)
+        builder.add_rows(rows[5:])
+        return builder.columns()
+
+    compiled = built()
+    with kernel.turned_off():
+        python = built()
+    assert _same_columns(compiled, python)
+    assert compiled.messages[0] == 90 and 91 in compiled.messages.tolist()

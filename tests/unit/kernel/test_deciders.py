@@ -27,6 +27,7 @@ def test_the_decider_kernel_is_built_here() -> None:
     if not kernel.requested():
         pytest.skip("turned off here")
     assert kernel.Decider is not None and kernel.Tests is not None and kernel.bind is not None
+    assert kernel.file_rows is not None
 
 
 def atomic(rng: random.Random, leaves: int) -> selections.Test:
