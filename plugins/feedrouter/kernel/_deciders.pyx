@@ -375,13 +375,15 @@ cdef list _bind(tuple checks, rows, dict bound, make_bucket):
     return kept
 
 
+@cython.boundscheck(True)
 def file_rows(witnesses, dict table not None, dict bound not None, list filed not None, make_bucket, entry_of):
     """A message's witness rows filed by block, every plan's in one call: per ``(plan, rows)`` of
     ``witnesses`` (a mapping), the plan's ``(checks, names)`` from ``table`` (missing: asked of
     ``entry_of(plan)`` once and kept there; None: a plan that serves no block, left out), its rows
     filed in ``bound`` as :func:`bind` files them, and ``(names, row)`` appended to ``filed`` for
     each row some block bound: :meth:`feedrouter.join.selections.WitnessPlans.file`'s loop, its
-    reference, without a Python frame per plan and row."""
+    reference, without a Python frame per plan and row. An entry is indexed with bounds checks
+    (this module's are off elsewhere): one that is not a pair raises, never reads past its end."""
     cdef PyObject* known
     cdef object entry
     cdef tuple pair

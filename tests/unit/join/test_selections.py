@@ -277,6 +277,9 @@ def test_the_compiled_message_filing_refuses_what_it_cannot_read() -> None:
         kernel.file_rows({"p": []}, [], {}, [], None, None)
     with pytest.raises(TypeError):
         kernel.file_rows({"p": []}, {}, {}, [], None, lambda plan: "not an entry")
+    for short in ((), ("checks",)):
+        with pytest.raises(IndexError):
+            kernel.file_rows({"p": []}, {"p": short}, {}, [], None, None)
 
 
 def test_witness_plans_pickle_without_their_compiled_tests() -> None:
