@@ -538,7 +538,7 @@ def _sorted_roots(roots: Mapping[str, Sequence[tuple[int, int]]], filed: _FiledR
     # ``roots``) need only a stable sort by block, a radix sort where the blocks' ranks fit 16
     # bits; else one sort of one number per row: the block's rank, then the node's among the hour's
     keys = _keys(messages, nodes)
-    if bool(np.all(keys[1:] >= keys[:-1])):
+    if _ascending(keys):
         order = np.argsort(blocks.astype(np.uint16) if len(names) <= 1 << 16 else blocks, kind="stable")
     else:
         ordinal = np.unique(keys, return_inverse=True)[1].reshape(-1)
@@ -566,8 +566,7 @@ def _counted_roots(
         return None
     messages = np.array(filed.messages, np.int64)
     nodes = np.array(filed.nodes, np.int64)
-    keys = _keys(messages, nodes)
-    if not bool(np.all(keys[1:] >= keys[:-1])):
+    if not _ascending(_keys(messages, nodes)):
         return None
     hits = np.array(filed.hits, np.int64)
     firsts = np.zeros(len(sizes) + 1, np.int64)
@@ -719,6 +718,11 @@ class JoinableColumns:
     times: npt.NDArray[np.int64]
     roots: Runs
     values: Runs
+
+
+def _ascending(keys: npt.NDArray[np.int64]) -> bool:
+    """Whether nodes' keys (:func:`_keys`) come in stream order, a node again beside itself allowed."""
+    return bool(np.all(keys[1:] >= keys[:-1]))
 
 
 def _keys(messages: npt.NDArray[np.int64], nodes: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
