@@ -3,9 +3,9 @@
 
 A witness row wants, for each of a few child names, the children's string values and their
 serialized copies. Where those children are *plain* — no namespace anywhere in scope, no attributes,
-nothing but text inside — the copy is ``<name>escaped text</name>`` (``<name/>`` when empty) exactly
-as libxml2 serializes it, and the value is the text: both are read here in one walk over the
-children, without a Python object per child. Anything else answers None and the caller takes the
+nothing but text inside — the copy is ``<name>escaped text</name>`` (``<name/>`` when it has no
+child node at all) exactly as libxml2 serializes it, and the value is the text: both are read here
+in one walk over the children, without a Python object per child. Anything else answers None and the caller takes the
 general path (:mod:`feedrouter.join.witness`), which is also this module's oracle in the tests.
 
 Only libxml2's node structs are read (through lxml's public declarations); no libxml2 function is
@@ -306,9 +306,10 @@ cdef Py_ssize_t _fragment_length(tree.xmlNode* first, const char* name, int kind
     cdef tree.xmlNode* node = first
     while node is not NULL:
         if kind == 0:
-            # escaping never writes a byte as nothing: no escaped text is no text, <name/>
+            # libxml2 writes <name/> for an element with no child at all; a child that holds no
+            # text (an empty CDATA section parsed into an empty text node) still gets <name></name>
             length = _escaped_chain_length(node.children, _IN_TEXT)
-            size += n + 3 if length == 0 else 2 * n + 5 + length
+            size += n + 3 if node.children is NULL else 2 * n + 5 + length
         else:
             size += _escaped_chain_length(node.children, _IN_ATTRIBUTE) + (1 if node is not first else 0)
         node = _next_named(node, name)
@@ -329,7 +330,7 @@ cdef bytes _fragment(tree.xmlNode* first, const char* name, int kind, Py_ssize_t
         if kind == 0:
             out = _write(out, b"<", 1)
             out = _write(out, name, n)
-            if _text_nodes_length(node.children) == 0:
+            if node.children is NULL:  # as _fragment_length decides
                 out = _write(out, b"/>", 2)
             else:
                 out = _write(out, b">", 1)

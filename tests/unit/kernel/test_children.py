@@ -37,7 +37,8 @@ TEXTS = st.sampled_from(
     ["", "x", "a &amp; b", "&lt;c&gt;", "&#13;", "\"q\" 'q'", "é€😀", "<![CDATA[<c>&]]>", " ", "\n\t", "&e;"]
 )
 #: what makes a child not plain: an element, a comment, a processing instruction, an attribute
-EXTRAS = st.sampled_from([""] * 12 + ["<i>n</i>", "<!--c-->", "<?pi d?>"])
+# CDATA sections parse into text (an empty one into an empty text node: the element is not empty)
+EXTRAS = st.sampled_from([""] * 12 + ["<i>n</i>", "<!--c-->", "<?pi d?>", "<![CDATA[]]>", "<![CDATA[x<&y]]>"])
 ATTRIBUTES = st.sampled_from(["", ' id="1"', ' id="a&amp;b"', ' p:id="2"', ' id="&e;"'])
 CHILD_ATTRIBUTES = st.sampled_from([""] * 12 + [' id="1"', ' p:id="2"'])
 NAMES = ("a", "b", "c")
@@ -117,6 +118,19 @@ def test_escaping_and_empty_children() -> None:
         (("e&n",), b""),
         ((), b""),
     )
+
+
+@needs_kernel
+def test_a_child_holding_an_empty_cdata_section_is_copied_as_lxml_copies_it() -> None:
+    """An empty CDATA section leaves an empty text node: lxml writes ``<b></b>``, not ``<b/>``,
+    and the copy's length (what limits count) is that of lxml's copy."""
+    element = parsed("<item><a><![CDATA[]]></a><b><![CDATA[]]><![CDATA[]]></b><c/></item>", False)
+    names = (b"a", b"b", b"c")
+    read = plain_children(element, names, 10**6)  # type: ignore[misc]
+    assert read == python_children(element, ("a", "b", "c"))
+    assert [copies for _, copies in read] == [b"<a></a>", b"<b></b>", b"<c/>"]
+    row = plain_row(element, names, (0,), (0, 1, 2), (0, 0, 0), 10**6)  # type: ignore[misc]
+    assert row == ((("",),), (b"<a></a>", b"<b></b>", b"<c/>"), 16 + 7 + 7 + 4)
 
 
 @needs_kernel
