@@ -412,17 +412,25 @@ class Router:
             checks = group.checks  # the class default for groups pickled before checks
             if checks and not all(probe_holds(ctx, probe) for probe in checks):
                 continue
+            members: Iterable[str] = group.members
             try:
                 bound = plan.bindings(ctx)
                 if not bound:
                     continue
                 if budget.exhausted:
                     # past the document's limit nothing more is built: the rest get FR311
-                    _fail(outcome, group, budget.refusal(source))
+                    _fail(outcome, members, budget.refusal(source))
                     continue
                 limit = min(per_subscription, budget.left)
-                if self._witnesses and self._witnessed(group, ctx, bound, limit, outcome, budget):
-                    continue  # the group's members are all join blocks: no result bytes to build
+                if group.witnesses and self._witnesses:
+                    members = self._witnessed(group, ctx, bound, limit, outcome, budget)
+                    if not members:
+                        continue  # the group's members are all join blocks: no result bytes to build
+                    if budget.exhausted:
+                        _fail(outcome, members, budget.refusal(source))
+                        continue
+                    # the blocks' rows took their share of what the document may still build
+                    limit = min(per_subscription, budget.left)
                 if profiler is None:
                     result = (
                         assemble_within(plan.code, plan.wrapper, ctx, bound, limit)
@@ -439,15 +447,15 @@ class Router:
             except DocumentError:
                 raise  # the document itself cannot be routed (e.g. past its work budget)
             except Exception as exc:  # a bug in one plan must not cost the other subscriptions
-                _log.warning("plan of %s failed on %s", sorted(group.members), source, exc_info=True)
-                _fail(outcome, group, _internal_failure(exc, source))
+                _log.warning("plan of %s failed on %s", sorted(members), source, exc_info=True)
+                _fail(outcome, members, _internal_failure(exc, source))
                 continue
             if result is None:  # given up past its limit, never built whole
-                _fail(outcome, group, budget.refuse(limit, source))
+                _fail(outcome, members, budget.refuse(limit, source))
                 continue
             budget.left -= len(result)
             # one result object for every member: identical plans build their bytes once
-            for sid in group.members:
+            for sid in members:
                 results[sid] = result
         return outcome
 
@@ -503,15 +511,22 @@ class Router:
         limit: int,
         outcome: RouteOutcome,
         budget: _ResultBudget,
-    ) -> bool:
-        """File the witnesses of the group's join blocks (if it has any); whether that was all of
-        the group (no ordinary subscription shares its plan)."""
+    ) -> list[str]:
+        """File the witnesses of the group's join blocks; the group's other members, the ordinary
+        subscriptions that share the blocks' plan (their results are built after the rows, within
+        what the rows left of the document's limit). A block whose rows fail to be read fails
+        alone: the group's other blocks and subscriptions are not affected."""
         blocks = group.witnesses
-        if not blocks:
-            return False
         for reader, members, first in self._witness_readers(blocks, group.plan.returns):
             allowed = min(limit, budget.left)  # an earlier shape of the group took its share
-            found = reader.rows(ctx, bound[:1] if first else bound, allowed)
+            try:
+                found = reader.rows(ctx, bound[:1] if first else bound, allowed)
+            except DocumentError:
+                raise  # the document itself cannot be routed (past its work budget)
+            except Exception as exc:
+                for block in members:
+                    _block_failed(block, exc, outcome, ctx.source)
+                continue
             if found is None:
                 refusal = budget.refuse(allowed, ctx.source)
                 for block in members:
@@ -521,7 +536,9 @@ class Router:
             budget.left -= size
             for block in members:
                 outcome.witnesses[block] = rows
-        return len(blocks) == len(group.members)
+        if len(blocks) == len(group.members):
+            return []
+        return [sid for sid in group.members if sid not in blocks]
 
     def _witness_readers(
         self, blocks: tuple[str, ...], returns: Sequence[ReturnItem]
@@ -794,13 +811,13 @@ def _first_problem(validator: etree.DTD) -> tuple[str, Span | None]:
     return f"{first.message}{more}", Span(first.line, first.column) if first.line else None
 
 
-def _fail(outcome: RouteOutcome, group: PlanGroup, failure: RoutingError) -> None:
-    for sid in group.members:
+def _fail(outcome: RouteOutcome, members: Iterable[str], failure: RoutingError) -> None:
+    for sid in members:
         outcome.failures[sid] = failure
 
 
 def _block_failed(block: str, exc: Exception, outcome: RouteOutcome, source: str | None) -> None:
-    """A join block read off the tree failed on a document (a bug of ours): its failure, logged."""
+    """A join block's rows could not be read on a document (a bug of ours): its failure, logged."""
     _log.warning("witness block %s failed on %s", block, source, exc_info=True)
     outcome.failures[block] = _internal_failure(exc, source)
 

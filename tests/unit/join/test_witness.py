@@ -474,6 +474,8 @@ WALKED_DOCUMENTS = [
     b"<item lang='de'><title>root</title><item><title>inner</title></item></item>",
     b"<m><item><title lang='x'>not plain</title><author>a<b>b</b>c</author><link/></item></m>",
     b"<m><item><title>a<!--c--> b</title><category><![CDATA[<t>&]]> &amp; &#233;</category></item></m>",
+    # an empty CDATA section leaves an empty text node: copied <link></link>, not <link/>
+    b"<m><item><title><![CDATA[]]></title><link><![CDATA[]]></link><author/></item></m>",
     b'<m xmlns:p="urn:p"><p:item><title>namespaced</title></p:item><item><title>plain</title></item></m>',
     b'<m xmlns="urn:d"><item><title>in a default namespace: not //item</title></item></m>',
     b'<m><n xmlns="urn:d"><item><title>namespaced</title></item></n><item><title>t</title></item></m>',
@@ -652,3 +654,63 @@ def test_a_clock_that_fails_costs_only_its_own_row(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr("feedrouter.router.first_named_row", broken)
     found = router.route_outcome(b"<m><time>t</time></m>")
     assert found.results["o"] and clock.id in found.failures and clock.id not in found.witnesses
+
+
+#: a join whose ``$a`` block's witness plan is an ordinary subscription's plan too (one group)
+SHARED_JOIN = (
+    "for $a in fr:stream()//item, $b in fr:stream()//item where $a/x and $a/title = $b/title "
+    'and fr:within($a, $b, "PT1H") return <r/>'
+)
+SHARED_ORDINARY = "for $w in //item where $w/x return $w/title"
+SHARED_DOCUMENT = b"<m><item><x/><title>" + b"t" * 40 + b"</title></item></m>"
+
+
+def shared_router(limits: ResultLimits | None = None) -> tuple[Router, str]:
+    """A router of ``o`` and the block of :data:`SHARED_JOIN` that shares o's plan group (its
+    ``$b`` block, every item, is read off the tree: left out, so the block and ``o`` are all the
+    document's limit is shared by)."""
+    (spec,) = [spec for spec in join_set(SHARED_JOIN).specs.values() if spec.where]
+    router = Router.compile([("o", SHARED_ORDINARY)], on_error="collect", result_limits=limits)
+    router.add_witness(spec)
+    router.reindex()
+    (group,) = [group for group in router._shared.groups() if "o" in group.members]
+    assert group.witnesses == (spec.id,)
+    return router, spec.id
+
+
+def test_a_subscription_sharing_a_blocks_plan_gets_its_result_and_the_block_only_its_rows() -> None:
+    router, block = shared_router()
+    found = router.route_outcome(SHARED_DOCUMENT)
+    assert found.results == {"o": b"<title>" + b"t" * 40 + b"</title>"}
+    assert [row.node for row in found.witnesses[block]] == [1] and not found.failures
+
+
+def test_a_subscription_sharing_a_blocks_plan_is_built_within_what_the_rows_left() -> None:
+    """The block's rows take their share of the document's limit first; the subscription's
+    result is then held to what is left (FR311 past it), as where the block is read off the tree,
+    and the document's results and rows together never pass the limit."""
+    limits = ResultLimits(per_subscription=100, per_document=100)
+    router, block = shared_router(limits)
+    found = router.route_outcome(SHARED_DOCUMENT)
+    rows = sum(map(row_bytes, found.witnesses[block]))
+    assert 0 < rows <= 100 and rows + len(b"<title>" + b"t" * 40 + b"</title>") > 100
+    assert {sid: e.code for sid, e in found.failures.items()} == {"o": "FR311"} and not found.results
+    roomy = ResultLimits(per_subscription=100, per_document=rows + 55)
+    found = shared_router(roomy)[0].route_outcome(SHARED_DOCUMENT)
+    assert set(found.results) == {"o"} and block in found.witnesses and not found.failures
+
+
+def test_a_block_that_fails_in_a_shared_group_costs_only_its_own_rows(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A bug reading the block's rows fails the block alone: the subscription that shares its
+    plan still gets its result."""
+    router, block = shared_router()
+
+    def broken(*args: object) -> None:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(witness.RowReader, "rows", broken)
+    found = router.route_outcome(SHARED_DOCUMENT)
+    assert set(found.results) == {"o"} and set(found.failures) == {block} and not found.witnesses
+    assert found.failures[block].code == "FR312"
