@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
-from decimal import ROUND_FLOOR, Decimal
+from decimal import ROUND_FLOOR, Decimal, localcontext
 from email.utils import parsedate_to_datetime
 
 from feedrouter import kernel
@@ -119,9 +119,11 @@ def _rfc822(text: str) -> datetime | None:
 def _epoch_seconds(text: str) -> datetime | None:
     if _EPOCH.fullmatch(text) is None:
         return None
-    seconds = Decimal(text)
-    whole = seconds.to_integral_value(rounding=ROUND_FLOOR)
-    micro = int((seconds - whole) / _MICROSECOND)  # truncated, as for iso8601
+    with localcontext() as context:
+        context.prec = 2 * MAX_LENGTH  # every digit kept: the default 28 rounds .999...9 up
+        seconds = Decimal(text)
+        whole = seconds.to_integral_value(rounding=ROUND_FLOOR)
+        micro = int((seconds - whole) / _MICROSECOND)  # truncated, as for iso8601
     return _EPOCH_START + timedelta(seconds=int(whole), microseconds=micro)
 
 
@@ -148,8 +150,7 @@ def xs_datetime(dt: datetime) -> str:
     if dt.tzinfo is None or dt.utcoffset() is None:
         raise ValueError(f"a naive datetime has no place in a stream: {dt.isoformat()}")
     utc = dt.astimezone(timezone.utc)
-    text = (f"{utc.year:04d}-{utc.month:02d}-{utc.day:02d}"
-            f"T{utc.hour:02d}:{utc.minute:02d}:{utc.second:02d}")
+    text = f"{utc.year:04d}-{utc.month:02d}-{utc.day:02d}T{utc.hour:02d}:{utc.minute:02d}:{utc.second:02d}"
     if utc.microsecond:
         text += f".{utc.microsecond:06d}".rstrip("0")
     return text + "Z"

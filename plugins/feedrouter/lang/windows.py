@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
-from decimal import Decimal
+from decimal import Decimal, localcontext
 
 #: A longer window is refused: the text is a subscriber's, and reading it stays bounded work.
 MAX_LENGTH = 64
@@ -21,6 +21,7 @@ _WINDOW = re.compile(
     r"P(?:(\d+)D)?(?:T(?=\d)(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?",
     re.ASCII,
 )
+
 
 def parse_window(text: str) -> timedelta:
     """Reads a join window, a positive xs:dayTimeDuration such as ``PT6H`` or ``P1DT0.5S``.
@@ -41,11 +42,16 @@ def parse_window(text: str) -> timedelta:
     match = _WINDOW.fullmatch(text.strip(_XML_SPACE)) if len(text) <= MAX_LENGTH else None
     if match is None or not any(match.groups()):
         raise ValueError(f"the window {text!r} is not an xs:dayTimeDuration such as PT6H or P1DT12H")
-    days, hours, minutes, seconds = (Decimal(part or 0) for part in match.groups())
-    total = ((days * 24 + hours) * 60 + minutes) * 60 + seconds
+    with localcontext() as context:
+        # every digit kept (the default 28 would round 59.999...9 seconds up to a minute, and a
+        # pair a minute apart would be in the window): the text's digits, times at most 86,400
+        context.prec = 2 * MAX_LENGTH
+        days, hours, minutes, seconds = (Decimal(part or 0) for part in match.groups())
+        total = ((days * 24 + hours) * 60 + minutes) * 60 + seconds
+        micro = int(total / _MICROSECOND)  # truncated: a window holds whole microseconds
     if total <= 0:
         raise ValueError(f"the window {text!r} is not positive")
     try:
-        return timedelta(microseconds=int(total / _MICROSECOND))
+        return timedelta(microseconds=micro)
     except OverflowError:
         raise ValueError(f"the window {text!r} is too large") from None

@@ -87,6 +87,9 @@ def test_rfc822_refuses(text: str) -> None:
         ("1714552200.25", utc(2024, 5, 1, 8, 30, 0, 250000)),
         ("+1714552200.0000009", utc(2024, 5, 1, 8, 30)),
         ("-1.5", utc(1969, 12, 31, 23, 59, 58, 500000)),
+        # more digits than Decimal's default precision: truncated, never rounded up into the next hour
+        ("1777622399." + "9" * 29, utc(2026, 5, 1, 7, 59, 59, 999999)),
+        ("-0." + "0" * 30 + "1", utc(1969, 12, 31, 23, 59, 59, 999999)),
     ],
 )
 def test_epoch_seconds(text: str, expected: datetime) -> None:
@@ -139,6 +142,9 @@ def test_xs_datetime_refuses_naive() -> None:
         ("P0DT1H", timedelta(hours=1)),
         (" PT6H\n", timedelta(hours=6)),
         ("PT0.0000001S", timedelta(0)),  # positive, finer than event times can tell apart
+        # more digits than Decimal's default precision: truncated, not rounded up to a minute
+        ("PT59." + "9" * 29 + "S", timedelta(seconds=59, microseconds=999999)),
+        ("P" + "9" * 7 + "DT59." + "9" * 40 + "S", timedelta(days=9999999, seconds=59, microseconds=999999)),
     ],
 )
 def test_window(text: str, expected: timedelta) -> None:
