@@ -636,6 +636,9 @@ class Router:
         self.__dict__.update(state)
         self._readers = {}
         self.__dict__.setdefault("_positional", set())  # older routers: positions from the tree
+        # older routers have no join blocks: their own tables, or add_witness would fill the class's
+        self.__dict__.setdefault("_witnesses", {})
+        self.__dict__.setdefault("_witness_specs", {})
         if "_texts" not in state:  # pickled when each plan kept its own text
             plans: dict[str, SubscriptionPlan] = state["_plans"]  # type: ignore[assignment]
             self._texts = {

@@ -379,6 +379,25 @@ def test_a_router_pickled_before_blocks_said_first_reads_every_node() -> None:
     assert [row.values for row in rows] == [(("a",),), (("b",),)]
 
 
+def test_blocks_added_to_a_router_pickled_before_join_blocks_are_its_own() -> None:
+    """A router pickled before routers had join blocks gets tables of its own when unpickled:
+    a block added to it is not added to every other such router (nor to the class's defaults)."""
+    old = []
+    for _ in range(2):
+        router = Router.compile([("o", "//item/title")], on_error="collect")
+        state = router.__getstate__()
+        for name in ("_witnesses", "_witness_specs"):
+            state.pop(name, None)
+        unpickled = Router.__new__(Router)
+        unpickled.__setstate__(state)
+        old.append(unpickled)
+    (spec,) = [spec for spec in join_set(SHARED_JOIN).specs.values() if spec.where]
+    old[0].add_witness(spec)
+    assert spec.id in old[0].witness_blocks and spec.id in old[0].route_outcome(SHARED_DOCUMENT).witnesses
+    assert not old[1].witness_blocks and not old[1].route_outcome(SHARED_DOCUMENT).witnesses
+    assert Router._witnesses == {} and Router._witness_specs == {}
+
+
 #: documents whose first ``time`` element the clock reads: text, none, empty, mixed content,
 #: comments, CDATA, references, namespaced namesakes before it, the root itself, deep nesting
 CLOCK_DOCUMENTS = [
