@@ -60,7 +60,8 @@ class JoinDelivery:
     hour: datetime
     results: list[bytes] = field(default_factory=list)
     pairs: list[Pair] = field(default_factory=list)  # each result's two nodes: its provenance
-    count: int = 0  # the qualifying pairs, delivered or withheld
+    #: the qualifying pairs; withheld, the cap + 1 (pairs are not counted past the cap: there may be 10^8)
+    count: int = 0
     withheld: str | None = None
 
 
