@@ -207,7 +207,7 @@ def _statuses(engine: Engine) -> dict[str, int]:
 
 
 def test_a_new_join_subscription_is_back_filled_over_its_window(
-    spark: Any, catalog: Engine, s3_bucket: str, plans_dir: Path
+    spark: Any, catalog: Engine, s3_bucket: str, plans_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Hours routed before a join subscription existed lack its blocks: its first join stage
     routes them again from the inputs still in the store (witnesses only), then delivers the pairs
@@ -248,7 +248,17 @@ def test_a_new_join_subscription_is_back_filled_over_its_window(
     with pytest.raises(Exception, match="FR610"):  # without a back-fill: refused, naming the hours
         join_batch(catalog, "news", hours[1], plans_store=plans, options=joining)
     backfilling = JoinOptions(state_uri=state, stream_start=hours[0], backfill=BatchOptions(inline=True))
+    required: list[frozenset[tuple[str, datetime]]] = []
+    real = joins._delivered
+
+    def spy(stage: Any, spec: Any, targets: Any, source: Any, *args: Any) -> Any:
+        required.append(source.required)
+        return real(stage, spec, targets, source, *args)
+
+    monkeypatch.setattr(joins, "_delivered", spy)
     report = join_batch(catalog, "news", hours[1], plans_store=plans, options=backfilling, spark=spark)
+    # the window's hours from the stream's start, back-filled ones too: one gone while pairing fails it
+    assert required == [frozenset((feed, hour) for feed in FEEDS for hour in hours)]
     delivered = [(order, body) for order, body, _ in _delivered(catalog, s3_bucket).get("late", [])]
     oracle = SaxonJoinOracle()
     up_to = [oracle.run(saxon_messages(feeds, hour, LATENESS), "news", query) for hour in hours]
@@ -483,3 +493,44 @@ def test_a_damaged_hour_of_the_window_fails_the_stage_with_its_own_error(spark: 
     with pytest.raises(WitnessesUnreadable, match=r"roots\.parquet of the join witnesses of f 2026-05-01T07"):
         _delivered(stage, spec, targets, source, JoinOptions(), spark)
     assert not (tmp_path / "out").exists()  # nothing delivered from a window it could not read
+
+
+@pytest.mark.parametrize("engine", ["python", "spark", "partitioned"])
+def test_an_hour_of_the_window_deleted_while_the_stage_runs_fails_it_to_be_retried(
+    spark: Any, tmp_path: Path, engine: str
+) -> None:
+    """An hour the stage found written before it began (``WitnessSource.required``) and the
+    retention DAG deleted since is FR609, transient, for every engine: the stage is retried and
+    back-fills it, where pairing without it would lose its pairs without a word. Nothing is
+    delivered. An hour the stage did not find written (before the stream began) is no error."""
+    from dataclasses import replace
+    from datetime import timezone
+
+    from feedrouter.catalog import Target
+    from feedrouter.delivery import PlanRef
+    from feedrouter.errors import WitnessesNotReady
+    from feedrouter.join.stage import JoinStage
+    from feedrouter.spark.joins import _delivered
+    from feedrouter.spark.spec import JobSpec
+    from feedrouter.spark.witnesses import delete_hour
+    from tests.unit.join.support import bound_hour, join_set
+
+    joins = join_set(
+        "for $a in fr:stream()//item, $b in fr:stream()//item where $a/k = $b/k"
+        " and fr:within($a, $b, 'PT1H') return <p/>"
+    )
+    hour = datetime(2026, 5, 1, 8, tzinfo=timezone.utc)
+    earlier = hour - timedelta(hours=1)
+    hours = [bound_hour(joins, when, [{"k": ("1",)}] * 3) for when in (earlier, hour)]
+    source = stored_witnesses(tmp_path, hours)
+    delete_hour(source.stores.open(source.state_uri), "f", earlier)
+    stage = JoinStage(joins.plans.values(), joins.specs, lateness=timedelta(hours=1))
+    spec = JobSpec("f", hour, "", None, PlanRef(3, "d" * 64, 7), source.stores, 1 << 20, 1 << 20)
+    targets = {sid: Target(1, "s", "alice", (tmp_path / "out").as_uri()) for sid in joins.plans}
+    required = replace(source, required=frozenset({("f", earlier), ("f", hour)}))
+    options = JoinOptions(engine=engine)
+    with pytest.raises(WitnessesNotReady, match=r"f 2026-05-01T07 were written .* are gone"):
+        _delivered(stage, spec, targets, required, options, spark)
+    assert not (tmp_path / "out").exists()
+    not_required = replace(source, required=frozenset({("f", hour)}))
+    assert _delivered(stage, spec, targets, not_required, options, spark)  # hour 08's own pairs

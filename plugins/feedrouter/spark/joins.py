@@ -166,6 +166,10 @@ def join_batch(
         if lacking:
             hours = ", ".join(f"{name} {format_hour(when)}" for name, when in lacking)
             raise error("FR610", f"back-fill the join witnesses of {hours}: routed before blocks they need")
+        # every hour of the window from the stream's start is written now: one that goes missing
+        # while the stage runs (the retention DAG) fails it (FR609, retried), never pairs without it
+        window = window_hours(joins, lateness, hour)
+        source = replace(source, required=frozenset(key for key in window if key[1] >= start))
         spec = _spec(loaded, hour, stores, options)
         ttl = timedelta(seconds=options.lease_seconds or 600.0)
         cancel = JobCanceller()  # a lost lease stops the writing: the tasks' and this process's
@@ -219,7 +223,7 @@ def _delivered(
     writes the same bytes), where the other engines, pairing first, write none."""
     hour, cancel = spec.hour, cancel or JobCanceller()
     if options.engine == "python":
-        witnesses = WitnessHours(source.stores.open(source.state_uri))
+        witnesses = WitnessHours(source.stores.open(source.state_uri), source.required)
         pairs = stage.pairs(hour, witnesses.joinable)
     elif options.engine in ("spark", "partitioned"):
         with batch_session(spark, options.master) as session:
@@ -241,7 +245,7 @@ def _delivered(
                 if raised is not None:
                     raise raised from exc
                 raise
-        witnesses = WitnessHours(source.stores.open(source.state_uri))
+        witnesses = WitnessHours(source.stores.open(source.state_uri), source.required)
     else:
         raise ValueError(f"no join engine {options.engine!r}: partitioned, spark or python")
     witnesses.forget_joinable()  # paired: only what delivering reads is kept

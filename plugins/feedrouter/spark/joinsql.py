@@ -40,7 +40,7 @@ from feedrouter.lang.ast import TemporalKind
 from feedrouter.spark.frames import arrow_schema
 from feedrouter.spark.session import executor_cores
 from feedrouter.spark.stores import StoreOpener
-from feedrouter.spark.witnesses import read_relation
+from feedrouter.spark.witnesses import read_relation, still_there
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -67,6 +67,9 @@ class WitnessSource:
 
     stores: StoreOpener
     state_uri: str
+    #: the (feed, hour)s the join stage found written before it began: one gone while it runs (the
+    #: retention DAG) fails it with FR609 (retried, back-filled), never pairs without that hour
+    required: frozenset[tuple[str, datetime]] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -204,7 +207,8 @@ def read_window(
         for feed, hour_s in zip(
             batch.column("feed").to_pylist(), batch.column("hour_s").to_pylist(), strict=True
         ):
-            table = read_relation(store, feed, datetime.fromtimestamp(hour_s, timezone.utc), name)
+            when = datetime.fromtimestamp(hour_s, timezone.utc)
+            table = still_there(partial(read_relation, store, feed, when, name), feed, when, source.required)
             if table is None or not table.num_rows:
                 continue
             codes = pc.index_in(table.column(column), value_set=known)

@@ -30,15 +30,16 @@ import io
 import itertools
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any
+from functools import partial
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from feedrouter.delivery.layout import SUCCESS, witness_dir
 from feedrouter.delivery.parts import Provenance
-from feedrouter.errors import error
+from feedrouter.errors import FeedrouterError, ObjectNotFoundError, error
 from feedrouter.hours import HOUR_PATH, HourError, format_hour, hour_path, parse_hour, to_hour
 from feedrouter.join.plan import lookback
 from feedrouter.join.relations import (
@@ -57,6 +58,8 @@ from feedrouter.storage.keys import join_key
 
 if TYPE_CHECKING:
     import pyarrow as pa
+
+T = TypeVar("T")
 
 TABLES = ("messages", "roots", "values", "fragments")
 #: What delivering an hour's pairs reads of a witness hour (provenance and fragments).
@@ -138,8 +141,11 @@ class WitnessHours:
     stage 2 pairs from them (:meth:`joinable`), and with what delivering reads of them (the
     provenance and the fragments: :meth:`read`)."""
 
-    def __init__(self, state: ObjectStore) -> None:
+    def __init__(self, state: ObjectStore, required: Collection[tuple[str, datetime]] = ()) -> None:
         self._state = state
+        #: the (feed, hour)s the run found written before it began (:func:`~feedrouter.spark.
+        #: joins.check_witnesses`): one that is gone now is an error, not an hour without witnesses
+        self._required = frozenset(required)
         self._hours: dict[tuple[str, datetime], HourWitnesses | None] = {}
         self._joinable: dict[tuple[str, datetime], HourWitnesses | None] = {}
         self._provenances: dict[tuple[str, datetime, int], Provenance] = {}
@@ -147,13 +153,15 @@ class WitnessHours:
     def read(self, feed: str, hour: datetime) -> HourWitnesses | None:
         key = (feed, hour)
         if key not in self._hours:
-            self._hours[key] = read_hour(self._state, feed, hour, DELIVERY_TABLES)
+            read = partial(read_hour, self._state, feed, hour, DELIVERY_TABLES)
+            self._hours[key] = still_there(read, feed, hour, self._required)
         return self._hours[key]
 
     def joinable(self, feed: str, hour: datetime) -> HourWitnesses | None:
         key = (feed, hour)
         if key not in self._joinable:
-            self._joinable[key] = read_joinable(self._state, feed, hour)
+            read = partial(read_joinable, self._state, feed, hour)
+            self._joinable[key] = still_there(read, feed, hour, self._required)
         return self._joinable[key]
 
     def forget_joinable(self) -> None:
@@ -180,6 +188,34 @@ _JOINABLE = {
     "roots": ("block", "message", "node"),
     "values": ("leaf", "value", "message", "node"),
 }
+
+
+def still_there(
+    read: Callable[[], T | None], feed: str, hour: datetime, required: Collection[tuple[str, datetime]]
+) -> T | None:
+    """What ``read`` reads of ``feed``'s ``hour``; where the hour is ``required`` (the join stage
+    found it written before it began), its absence, whole or in part, is :func:`witnesses_gone`:
+    the retention DAG deleted it while the stage ran, and pairing without it would lose its pairs
+    without a word."""
+    if (feed, hour) not in required:
+        return read()
+    try:
+        found = read()
+    except ObjectNotFoundError as exc:  # deleted while it was read: _SUCCESS first, then the tables
+        raise witnesses_gone(feed, hour) from exc
+    if found is None:
+        raise witnesses_gone(feed, hour)
+    return found
+
+
+def witnesses_gone(feed: str, hour: datetime) -> FeedrouterError:
+    """FR609 (transient: the stage is retried, and its check back-fills the hour from its inputs)."""
+    return error(
+        "FR609",
+        f"the join witnesses of {feed} {format_hour(hour)} were written when the join stage began and "
+        "are gone (deleted by the retention DAG meanwhile?): the stage is retried, and back-fills the "
+        "hour first",
+    )
 
 
 def _joinable(tables: dict[str, pa.Table]) -> JoinableColumns:

@@ -217,6 +217,36 @@ def test_the_stage_reads_each_hour_once_and_each_message_provenance_once(tmp_pat
     assert hours.joinable("books", HOUR) is not joinable  # read again once forgotten
 
 
+@pytest.mark.parametrize("gone", ["whole", "a table"])
+def test_an_hour_the_stage_found_written_and_is_gone_is_an_error_it_is_retried_on(
+    tmp_path: Path, gone: str
+) -> None:
+    """An hour the join stage found written before it began (``required``) and deleted since (the
+    retention DAG), whole or while it was read, is FR609 (transient: the retried stage back-fills
+    it), never an hour without witnesses; an hour not required reads as before."""
+    from feedrouter.errors import ObjectNotFoundError, WitnessesNotReady
+    from feedrouter.spark.witnesses import delete_hour, witness_dir
+
+    store = open_store(tmp_path.as_uri())
+    write_hour(store, hour_of_witnesses())
+    if gone == "whole":
+        delete_hour(store, "books", HOUR)
+    else:  # the marker still there, a table not: what a read in the middle of a deletion meets
+        store.delete(f"{witness_dir('books', HOUR)}/messages.parquet")  # read to pair and to deliver
+    required = WitnessHours(store, {("books", HOUR)})
+    gone_now = r"books 2026-05-01T08 were written .* are gone"
+    for read in (required.joinable, required.read):
+        with pytest.raises(WitnessesNotReady, match=gone_now) as caught:
+            read("books", HOUR)
+        assert caught.value.code == "FR609" and caught.value.transient
+    plain = WitnessHours(store, {("books", HOUR - timedelta(hours=1))})
+    if gone == "whole":
+        assert plain.joinable("books", HOUR) is None and plain.read("books", HOUR) is None
+    else:
+        with pytest.raises(ObjectNotFoundError):
+            plain.joinable("books", HOUR)
+
+
 DAMAGE = {
     "truncated": lambda data: data[: len(data) // 2],
     "garbage": lambda data: b"PAR1" + bytes(range(256)) * 4 + b"PAR1",
