@@ -25,8 +25,8 @@ return fragments, compressed); multiply by the messages of the retained hours (s
 
 **Deleted too early?** Nothing is lost while the inputs are stored: a join stage whose window
 reaches an hour without witnesses that was routed back-fills them from its inputs (stage 1 again,
-witnesses only) before joining. Only when the inputs are gone too does such a join stage fail,
-naming the hours.
+witnesses only) before joining. Only when the inputs are gone too does such a join stage fail
+(FR612), naming the hour.
 
 **Manual runs**: *Trigger* to clean up now. `catchup` is off: one run does all the work due.
 """

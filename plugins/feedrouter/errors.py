@@ -225,6 +225,13 @@ class WitnessesUnreadable(BatchError):
     default_code = "FR611"
 
 
+class InputsGone(BatchError):
+    """An hour's join witnesses must be back-filled, but the documents the hour routed are gone
+    from its inputs: its pairs cannot be made again (restore the inputs and re-run)."""
+
+    default_code = "FR612"
+
+
 class SettingsError(FeedrouterError):
     """A setting is missing or invalid (the message names it and where it was read from)."""
 
@@ -313,6 +320,7 @@ TABLE: dict[str, tuple[type[FeedrouterError], str]] = {
     "FR609": (WitnessesNotReady, "join witnesses of an hour of the window are not written yet"),
     "FR610": (BackfillNeeded, "join witnesses of an hour lack a block: back-fill the hour"),
     "FR611": (WitnessesUnreadable, "join witnesses of an hour cannot be read"),
+    "FR612": (InputsGone, "an hour to back-fill has lost its inputs"),
     # settings
     "FR700": (SettingsError, "missing or invalid setting"),
 }

@@ -269,6 +269,49 @@ def test_a_new_join_subscription_is_back_filled_over_its_window(
     assert [canonical(item) for item in later] == [canonical(item) for item in expected]
 
 
+def test_an_hour_to_back_fill_whose_inputs_are_gone_fails_the_stage_naming_it(
+    catalog: Engine, s3_bucket: str, plans_dir: Path
+) -> None:
+    """An hour that routed documents, whose witnesses and inputs are both gone, cannot be
+    back-filled: the join stage fails with FR612 naming the hour and its inputs (an empty hour
+    written in its place would cost every join whose window reaches it its pairs, without a
+    word), and no witnesses are written for it."""
+    from feedrouter.errors import InputsGone
+    from feedrouter.spark.witnesses import delete_hour, has_hour
+
+    generated = generate_feed_hours(seed=19, feeds=FEEDS, hours=2, items_per_hour=5, lateness=LATENESS)
+    query = (
+        'import module namespace fr = "urn:feedrouter:stream:1";\n'
+        'for $a in fr:stream()//item, $b in fr:stream("blogs")//item\n'
+        'where $a/author = $b/author and fr:within($a, $b, "PT3H")\n'
+        "return <pair>{ $a/guid }{ $b/guid }</pair>"
+    )
+    _catalog(catalog, s3_bucket, {"j": ("news", query)})
+    for feed, batches in generated.items():
+        for batch in batches:
+            inputs = open_store(batch_prefix(LAYOUT, f"s3://{s3_bucket}/in/{feed}", batch.hour))
+            for message in batch.messages:
+                inputs.put(message.key, message.data)
+    plans = FileStore(plans_dir)
+    hours = sorted(batch.hour for batch in generated["news"])
+    state = f"s3://{s3_bucket}/state"
+    for feed in FEEDS:
+        build_plan(catalog, feed, plans)
+        for hour in hours:
+            route_batch(
+                catalog, feed, hour, plans_store=plans, options=BatchOptions(state_uri=state, inline=True)
+            )
+    delete_hour(open_store(state), "news", hours[0])
+    gone = open_store(batch_prefix(LAYOUT, f"s3://{s3_bucket}/in/news", hours[0]))
+    for key in gone.list(""):
+        gone.delete(key)
+    backfilling = JoinOptions(state_uri=state, stream_start=hours[0], backfill=BatchOptions(inline=True))
+    named = rf"news {hours[0]:%Y-%m-%dT%H} must be back-filled, but its inputs are gone .* routed 5 documents"
+    with pytest.raises(InputsGone, match=named):
+        join_batch(catalog, "news", hours[1], plans_store=plans, options=backfilling)
+    assert not has_hour(open_store(state), "news", hours[0])
+
+
 def _after(items: list[bytes], earlier: list[bytes]) -> list[bytes]:
     """``items`` without ``earlier``, a subsequence of them (the results of fewer messages)."""
     rest, position = [], 0

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Engine, insert, select, update
+from sqlalchemy import Connection, Engine, func, insert, select, update
 
 from feedrouter.catalog import lease as leases
 from feedrouter.catalog.lease import Lease
@@ -206,6 +206,17 @@ def routed_hour(conn: Connection, feed: str, hour: datetime) -> bool:
         .limit(1)
     )
     return found is not None
+
+
+def routed_documents(conn: Connection, feed: str, hour: datetime) -> int:
+    """The most documents a finished batch of the feed's hour routed, with any plan build (0: none
+    finished, or none had documents)."""
+    found = conn.scalar(
+        select(func.max(Batch.documents))
+        .join(Feed, Feed.id == Batch.feed_id)
+        .where(Feed.name == feed, Batch.hour == hour, Batch.status.in_(("succeeded", "empty")))
+    )
+    return int(found or 0)
 
 
 def record_deliveries(

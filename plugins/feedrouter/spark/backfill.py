@@ -14,6 +14,8 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import Engine
 
+from feedrouter.catalog import ledger
+from feedrouter.errors import error
 from feedrouter.hours import format_hour, to_hour
 from feedrouter.join.relations import HourWitnesses
 from feedrouter.spark.batch import (
@@ -57,9 +59,29 @@ def backfill_witnesses(
         with hour_lock(engine, feed, hour, ttl, on_lost=cancel):
             keys = list_inputs(stores.open(spec.input_uri))
             if not keys:
+                _check_nothing_was_routed(engine, feed, hour, spec.input_uri)
                 write_hour(stores.open(spec.state_uri), HourWitnesses(feed, hour, spec.witness_blocks))
                 return WitnessReport(0, 0, 0, 0)
             sessions = session or (lambda: batch_session(None, options.master))
             output = run_routing(spec, loaded, keys, sessions, options, None, cancel)
         log.info("back-filled the join witnesses of %s %s: %s", feed, format_hour(hour), output.witnesses)
         return output.witnesses
+
+
+def _check_nothing_was_routed(engine: Engine, feed: str, hour: datetime, inputs: str) -> None:
+    """An hour without inputs is back-filled as an hour without messages only where it routed
+    none: an empty hour written over one whose inputs are gone would cost every join whose window
+    reaches it its pairs, without a word.
+
+    Raises:
+        InputsGone: [FR612] the hour routed documents and its inputs are gone.
+    """
+    with engine.connect() as conn:
+        routed = ledger.routed_documents(conn, feed, hour)
+    if routed:
+        raise error(
+            "FR612",
+            f"the join witnesses of {feed} {format_hour(hour)} must be back-filled, but its inputs are "
+            f"gone from {inputs} (the hour routed {routed} documents): its pairs cannot be made again; "
+            "restore the inputs and re-run",
+        )
