@@ -60,7 +60,8 @@ def backfill_witnesses(
             keys = list_inputs(stores.open(spec.input_uri))
             if not keys:
                 _check_nothing_was_routed(engine, feed, hour, spec.input_uri)
-                write_hour(stores.open(spec.state_uri), HourWitnesses(feed, hour, spec.witness_blocks))
+                empty = HourWitnesses(feed, hour, spec.witness_blocks)
+                write_hour(stores.open(spec.state_uri), empty, spec.witness_coverage)
                 return WitnessReport(0, 0, 0, 0)
             sessions = session or (lambda: batch_session(None, options.master))
             output = run_routing(spec, loaded, keys, sessions, options, None, cancel)

@@ -59,7 +59,7 @@ from feedrouter.spark.session import batch_session, check_no_speculation
 from feedrouter.spark.spec import ArtifactRef, Fault, JobSpec
 from feedrouter.spark.stores import StoreOpener
 from feedrouter.spark.tasks import Undelivered
-from feedrouter.spark.witnesses import write_hour
+from feedrouter.spark.witnesses import coverage, write_hour
 from feedrouter.storage import ObjectStore
 
 if TYPE_CHECKING:
@@ -227,7 +227,7 @@ def route_batch(
                     output = run_routing(spec, loaded, keys, sessions, options, progress, cancel)
                 elif spec.state_uri is not None:  # an empty hour has witnesses too: none
                     empty = HourWitnesses(spec.feed, spec.hour, spec.witness_blocks)
-                    write_hour(stores.open(spec.state_uri), empty)
+                    write_hour(stores.open(spec.state_uri), empty, spec.witness_coverage)
                 # before withdrawing anything: a new holder's folders are its own
                 leases.confirm(engine, lease)
                 cleanup = _clean_up(engine, spec, loaded, output, earlier, plans_store)
@@ -297,6 +297,9 @@ def job_spec(loaded: LoadedPlan, hour: datetime, stores: StoreOpener, options: B
         artifact=loaded.location,  # the routing tasks read the plan from the plans store
         state_uri=state,
         witness_blocks=joins.blocks if state is not None and joins is not None else (),
+        witness_coverage=(
+            coverage(joins.specs[b] for b in joins.blocks) if state is not None and joins is not None else ()
+        ),
     )
 
 

@@ -38,6 +38,7 @@ from feedrouter.catalog.joins import JoinsOfFeed
 from feedrouter.catalog.settings import state_uri
 from feedrouter.errors import error
 from feedrouter.hours import format_hour, to_hour
+from feedrouter.join.plan import BlockSpec
 from feedrouter.join.relations import ONE_HOUR
 from feedrouter.join.stage import DEFAULT_MAX_PAIRS, JoinDelivery, JoinStage
 from feedrouter.spark.backfill import backfill_witnesses
@@ -58,7 +59,7 @@ from feedrouter.spark.lease import JobCanceller, hour_lock
 from feedrouter.spark.session import batch_session, check_no_speculation
 from feedrouter.spark.spec import JobSpec
 from feedrouter.spark.stores import StoreOpener
-from feedrouter.spark.witnesses import WitnessHours, blocks_of_hour
+from feedrouter.spark.witnesses import Coverage, WitnessHours, coverage_of_hour
 from feedrouter.storage import ObjectStore
 
 
@@ -286,25 +287,39 @@ def check_witnesses(
     routed: Callable[[str, datetime], bool] = lambda feed, hour: False,
 ) -> list[tuple[str, datetime]]:
     """The hours of the window (from ``start`` on) to back-fill: their witnesses lack blocks the
-    joins need, or there are none though ``routed`` says the hour was routed (with a plan that had
-    no join block). Raises WitnessesNotReady (FR609) when an hour is not routed yet."""
+    joins need, or a leaf or fragment of one (a join added later reads a block another join made,
+    with a value or a return item of its own), or there are none though ``routed`` says the hour
+    was routed (with a plan that had no join block). Raises WitnessesNotReady (FR609) when an
+    hour is not routed yet."""
     missing: list[str] = []
     lacking: list[tuple[str, datetime]] = []
     for (feed, when), blocks in sorted(window_hours(joins, lateness, hour).items()):
         if when < start:
             continue  # before the stream: never routed, nothing to wait for
-        covered = blocks_of_hour(state, feed, when)
-        if covered is None and routed(feed, when):
+        found = coverage_of_hour(state, feed, when)
+        if found is None and routed(feed, when):
             lacking.append((feed, when))
-        elif covered is None:
+        elif found is None:
             missing.append(f"{feed} {format_hour(when)}")
-        elif not blocks <= covered:
+        elif not blocks <= found[0] or not _holds(found[1], [joins.specs[block] for block in blocks]):
             lacking.append((feed, when))
     if missing:
         raise error(
             "FR609", f"waiting for the join witnesses of {', '.join(missing)} (stage 1 of those hours)"
         )
     return lacking
+
+
+def _holds(covered: Coverage | None, specs: Iterable[BlockSpec]) -> bool:
+    """Whether an hour's rows hold every leaf and fragment of ``specs`` (None: an hour written
+    before that was recorded, taken to hold them, as it was before)."""
+    if covered is None:
+        return True
+    for spec in specs:
+        leaves, fragments = covered.get(spec.id, (frozenset(), frozenset()))
+        if not (leaves.issuperset(spec.leaves) and fragments.issuperset(spec.fragments)):
+            return False
+    return True
 
 
 def _routed_hours(engine: Engine) -> Callable[[str, datetime], bool]:

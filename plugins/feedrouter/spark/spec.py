@@ -90,6 +90,8 @@ class JobSpec:
     artifact: ArtifactRef | None = None
     state_uri: str | None = None
     witness_blocks: tuple[str, ...] = ()  # the join blocks the plan computes (with state_uri)
+    #: per block, the names of the leaves and fragments its rows hold (what the hour will cover)
+    witness_coverage: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = ()
     witnesses_only: bool = False  # a back-fill: write the hour's witnesses, deliver nothing
 
     def without_targets(self) -> JobSpec:

@@ -270,7 +270,7 @@ def write_witnesses(spec: JobSpec, messages: Iterable[MessageWitnesses]) -> Witn
         hour.append(found)
     if spec.state_uri is None:
         raise error("FR600", f"the job spec of {spec.feed} {spec.hour_text} names no state location")
-    written = write_hour(spec.stores.open(spec.state_uri), hour)
+    written = write_hour(spec.stores.open(spec.state_uri), hour, spec.witness_coverage)
     timed = sum(1 for message in hour.messages if message.time is not None)
     roots = len(hour.root_columns().blocks)
     return WitnessReport(len(hour.messages), timed, roots, written)

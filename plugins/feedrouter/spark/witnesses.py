@@ -30,7 +30,7 @@ import io
 import itertools
 import json
 import re
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
@@ -41,7 +41,7 @@ from feedrouter.delivery.layout import SUCCESS, witness_dir
 from feedrouter.delivery.parts import Provenance
 from feedrouter.errors import FeedrouterError, ObjectNotFoundError, error
 from feedrouter.hours import HOUR_PATH, HourError, format_hour, hour_path, parse_hour, to_hour
-from feedrouter.join.plan import lookback
+from feedrouter.join.plan import BlockSpec, lookback
 from feedrouter.join.relations import (
     NO_TIME,
     ONE_HOUR,
@@ -77,23 +77,63 @@ _HOUR_FOLDER = re.compile(
 )
 
 
-def write_hour(store: ObjectStore, witnesses: HourWitnesses) -> int:
-    """Write one feed's hour of witnesses (then its ``_SUCCESS``); returns the bytes written."""
+#: per block, the names of the leaves and fragments its rows hold (:class:`~feedrouter.join.plan.
+#: BlockSpec`'s keys, stable across plan builds), as a job spec carries it
+BlockCoverage = tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...]
+#: the same as an hour's ``blocks.json`` records it, by block
+Coverage = dict[str, tuple[frozenset[str], frozenset[str]]]
+
+
+def coverage(specs: Iterable[BlockSpec]) -> BlockCoverage:
+    """What the rows of ``specs``' blocks hold, as :func:`write_hour` records it."""
+    return tuple(
+        sorted((spec.id, tuple(sorted(spec.leaves)), tuple(sorted(spec.fragments))) for spec in specs)
+    )
+
+
+def write_hour(store: ObjectStore, witnesses: HourWitnesses, covered: BlockCoverage = ()) -> int:
+    """Write one feed's hour of witnesses (then its ``_SUCCESS``); returns the bytes written.
+
+    ``blocks.json`` records the blocks the hour's plan computed, each with the leaves and
+    fragments its rows hold (``covered``: every block's; without it, the ids alone, as hours
+    written before coverage was recorded have them). A block a later join reads with a leaf or
+    fragment the hour does not hold is back-filled (:func:`~feedrouter.spark.joins.check_witnesses`).
+    """
     folder = witness_dir(witnesses.feed, witnesses.hour)
     tables = encode(witnesses)
     for name, data in tables.items():
         store.put(join_key(folder, f"{name}.parquet"), data)
-    blocks = json.dumps(sorted(witnesses.blocks)).encode()
+    blocks = json.dumps(_blocks_json(witnesses.blocks, covered), sort_keys=True).encode()
     store.put(join_key(folder, BLOCKS), blocks)
     store.put(join_key(folder, SUCCESS), b"")
     return sum(len(data) for data in tables.values()) + len(blocks)
 
 
+def _blocks_json(blocks: Sequence[str], covered: BlockCoverage) -> list[str] | dict[str, list[list[str]]]:
+    if not covered:
+        return sorted(blocks)
+    shapes = {block: [list(leaves), list(fragments)] for block, leaves, fragments in covered}
+    missing = sorted(set(blocks) - set(shapes))
+    if missing:
+        raise ValueError(f"no coverage for blocks {missing}")
+    return {block: shapes[block] for block in sorted(blocks)}
+
+
 def blocks_of_hour(store: ObjectStore, feed: str, hour: datetime) -> frozenset[str] | None:
     """The blocks an hour's witnesses cover, or None when the hour has none (yet)."""
+    found = coverage_of_hour(store, feed, hour)
+    return None if found is None else found[0]
+
+
+def coverage_of_hour(
+    store: ObjectStore, feed: str, hour: datetime
+) -> tuple[frozenset[str], Coverage | None] | None:
+    """The blocks an hour's witnesses cover and what their rows hold (None: an hour written before
+    that was recorded), or None when the hour has none (yet)."""
     if not has_hour(store, feed, hour):
         return None
-    return frozenset(_blocks(feed, hour, store.get(join_key(witness_dir(feed, hour), BLOCKS))))
+    data = store.get(join_key(witness_dir(feed, hour), BLOCKS))
+    return frozenset(_blocks(feed, hour, data)), _coverage(feed, hour, data)
 
 
 def has_hour(store: ObjectStore, feed: str, hour: datetime) -> bool:
@@ -331,9 +371,32 @@ def _blocks(feed: str, hour: datetime, data: bytes) -> tuple[str, ...]:
     """The block ids of an hour's ``blocks.json``."""
     with _readable(feed, hour, BLOCKS):
         blocks = json.loads(data)
+        if isinstance(blocks, dict):
+            _check_coverage(blocks)
+            return tuple(blocks)
         if not isinstance(blocks, list) or not all(isinstance(block, str) for block in blocks):
             raise ValueError("not a list of block ids")
     return tuple(blocks)
+
+
+def _coverage(feed: str, hour: datetime, data: bytes) -> Coverage | None:
+    """What an hour's ``blocks.json`` says each block's rows hold (None: it says only the ids)."""
+    with _readable(feed, hour, BLOCKS):
+        blocks = json.loads(data)
+        if not isinstance(blocks, dict):
+            return None
+        _check_coverage(blocks)
+    return {block: (frozenset(leaves), frozenset(fragments)) for block, (leaves, fragments) in blocks.items()}
+
+
+def _check_coverage(blocks: dict[str, Any]) -> None:
+    for shape in blocks.values():
+        if not (
+            isinstance(shape, list)
+            and len(shape) == 2
+            and all(isinstance(names, list) and all(isinstance(n, str) for n in names) for names in shape)
+        ):
+            raise ValueError("not block ids with their leaves and fragments")
 
 
 def witness_hours(store: ObjectStore, feed: str) -> list[datetime]:

@@ -276,7 +276,39 @@ def test_a_damaged_table_is_refused_naming_it_and_how_to_recover(
             read_joinable(store, "books", HOUR)
 
 
-@pytest.mark.parametrize("data", [b"{not json", b'{"a": 1}', b'["block-1", 2]'])
+def test_an_hour_records_what_each_blocks_rows_hold(tmp_path: Path) -> None:
+    """``blocks.json`` names each block with the leaves and fragments its rows hold (in any order
+    given, the same bytes); an hour written without them (as before they were recorded) names the
+    ids alone, and says nothing about what they hold."""
+    from feedrouter.spark.witnesses import coverage_of_hour
+
+    store = open_store(tmp_path.as_uri())
+    written = hour_of_witnesses()
+    written.blocks = ("block-2", "block-1")
+    covered = (("block-2", ("@id",), ()), ("block-1", ("author",), ("nodes  title",)))
+    write_hour(store, written, covered)
+    data = store.get("witnesses/books/dt=2026-05-01/hour=08/blocks.json")
+    write_hour(store, written, covered[::-1])
+    assert store.get("witnesses/books/dt=2026-05-01/hour=08/blocks.json") == data
+    assert coverage_of_hour(store, "books", HOUR) == (
+        frozenset({"block-1", "block-2"}),
+        {
+            "block-1": (frozenset({"author"}), frozenset({"nodes  title"})),
+            "block-2": (frozenset({"@id"}), frozenset()),
+        },
+    )
+    assert blocks_of_hour(store, "books", HOUR) == {"block-1", "block-2"}
+    back = read_hour(store, "books", HOUR)
+    assert back is not None and set(back.blocks) == {"block-1", "block-2"}
+    write_hour(store, written)
+    assert coverage_of_hour(store, "books", HOUR) == (frozenset({"block-1", "block-2"}), None)
+    with pytest.raises(ValueError, match="no coverage for blocks"):
+        write_hour(store, written, covered[:1])
+
+
+@pytest.mark.parametrize(
+    "data", [b"{not json", b'{"a": 1}', b'["block-1", 2]', b'{"a": [["x"]]}', b'{"a": [["x"], [1]]}']
+)
 def test_a_damaged_block_list_is_refused(tmp_path: Path, data: bytes) -> None:
     store = open_store(tmp_path.as_uri())
     write_hour(store, hour_of_witnesses())

@@ -1,0 +1,74 @@
+"""The join stage's check of its window's witnesses (:func:`feedrouter.spark.joins.check_witnesses`)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from feedrouter.catalog.joins import JoinsOfFeed
+from feedrouter.errors import WitnessesNotReady
+from feedrouter.join.plan import JoinSet
+from feedrouter.spark.joins import check_witnesses
+from feedrouter.spark.witnesses import coverage, write_hour
+from feedrouter.storage import ObjectStore, open_store
+from tests.unit.join.support import bound_hour, join_set
+
+H0 = datetime(2026, 5, 1, 7, tzinfo=timezone.utc)
+H1 = H0 + timedelta(hours=1)
+LATENESS = timedelta(hours=1)
+#: two joins over the same blocks (every item of the feed): the second compares and returns more
+ON_K = (
+    "for $a in fr:stream()//item, $b in fr:stream()//item where $a/k = $b/k and fr:within($a, $b, 'PT1H') "
+    "return <p/>"
+)
+ON_T = (
+    "for $a in fr:stream()//item, $b in fr:stream()//item where $a/t = $b/t and fr:within($a, $b, 'PT1H') "
+    "return <p>{ $b/u }</p>"
+)
+
+
+def of_feed(joins: JoinSet) -> JoinsOfFeed:
+    return JoinsOfFeed(plans=dict(joins.plans), specs=dict(joins.specs), blocks=tuple(joins.specs))
+
+
+def written(tmp_path: Path, joins: JoinSet | None) -> ObjectStore:
+    """Both hours written by a plan with ``joins``' blocks (None: as hours were written before
+    they recorded what their blocks' rows hold)."""
+    store = open_store(tmp_path.as_uri())
+    for hour in (H0, H1):
+        covered = () if joins is None else coverage(joins.specs.values())
+        write_hour(store, bound_hour(join_set(ON_K), hour, [{"k": ("1",)}]), covered)
+    return store
+
+
+def test_a_block_a_later_join_reads_with_a_leaf_or_fragment_of_its_own_is_back_filled(tmp_path: Path) -> None:
+    """Hours written when only the first join existed hold its leaf (``k``) alone: the second
+    join's ``t`` and ``u`` are not there, though the block is, so both hours are back-filled;
+    written with both joins, nothing is."""
+    both = of_feed(join_set(ON_K, ON_T))
+    assert set(both.specs) == set(join_set(ON_K).specs)  # the same blocks, more leaves
+    lacking = check_witnesses(written(tmp_path / "old", join_set(ON_K)), both, LATENESS, H1, H0)
+    assert lacking == [("f", H0), ("f", H1)]
+    assert check_witnesses(written(tmp_path / "new", join_set(ON_K, ON_T)), both, LATENESS, H1, H0) == []
+    assert (
+        check_witnesses(written(tmp_path / "k", join_set(ON_K)), of_feed(join_set(ON_K)), LATENESS, H1, H0)
+        == []
+    )
+
+
+def test_an_hour_written_before_coverage_was_recorded_is_taken_to_hold_its_blocks(tmp_path: Path) -> None:
+    both = of_feed(join_set(ON_K, ON_T))
+    assert check_witnesses(written(tmp_path, None), both, LATENESS, H1, H0) == []
+
+
+def test_an_hour_not_routed_yet_is_waited_for_and_one_routed_without_witnesses_back_filled(
+    tmp_path: Path,
+) -> None:
+    joins = of_feed(join_set(ON_K))
+    store = open_store(tmp_path.as_uri())
+    write_hour(store, bound_hour(join_set(ON_K), H1, [{"k": ("1",)}]), coverage(joins.specs.values()))
+    with pytest.raises(WitnessesNotReady, match="f 2026-05-01T07"):
+        check_witnesses(store, joins, LATENESS, H1, H0)
+    assert check_witnesses(store, joins, LATENESS, H1, H0, routed=lambda feed, hour: True) == [("f", H0)]
