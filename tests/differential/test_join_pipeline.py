@@ -99,6 +99,43 @@ def test_hand_written_joins_agree_with_saxon(
     assert counts["pairs"] >= 5, counts
 
 
+#: joins whose conditions and paths read a variable through a let alias or a self:: step: each is
+#: filed on the side of the variable it reads (a review found them filed on the first side, a let
+#: alias in a return failing the feed's build, self:: in a value join read as a child step)
+ALIASED = {
+    "let-where": "let $t := $b/author where $t = 'bob' and $a/title = $b/title",
+    "let-join": "let $t := $b/title where $a/title = $t",
+    "let-temporal": "let $c := $a where $a/title = $b/title",
+    "descendant-or-self-where": "where $b/descendant-or-self::item/author = 'ann' and $a/title = $b/title",
+    "self-where": "where $b/self::item and $a/title = $b/title",
+    "self-in-value-join": "where $b/self::item/title = $a/title",
+    "self-after-a-step": "where $b/title/self::title = $a/title",
+}
+
+
+@pytest.mark.parametrize("name", sorted(ALIASED))
+def test_joins_reading_a_variable_through_an_alias_or_self_agree_with_saxon(
+    oracle: SaxonJoinOracle, name: str
+) -> None:
+    temporal = (
+        "fr:followed-by($c, $b, 'PT6H')" if name == "let-temporal" else "fr:followed-by($a, $b, 'PT6H')"
+    )
+    ret = (
+        "<p>{ $t }{ $a/author/self::author }</p>" if name == "let-where" else "<p>{ $a/link }{ $b/link }</p>"
+    )
+    text = (
+        PROLOG + "for $a in fr:stream()//item, $b in fr:stream('blogs')//item "
+        f"{ALIASED[name]} and {temporal} return {ret}"
+    )
+    pipeline = JoinPipeline({name: ("books", text)}, list(FEEDS))
+    for k in range(3):
+        for feed, hours in FEEDS.items():
+            pipeline.collect(feed, HOURS[k], hours[HOURS[k]])
+    delivered = {HOURS[k]: pipeline.join(HOURS[k]) for k in range(3)}
+    counts = compare_with_saxon(oracle, pipeline, FEEDS, delivered)
+    assert counts["pairs"] >= 1, counts
+
+
 @pytest.mark.parametrize(("seed", "min_shared"), [(41, MIN_SHARED), (42, 1), (43, 1)])
 def test_generated_joins_agree_with_saxon(oracle: SaxonJoinOracle, seed: int, min_shared: int) -> None:
     """Generated join subscriptions (1-4 value joins, both temporal kinds, cross-feed) over three

@@ -249,6 +249,8 @@ class SelfTest:
 
     name: QName | None
     span: Span | None = field(default=None, compare=False)
+    # a join's variable whose node it tests (``$b/self::item``); "" elsewhere (as RelPath.var)
+    var: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True)
@@ -356,8 +358,20 @@ class Temporal:
 
 
 Condition = (
-    Comparison | Exists | BooleanCall | CallComparison | Position | SelfTest | Member | UpwardTest
-    | ReachedFrom | Not | And | Or | ValueJoin | Temporal
+    Comparison
+    | Exists
+    | BooleanCall
+    | CallComparison
+    | Position
+    | SelfTest
+    | Member
+    | UpwardTest
+    | ReachedFrom
+    | Not
+    | And
+    | Or
+    | ValueJoin
+    | Temporal
 )
 
 

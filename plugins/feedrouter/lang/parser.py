@@ -26,8 +26,9 @@ Decisions where the contract is silent (each is the conservative reading of XQue
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, fields, is_dataclass, replace
+from typing import TypeVar
 
 from feedrouter.errors import ErrorDetail, Span, SubscriptionError, error
 from feedrouter.lang import backward
@@ -105,8 +106,10 @@ PREDECLARED = {
     "err": "http://www.w3.org/2005/xqt-errors",
 }
 #: A join's bounds: the feed names of ``fr:stream("…")`` and the value joins of one subscription.
+T = TypeVar("T")
+
 MAX_FEED_NAME = 128
-MAX_VALUE_JOINS = 8
+MAX_VALUE_JOINS = 6  # as join.templates: a template's canonical form costs up to 6! orders (8!: 0.6 s)
 COMPARISONS = {op.value: op for op in CompOp}
 VALUE_COMPARISONS = {"eq": "=", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 KIND_TESTS = {
@@ -536,8 +539,7 @@ class _Parser:
         left = self.stream_binding(first)
         if not self.tok.is_punct(","):
             message = (
-                "a join subscription binds two streams: "
-                'for $a in fr:stream()//x, $b in fr:stream("feed")//y'
+                'a join subscription binds two streams: for $a in fr:stream()//x, $b in fr:stream("feed")//y'
             )
             raise self.diag.fail("FR104", message, self.tok.start)
         self.advance()
@@ -552,7 +554,7 @@ class _Parser:
         self.before_in()
         if self.stream_function(self.tok) != "stream":
             message = (
-                f"the second binding of a join reads a stream too: ${second.text} in fr:stream(\"feed\")//y"
+                f'the second binding of a join reads a stream too: ${second.text} in fr:stream("feed")//y'
             )
             raise self.diag.fail("FR104", message, self.tok.start)
         right = self.stream_binding(second)
@@ -631,7 +633,7 @@ class _Parser:
         joins: list[ValueJoin] = []
         temporal: list[Temporal] = []
         sides: tuple[list[Condition], list[Condition]] = ([], [])
-        for term in where:
+        for term in _join_terms(where):
             if isinstance(term, ValueJoin):
                 joins.append(term)
             elif isinstance(term, Temporal):
@@ -651,7 +653,9 @@ class _Parser:
             message = "a join subscription compares at least one value of each side: $b/author = $a/author"
             raise self.diag.fail("FR104", message, offset)
         if len(joins) > MAX_VALUE_JOINS:
-            raise self.diag.fail("FR115", f"at most {MAX_VALUE_JOINS} value joins are supported", offset)
+            extra = joins[MAX_VALUE_JOINS].span
+            message = f"at most {MAX_VALUE_JOINS} value joins are supported"
+            raise self.diag.fail("FR115", message, extra.offset if extra else offset)
         left = replace(left, where=tuple(sides[0]))
         right = replace(right, where=tuple(sides[1]))
         return JoinFlwr(left, right, tuple(joins), temporal[0], ret, self.span(start.start))
@@ -662,12 +666,20 @@ class _Parser:
             message = "value joins and the temporal term are where-clause terms of their own, joined by 'and'"
             self.diag.add("FR104", message, term.span.offset if term.span else 0)
             return
-        used = {self.join_vars.get(v, 0) for v in _variables(term)}
+        used = {self.join_vars[v] for v in _variables(term) if v in self.join_vars}
         if len(used) > 1:
             message = "a condition reads one variable; relate the two with '=' value joins"
             self.diag.add("FR104", message, term.span.offset if term.span else 0)
             return
-        sides[used.pop() if used else 0].append(term)
+        if not used:  # XQuery: an absolute path has no context item in a join (XPDY0002)
+            names = " or ".join(f"${v}" for v in self.join_vars)
+            message = (
+                f"a condition of a join reads {names} (a path from one of them); an absolute path has no "
+                "context here"
+            )
+            self.diag.add("FR104", message, term.span.offset if term.span else 0)
+            return
+        sides[used.pop()].append(term)
 
     def binding_path(self) -> AbsPath:
         path = self.abs_path("binding")
@@ -1014,7 +1026,7 @@ class _Parser:
                 f"a {role} path; write the test as a condition (a predicate or the where clause), or '//'"
             )
             raise self.diag.fail("FR109", message, at)
-        return RelPath(found[0][1], path.tail, path.span)
+        return RelPath(found[0][1], path.tail, path.span, path.var)
 
     def absolute_alternatives(self, path: AbsPath, role: str) -> list[AbsPath]:
         """An absolute path's alternatives (see :meth:`alternatives_of`); a leading ``self::`` tests the
@@ -1045,15 +1057,17 @@ class _Parser:
         path = condition.path
         at = path.span.offset if path.span is not None else 0
         terms: list[Condition] = []
-        for guards, steps in self.alternatives_of(path.steps, at):
+        for tests, steps in self.alternatives_of(path.steps, at):
+            guards = _with_var(tests, path.var) if path.var else tests  # a join's: they test $b's node
             if not steps and path.tail is None and isinstance(condition, Exists) and guards:
                 parts = guards  # '.' always exists
             else:
-                parts = (*guards, replace(condition, path=RelPath(steps, path.tail, path.span)))
+                parts = (*guards, replace(condition, path=RelPath(steps, path.tail, path.span, path.var)))
             terms.append(parts[0] if len(parts) == 1 else And(parts, condition.span))
         if len(terms) == 1:
             return terms[0]
-        return Or(tuple(terms), condition.span) if terms else Not(Exists(RelPath()), condition.span)
+        never = Not(Exists(RelPath((), None, None, path.var)), condition.span)
+        return Or(tuple(terms), condition.span) if terms else never
 
     def plain_call(self, call: Call) -> Call:
         arg = call.arg
@@ -1223,7 +1237,7 @@ class _Parser:
             if self.var is None:
                 message = f"unknown variable '${name.text}': no variable is bound here (outside the FLWR)"
             else:
-                known = ", ".join(f"${v}" for v in [self.var, *self.aliases])
+                known = ", ".join(f"${v}" for v in [*(self.join_vars or [self.var]), *self.aliases])
                 message = f"unknown variable '${name.text}'; the variables are {known}"
             self.diag.add("FR106", message, tok.start)
         if self.tok.is_punct("["):
@@ -1237,7 +1251,10 @@ class _Parser:
             raise self.diag.recover("FR104", message, tok.start)
         else:
             path = RelPath(
-                alias.steps + steps, tail if alias.tail is None else alias.tail, self.span(tok.start)
+                alias.steps + steps,
+                tail if alias.tail is None else alias.tail,
+                self.span(tok.start),
+                alias.var,
             )
         # a where path is part of a condition, whose self:: steps expand_axes rewrites
         return path if role == "where" else self.plain_path(path, role)
@@ -1506,8 +1523,10 @@ class _Parser:
             message = "this comparison is not supported; compare a path or a function of it with a literal"
         raise self.diag.recover("FR104", message, start.start)
 
-    def value_join(self, left: RelPath, op: CompOp, right: RelPath, span: Span, start: Token) -> ValueJoin:
-        """``$blog/author = $book/author``: equality between the two variables (paper 001)."""
+    def value_join(self, left: RelPath, op: CompOp, right: RelPath, span: Span, start: Token) -> Condition:
+        """``$blog/author = $book/author``: equality between the two variables (paper 001). A
+        leading ``self::item`` (``$b/self::item/title``) tests the variable's node: a condition of
+        its block beside the join, which compares ``$b/title``."""
         sides = self.join_vars.get(left.var, 0), self.join_vars.get(right.var, 0)
         if sides[0] == sides[1]:
             message = "a comparison of two paths relates the join's two variables: $b/author = $a/author"
@@ -1517,7 +1536,22 @@ class _Parser:
             raise self.diag.recover("FR104", message, start.start)
         if sides[0] == 1:
             left, right = right, left
-        return ValueJoin(left, right, span)
+        (left, left_tests), (right, right_tests) = self.join_leaf(left), self.join_leaf(right)
+        joined = ValueJoin(left, right, span)
+        return And((joined, *left_tests, *right_tests), span) if left_tests or right_tests else joined
+
+    def join_leaf(self, path: RelPath) -> tuple[RelPath, tuple[Condition, ...]]:
+        """A value join's path without its ``self::`` steps (folded into the steps before them,
+        or, leading, tests of the variable's node); ``descendant-or-self::`` is refused."""
+        if not any(isinstance(s, _AxisStep) for s in path.steps):
+            return path, ()
+        at = path.span.offset if path.span is not None else 0
+        found = self.alternatives_of(path.steps, at)
+        if len(found) != 1:
+            message = "'descendant-or-self::' in a value join's path is not supported; write '//'"
+            raise self.diag.fail("FR109", message, at)
+        tests, steps = found[0]
+        return RelPath(steps, path.tail, path.span, path.var), _with_var(tests, path.var)
 
     def compared(self, left: Operand, op: CompOp, literal: Literal, span: Span, start: Token) -> Condition:
         if isinstance(left, RelPath):
@@ -2173,7 +2207,7 @@ FN_NS = PREDECLARED["fn"]
 
 def _variables(node: object) -> set[str]:
     """The variables the paths of a condition start from (a join's where clause)."""
-    if isinstance(node, RelPath):
+    if isinstance(node, (RelPath, SelfTest)):
         return {node.var} if node.var else set()
     if isinstance(node, tuple):
         return set().union(*(_variables(item) for item in node)) if node else set()
@@ -2181,6 +2215,33 @@ def _variables(node: object) -> set[str]:
     if fields is None or isinstance(node, Step):  # a predicate's paths are relative to its step
         return set()
     return set().union(*(_variables(getattr(node, f)) for f in fields if f != "span"))
+
+
+def _join_terms(where: tuple[Condition, ...]) -> Iterator[Condition]:
+    """A join's where terms, a value join's tests of its variables' nodes beside it
+    (:meth:`_Parser.value_join`)."""
+    for term in where:
+        if isinstance(term, And) and any(isinstance(part, ValueJoin) for part in term.terms):
+            yield from term.terms
+        else:
+            yield term
+
+
+def _with_var(node: T, var: str) -> T:
+    """``node`` with its paths (and ``self::`` tests) read from a join's variable ``var``: the
+    tests a leading ``self::name[p]`` of ``$b/self::name[p]/x`` puts on the context node are on
+    ``$b``'s node, and go to its block. A step's own predicates are relative to that step, and
+    keep theirs."""
+    if isinstance(node, (RelPath, SelfTest)):
+        return replace(node, var=var)
+    if isinstance(node, tuple):
+        return tuple(_with_var(item, var) for item in node)  # type: ignore[return-value]
+    if isinstance(node, Step) or not is_dataclass(node) or isinstance(node, type):
+        return node
+    changed = {
+        f.name: _with_var(getattr(node, f.name), var) for f in fields(node) if f.init and f.name != "span"
+    }
+    return replace(node, **changed)
 
 
 def _function_name(tok: Token) -> str:

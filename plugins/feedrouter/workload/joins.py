@@ -32,6 +32,7 @@ from datetime import datetime, timedelta, timezone
 from email.utils import format_datetime
 from xml.sax.saxutils import escape, quoteattr
 
+from feedrouter.lang.parser import MAX_VALUE_JOINS
 from feedrouter.workload.subscriptions import xquery_string
 
 __all__ = [
@@ -45,6 +46,8 @@ __all__ = [
 
 #: The leaves of an item that value joins compare, relative to the bound ``item``.
 LEAVES: tuple[str, ...] = ("title", "author", "category", "ticker", "guid", "link", "@lang")
+#: the most value joins a generated subscription has: one per leaf, within the language's bound
+MOST_JOINS = min(len(LEAVES), MAX_VALUE_JOINS)
 
 #: Leaves whose values overlap, so that a join between them can match (see the module doc).
 _OVERLAPS: dict[str, tuple[str, ...]] = {
@@ -63,7 +66,12 @@ _TICKERS = ("ACME", "INTC", "MSFT", "AAPL", "IBM", "ORCL", "SAP", "GOOG", "AMZN"
 _LANGS = ("en", "de", "fr", "es")
 # Missing (None) or unparsable as RFC 822: a word, a time without its zone, ISO 8601, a bad date, nothing.
 _BROKEN_DATES = (
-    None, "yesterday", "Wed, 01 May 2024 08:30:00", "2024-05-01T08:30:00Z", "Wed, 32 May 2024", "",
+    None,
+    "yesterday",
+    "Wed, 01 May 2024 08:30:00",
+    "2024-05-01T08:30:00Z",
+    "Wed, 32 May 2024",
+    "",
 )
 _VARIABLES = (("a", "b"), ("x", "y"), ("book", "blog"), ("story", "post"), ("left", "right"), ("s", "t"))
 _ELEMENTS = ("r", "pair", "promo", "match", "alert")
@@ -333,7 +341,7 @@ def generate_join_subscriptions(
         seed: The seed; the same seed and arguments give the same texts.
         feeds: The feeds there are; the second binding of a cross-feed join reads one of them.
         own: The subscriptions' own feed (``fr:stream()``).
-        max_joins: K, the most value joins of one subscription (1 to ``len(LEAVES)``).
+        max_joins: K, the most value joins of one subscription (1 to :data:`MOST_JOINS`).
         zipf: The Zipf exponent of k in ``1..max_joins`` (0: uniform; the larger, the more k = 1).
         windows_hours: The inclusive range of the window in whole hours (``"PT6H"``).
         cross_feed: The probability that the second binding reads another feed than ``own``.
@@ -356,15 +364,26 @@ def generate_join_subscriptions(
         ValueError: ``max_joins`` is out of range, ``windows_hours`` is empty or not positive, or
             ``own`` is not in ``feeds``.
     """
-    if not 1 <= max_joins <= len(LEAVES):
-        raise ValueError(f"max_joins must be 1 to {len(LEAVES)}, not {max_joins}")
+    if not 1 <= max_joins <= MOST_JOINS:
+        raise ValueError(f"max_joins must be 1 to {MOST_JOINS}, not {max_joins}")
     if not 0 < windows_hours[0] <= windows_hours[1]:
         raise ValueError(f"windows_hours must be a range of positive hours, not {windows_hours}")
     if own not in feeds:
         raise ValueError(f"the own feed {own!r} is not one of the feeds {list(feeds)}")
     knobs = _Knobs(
-        max_joins, zipf, windows_hours, cross_feed, within, local_conditions, shared_leaf, cross_field,
-        reversed_temporal, minutes, binding_predicates, sequence_return, attribute_template,
+        max_joins,
+        zipf,
+        windows_hours,
+        cross_feed,
+        within,
+        local_conditions,
+        shared_leaf,
+        cross_field,
+        reversed_temporal,
+        minutes,
+        binding_predicates,
+        sequence_return,
+        attribute_template,
     )
     writer = _JoinWriter(random.Random(seed), knobs, vocabulary, [f for f in feeds if f != own])
     return [writer.subscription() for _ in range(n)]

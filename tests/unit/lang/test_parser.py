@@ -7,7 +7,7 @@ import pickle
 import pytest
 
 from feedrouter.errors import SubscriptionError
-from feedrouter.lang import parse
+from feedrouter.lang import ast, parse
 from feedrouter.lang.ast import (
     AbsPath,
     AttributeTest,
@@ -498,3 +498,79 @@ def test_golden_must_fail(case: FailCase) -> None:
     got = [(d.code, d.span.line, d.span.column, d.message) for d in exc.details]  # type: ignore[union-attr]
     assert got == case.problems
     assert (exc.code, exc.line, exc.column, exc.message) == case.problems[0]
+
+
+# -- join subscriptions: what each where term reads ------------------------------------------------
+
+JOIN_PROLOG = 'import module namespace fr = "urn:feedrouter:stream:1";\n'
+
+
+def join_text(where: str, ret: str = "<p/>", lets: str = "") -> str:
+    return (
+        JOIN_PROLOG + "for $a in fr:stream()//item, $b in fr:stream('blogs')//item "
+        f"{lets}where {where} return {ret}"
+    )
+
+
+def joined(text: str) -> ast.JoinFlwr:
+    body = parse(text).body
+    assert isinstance(body, ast.JoinFlwr)
+    return body
+
+
+def test_a_join_condition_read_through_a_let_alias_or_self_is_its_variables() -> None:
+    body = joined(
+        join_text(
+            "$t = 'x' and $b/self::item and $b/descendant-or-self::item/author = 'y' and $a/t = $b/t "
+            "and fr:followed-by($c, $b, 'PT1H')",
+            lets="let $t := $b/author let $c := $a ",
+        )
+    )
+    assert not body.left.where and len(body.right.where) == 3
+    assert (body.temporal.first, body.temporal.second) == ("a", "b")
+
+
+def test_a_value_join_reads_its_paths_without_self_steps() -> None:
+    body = joined(join_text("$b/self::item/title = $a/title/self::title and fr:within($a, $b, 'PT1H')"))
+    (join,) = body.joins
+    assert [step.name.local for step in join.left.steps] == ["title"]
+    assert [step.name.local for step in join.right.steps] == ["title"]
+    assert len(body.right.where) == 1 and not body.left.where  # $b is an item: a test of $b's block
+
+
+@pytest.mark.parametrize(
+    ("where", "code", "at", "says"),
+    [
+        (
+            "count(//item) = 3 and $a/t = $b/t and fr:within($a, $b, 'PT1H')",
+            "FR104",
+            "count(",
+            "reads $a or $b",
+        ),
+        (
+            "$b/descendant-or-self::t = $a/t and fr:within($a, $b, 'PT1H')",
+            "FR109",
+            "$b/descendant",
+            "descendant-or-self",
+        ),
+        (
+            " and ".join(f"$a/t{i} = $b/t{i}" for i in range(7)) + " and fr:within($a, $b, 'PT1H')",
+            "FR115",
+            "$a/t6",
+            "at most 6 value joins",
+        ),
+        ("$a/t = $b/t and fr:within($a, $x, 'PT1H')", "FR106", "$x", "the variables are $a, $b"),
+    ],
+)
+def test_join_conditions_outside_the_subset_are_refused_where_they_are(
+    where: str, code: str, at: str, says: str
+) -> None:
+    text = join_text(where)
+    found = error(text)
+    assert found.code == code and says in str(found)
+    assert found.span is not None and found.span.offset == text.index(at)
+
+
+def test_a_let_alias_of_one_variable_is_not_the_other_in_a_temporal_term() -> None:
+    found = error(join_text("$a/t = $b/t and fr:within($c, $b, 'PT1H')", lets="let $c := $b "))
+    assert found.code == "FR104" and "relates the two variables" in str(found)

@@ -14,6 +14,7 @@ from feedrouter.lang.ast import AttributeTest, JoinFlwr, RelPath, TemporalKind
 from feedrouter.lang.windows import parse_window
 from feedrouter.workload.joins import (
     LEAVES,
+    MOST_JOINS,
     GeneratedMessage,
     Vocabulary,
     generate_feed_hours,
@@ -33,7 +34,12 @@ def messages(
 ) -> list[tuple[datetime, GeneratedMessage]]:
     """Every message of 2 feeds x 3 hours x 200 items, with the hour it arrived in."""
     hours = generate_feed_hours(
-        seed=seed, feeds=("news", "blogs"), hours=3, items_per_hour=200, lateness=lateness, broken=broken,
+        seed=seed,
+        feeds=("news", "blogs"),
+        hours=3,
+        items_per_hour=200,
+        lateness=lateness,
+        broken=broken,
         vocabulary=vocabulary or Vocabulary(),
     )
     return [(batch.hour, m) for batches in hours.values() for batch in batches for m in batch.messages]
@@ -151,7 +157,7 @@ def test_subscriptions_are_deterministic_per_seed() -> None:
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_every_text_parses_into_a_join(seed: int) -> None:
-    for text in generate_join_subscriptions(2000, seed=seed, feeds=FEEDS, own="blogs", max_joins=7):
+    for text in generate_join_subscriptions(2000, seed=seed, feeds=FEEDS, own="blogs", max_joins=MOST_JOINS):
         body = joins_of(text)
         assert body.left.feed == "" and body.right.feed in ("", "news", "wire")
         assert all(leaf(j.left) in LEAVES and leaf(j.right) in LEAVES for j in body.joins)
