@@ -13,6 +13,7 @@ The plan carries them as :class:`JoinsOfFeed`.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -20,12 +21,14 @@ from feedrouter import lang
 from feedrouter.catalog.compiled import FeedConfig
 from feedrouter.catalog.outcomes import Outcome, invalid
 from feedrouter.catalog.repository import SubscriptionRecord
-from feedrouter.errors import ErrorDetail, FeedrouterError, Span, SubscriptionError, error
+from feedrouter.errors import ErrorDetail, FeedrouterError, Span, error
 from feedrouter.join.plan import BlockSpec, JoinPlan, JoinSet, clock_block
 from feedrouter.join.selections import WitnessPlans, witness_plans
 from feedrouter.lang.ast import STREAM_MODULE, JoinFlwr, Subscription
 from feedrouter.lang.lexer import Diagnostics
 from feedrouter.lang.windows import parse_window
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -96,17 +99,37 @@ def compile_joins(
         if problem is not None:
             outcomes[sid] = invalid(problem)
             continue
-        plan = every.add(sid, tree, feed.name)
-        known = {**feeds, feed.name: feed}
-        plan.lateness = max(known[name].allowed_lateness for name in plan.feeds)
-        outcomes[sid] = Outcome("valid", plan_text=_explain(plan, every) if explain else None)
+        try:
+            plan = every.add(sid, tree, feed.name)  # files nothing where compiling it fails
+            known = {**feeds, feed.name: feed}
+            plan.lateness = max(known[name].allowed_lateness for name in plan.feeds)
+            text = _explain(plan, every) if explain else None
+        except Exception as exc:  # a bug of ours on one text must not cost the feed its build
+            outcomes[sid] = invalid(_internal_error(sid, exc))
+            continue
+        outcomes[sid] = Outcome("valid", plan_text=text)
     for name, record in foreign:
         tree = _join_tree(record.query)
         if tree is None or name == feed.name:
             continue
         if _feed_problem(record.subscription_id, tree, name, feeds) is None:
-            every.add(f"{name}/{record.subscription_id}", tree, name)  # only its blocks are ours
+            try:
+                every.add(f"{name}/{record.subscription_id}", tree, name)  # only its blocks are ours
+            except Exception:  # its own feed's build reports it (FR300): this build goes on
+                _log.warning(
+                    "join subscription %s/%s failed to compile", name, record.subscription_id, exc_info=True
+                )
     return JoinCompile(_of_feed(every, feed, outcomes), outcomes, frozenset(join_ids))
+
+
+def _internal_error(sid: str, exc: Exception) -> FeedrouterError:
+    """FR300 for a join subscription whose compiling failed (a bug of ours), logged."""
+    _log.warning("join subscription %s failed to compile", sid, exc_info=True)
+    return error(
+        "FR300",
+        f"internal error while compiling this join subscription ({type(exc).__name__}: {exc}); the feed's "
+        "other subscriptions are not affected; please report it with the subscription text",
+    )
 
 
 def _join_tree(text: str) -> Subscription | None:
@@ -114,8 +137,8 @@ def _join_tree(text: str) -> Subscription | None:
         return None
     try:
         tree = lang.parse(text)
-    except SubscriptionError:
-        return None  # the router reports it, with every problem of the text
+    except Exception:  # a syntax error, or a bug of ours: the router reports it with the text's problems
+        return None
     return tree if isinstance(tree.body, JoinFlwr) else None
 
 

@@ -293,9 +293,15 @@ def _leaf(spec: BlockSpec, path: ast.RelPath) -> str:
 
 def _single(path: ast.RelPath) -> bool:
     """Whether the path selects at most one node per bound node, which lets comparisons share its
-    node in the join graph: an attribute of the bound node itself. (Element paths would need the
-    DTD's occurrence bounds; without them each comparison keeps its own leaf, which is exact.)"""
-    return not path.steps and isinstance(path.tail, ast.AttributeTest)
+    node in the join graph: a named attribute of the bound node itself (``@*`` may be several).
+    (Element paths would need the DTD's occurrence bounds; without them each comparison keeps its
+    own leaf, which is exact.)"""
+    tail = path.tail
+    return (
+        not path.steps
+        and isinstance(tail, ast.AttributeTest)
+        and ast.ANY not in (tail.name.uri, tail.name.local)
+    )
 
 
 def _return_code(body: ast.JoinFlwr, specs: tuple[BlockSpec, ...]) -> tuple[Code, ...]:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from enum import Enum
 from typing import TypeVar
 
-MAX_VALUE_JOINS = 8  # canonical forms are found by brute force: 8! orders of one level at worst
+MAX_VALUE_JOINS = 6  # canonical forms are found by brute force: 6! orders of one level at worst (8!: 0.6 s)
 
 _A = TypeVar("_A", bound=Hashable)
 _B = TypeVar("_B", bound=Hashable)
@@ -178,9 +178,9 @@ def _steps(path: str) -> tuple[str, ...]:
             quote = "" if char == quote else quote
         elif char in "'\"":
             quote = char
-        elif char in "[(":
+        elif char in "[({":  # '{': a name's URI, Q{http://...}local, holds slashes of its own
             depth += 1
-        elif char in "])":
+        elif char in "])}":
             depth -= 1
         elif char == "/" and depth == 0:
             raw.append(path[start:at])
@@ -535,9 +535,7 @@ def _components(edges: Iterable[tuple[str, str]]) -> list[frozenset[str]]:
     return groups
 
 
-def _agree(
-    group: frozenset[str], paths: Mapping[str, str], left: PathValues, right: PathValues
-) -> bool:
+def _agree(group: frozenset[str], paths: Mapping[str, str], left: PathValues, right: PathValues) -> bool:
     common: set[str] | None = None
     for var in group:
         values = (left if _side_of(var) is Side.LEFT else right).get(paths[var], _NOTHING)

@@ -4,6 +4,7 @@ must offer them (FR117, positioned), which blocks a feed's router computes."""
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from feedrouter.catalog.compiled import FeedConfig, Target
 from feedrouter.catalog.joins import compile_joins
@@ -91,3 +92,27 @@ def test_a_join_looks_back_by_the_longest_lateness_of_the_feeds_it_reads() -> No
     (plan,) = found.joins.plans.values()
     assert plan.lateness == timedelta(hours=6)
     assert plan.reach(timedelta(hours=1)) == 8  # the 2 h window and blogs' 6 h
+
+
+def test_a_join_whose_compiling_fails_is_its_own_outcome_and_the_build_goes_on(monkeypatch: Any) -> None:
+    """A bug of ours on one join subscription's text (here: compiling it raises) makes that
+    subscription invalid with FR300, logged; the feed's other joins and the joins of other feeds
+    whose blocks it computes are compiled as before."""
+    from feedrouter.join import plan as join_plan
+
+    real = join_plan.compile_join
+
+    def failing(sid: str, *args: Any) -> Any:
+        if sid in ("2", "blogs/3"):
+            raise KeyError("")
+        return real(sid, *args)
+
+    monkeypatch.setattr(join_plan, "compile_join", failing)
+    news, blogs = feed("news"), feed("blogs")
+    foreign = [("blogs", record(3, CROSS.replace('fr:stream("blogs")', 'fr:stream("news")')))]
+    found = compile_joins(news, [record(1, CROSS), record(2, CROSS)], foreign, {"blogs": blogs})
+    assert found.outcomes["1"].status == "valid"
+    problem = found.outcomes["2"]
+    assert problem.status == "invalid" and problem.error_code == "FR300"
+    assert "internal error while compiling this join subscription (KeyError" in (problem.error_message or "")
+    assert set(found.joins.plans) == {"1"}
