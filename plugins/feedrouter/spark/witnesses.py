@@ -215,7 +215,8 @@ class WitnessHours:
         known = self._provenances.get(key)
         if known is None:
             found = self.read(feed, node[0])
-            assert found is not None  # the stage found the node there
+            if found is None:  # paired from it, and deleted since (the retention DAG)
+                raise witnesses_gone(feed, node[0])
             message = found.messages[node[1]]
             known = Provenance(feed, format_hour(node[0]), message.key, message.index, message.digest)
             self._provenances[key] = known

@@ -239,6 +239,9 @@ def test_an_hour_the_stage_found_written_and_is_gone_is_an_error_it_is_retried_o
         with pytest.raises(WitnessesNotReady, match=gone_now) as caught:
             read("books", HOUR)
         assert caught.value.code == "FR609" and caught.value.transient
+    if gone == "whole":  # an hour paired from but not required (before the stream's start) is gone too
+        with pytest.raises(WitnessesNotReady, match=gone_now):
+            WitnessHours(store).provenance("books", (HOUR, 0, 1))
     plain = WitnessHours(store, {("books", HOUR - timedelta(hours=1))})
     if gone == "whole":
         assert plain.joinable("books", HOUR) is None and plain.read("books", HOUR) is None
