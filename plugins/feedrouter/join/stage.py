@@ -48,13 +48,18 @@ WitnessStore = Callable[[str, datetime], "HourWitnesses | None"]
 Slice = tuple[tuple[str, str], tuple[str, str]]
 
 DEFAULT_MAX_PAIRS = 100_000
+#: The most bytes of results one join subscription's hour holds before it is written: past them it
+#: is withheld (FR313), as past its pairs. Pairs are few hundred bytes mostly, but a return of whole
+#: documents over a common key held hundreds of MB per subscription, several in flight at once.
+DEFAULT_MAX_RESULT_BYTES = 64 << 20
 _MICROSECOND = timedelta(microseconds=1)
 
 
 @dataclass
 class JoinDelivery:
     """What one join subscription gets for one hour: one result per qualifying pair, in order, or
-    nothing with ``withheld`` saying why (more pairs than the per-subscription cap)."""
+    nothing with ``withheld`` saying why (more pairs, or more bytes of results, than the
+    per-subscription caps)."""
 
     sid: str
     hour: datetime
@@ -75,11 +80,13 @@ class JoinStage:
         *,
         lateness: timedelta = ONE_HOUR,
         max_pairs: int = DEFAULT_MAX_PAIRS,
+        max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
     ) -> None:
         self.plans = list(plans)
         self.specs = dict(specs)
         self.lateness = lateness
         self.max_pairs = max_pairs
+        self.max_result_bytes = max_result_bytes
 
     def run(self, hour: datetime, store: WitnessStore) -> dict[str, JoinDelivery]:
         """Every subscription's delivery for ``hour`` (also those with no pair: an empty delivery)."""
@@ -177,8 +184,19 @@ class JoinStage:
                 "make the join more selective"
             )
             return delivery
-        delivery.results = [assemble(plan.code, window.fragments(plan.feeds, pair)) for pair in pairs]
-        delivery.pairs = pairs
+        results: list[bytes] = []
+        held = 0
+        for pair in pairs:
+            result = assemble(plan.code, window.fragments(plan.feeds, pair))
+            held += len(result)
+            if held > self.max_result_bytes:  # stop holding them: what is held is bounded in bytes
+                delivery.withheld = (
+                    f"[FR313] more than {self.max_result_bytes} bytes of results in the hour (the cap per "
+                    "subscription); make the join more selective, or return less of each message"
+                )
+                return delivery
+            results.append(result)
+        delivery.results, delivery.pairs = results, pairs
         return delivery
 
 

@@ -97,6 +97,24 @@ def test_a_subscription_past_its_cap_is_withheld_and_says_why() -> None:
     assert found.withheld is not None and "FR313" in found.withheld
 
 
+def test_a_subscription_past_its_bytes_of_results_is_withheld_and_says_why() -> None:
+    """Results are held in bytes up to the cap (each ``<p><n>a</n><n>b</n></p>`` is 23): past it
+    the subscription is withheld (FR313) as past its pairs, and nothing more is held."""
+    joins = JoinSet()
+    joins.add("s", parse(join("within")), "f")
+    (block,) = {b for plan in joins.plans.values() for b in plan.blocks}
+    store = {("f", H0): hour(H0, block, [("x", "a", 0), ("x", "b", 1)])}
+    for cap, withheld in ((46, False), (45, True)):
+        stage = JoinStage(joins.plans.values(), joins.specs, max_result_bytes=cap)
+        found = stage.run(H0, lambda feed, h: store.get((feed, h)))["s"]
+        assert found.count == 2 and (found.withheld is not None) == withheld
+        if withheld:
+            assert "FR313" in (found.withheld or "") and "more than 45 bytes" in (found.withheld or "")
+            assert found.results == [] and found.pairs == []
+        else:
+            assert [len(result) for result in found.results] == [23, 23]
+
+
 @pytest.mark.parametrize(
     ("minutes", "admitted_"),
     [(-61, False), (-60, True), (0, True), (59, True), (60, False)],
