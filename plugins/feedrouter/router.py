@@ -422,7 +422,7 @@ class Router:
                     _fail(outcome, members, budget.refusal(source))
                     continue
                 limit = min(per_subscription, budget.left)
-                if group.witnesses and self._witnesses:
+                if self._witnesses and group.witnesses:  # an ordinary router stops at its own table
                     members = self._witnessed(group, ctx, bound, limit, outcome, budget)
                     if not members:
                         continue  # the group's members are all join blocks: no result bytes to build

@@ -213,9 +213,8 @@ def join_readiness(hook: FeedrouterHook, batch: HourBatch, stream_start: datetim
         WitnessesNotReady: [FR609] an hour of the window of this feed or of a feed its joins read
             is not routed yet.
     """
-    from feedrouter.catalog import ledger
     from feedrouter.spark.batch import load_plan_build
-    from feedrouter.spark.joins import check_witnesses
+    from feedrouter.spark.joins import check_witnesses, routed_hours
 
     engine = hook.catalog_engine()
     try:
@@ -224,11 +223,8 @@ def join_readiness(hook: FeedrouterHook, batch: HourBatch, stream_start: datetim
         if joins is None or not joins.plans:
             return "no-joins"
 
-        def routed(feed: str, hour: datetime) -> bool:
-            with engine.connect() as conn:
-                return ledger.routed_hour(conn, feed, hour)
-
         state = hook.store(state_uri())
+        routed = routed_hours(engine)
         check_witnesses(state, joins, loaded.plan.feed.allowed_lateness, batch.hour, stream_start, routed)
     finally:
         engine.dispose()

@@ -155,7 +155,7 @@ def join_batch(
         state = stores.open(source.state_uri)
         start = options.stream_start or _route_start()
         lateness = loaded.plan.feed.allowed_lateness
-        routed = _routed_hours(engine)
+        routed = routed_hours(engine)
         lacking = check_witnesses(state, joins, lateness, hour, start, routed)
         if lacking and options.backfill is not None:
             backfill = replace(options.backfill, state_uri=options.state_uri)
@@ -322,7 +322,7 @@ def _holds(covered: Coverage | None, specs: Iterable[BlockSpec]) -> bool:
     return True
 
 
-def _routed_hours(engine: Engine) -> Callable[[str, datetime], bool]:
+def routed_hours(engine: Engine) -> Callable[[str, datetime], bool]:
     """Whether a feed's hour has a finished batch (with any plan build): routed, so witnesses of it
     are missing only because that plan had no join block."""
 
