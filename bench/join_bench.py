@@ -77,9 +77,10 @@ from feedrouter.join.collect import collect_hour, joinable_time
 from feedrouter.join.plan import BlockSpec, JoinPlan, JoinSet, clock_block, lookback
 from feedrouter.join.relations import ONE_HOUR, HourWitnesses, MessageRef, MessageWitnesses, message_witnesses
 from feedrouter.join.selections import MIN_SHARED, WitnessPlans, witness_plans
-from feedrouter.join.stage import DEFAULT_MAX_PAIRS, JoinStage, Pair
+from feedrouter.join.stage import JoinStage, Pair
 from feedrouter.lang import parse
 from feedrouter.lang.ast import TemporalKind
+from feedrouter.limits import DEFAULT_MAX_JOIN_PAIRS
 from feedrouter.spark.tasks import FILING_BATCH
 from feedrouter.spark.witnesses import tables as witness_tables
 from feedrouter.workload.joins import (
@@ -928,7 +929,7 @@ def timed_pairs(stage: JoinStage, hour: datetime, store: Store) -> tuple[float, 
         return time.perf_counter() - started, pairs
 
 
-def check_same(sid: str, separate: list[Pair], shared: list[Pair], cap: int = DEFAULT_MAX_PAIRS) -> None:
+def check_same(sid: str, separate: list[Pair], shared: list[Pair], cap: int = DEFAULT_MAX_JOIN_PAIRS) -> None:
     """The separate evaluation's pairs are the stage's; past the cap the stage keeps only the first
     ``cap + 1`` (the subscription is withheld), which must then be some of them."""
     if len(shared) > cap:
@@ -995,9 +996,9 @@ def stage2(workload: Workload, sizes: Sizes) -> list[dict]:
         "population": workload.population.name,
         "hour": f"h{number} ({hour:%H}:00)",
         "subscriptions": n,
-        "pairs in the hour": sum(min(c, DEFAULT_MAX_PAIRS) for c in counts),
+        "pairs in the hour": sum(min(c, DEFAULT_MAX_JOIN_PAIRS) for c in counts),
         "with pairs": sum(1 for c in counts if c),
-        "withheld (cap)": sum(1 for c in counts if c > DEFAULT_MAX_PAIRS),
+        "withheld (cap)": sum(1 for c in counts if c > DEFAULT_MAX_JOIN_PAIRS),
         "pairs / subscription (median of those with pairs)": statistics.median(
             [c for c in counts if c] or [0]
         ),

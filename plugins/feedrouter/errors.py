@@ -294,7 +294,7 @@ TABLE: dict[str, tuple[type[FeedrouterError], str]] = {
     "FR310": (RoutingError, "result larger than the per-subscription limit"),
     "FR311": (RoutingError, "the document's results exceed the per-document limit"),
     "FR312": (RoutingError, "internal error while evaluating a subscription's plan"),
-    "FR313": (RoutingError, "a join subscription's pairs exceed the per-hour cap"),
+    "FR313": (RoutingError, "a join subscription's pairs or result bytes exceed the per-hour cap"),
     # catalog
     "FR400": (CatalogError, "catalog error"),
     "FR401": (CatalogError, "catalog not configured"),

@@ -34,6 +34,15 @@ DEFAULT_ALLOWED_LATENESS = timedelta(hours=1)
 #: The most a feed may set for either bound: a join stage reads back window + lateness of witnesses,
 #: so this caps what one hour's join reads.
 MAX_JOIN_HORIZON = timedelta(days=7)
+#: Qualifying pairs one join subscription may have in one hour (FR313 past it: withheld); a join on
+#: a low-cardinality field can give 10^8 pairs, which are never held.
+DEFAULT_MAX_JOIN_PAIRS = 100_000
+#: Result bytes one join subscription's hour may hold before it is written (FR313 past it).
+DEFAULT_MAX_JOIN_RESULT_BYTES = 64 * MIB
+#: The most a feed may set for those two (the catalog CHECKs the same bounds): a stage holds a
+#: few subscriptions' pairs and results at once (its delivery threads, twice over).
+MAX_JOIN_PAIRS = 1_000_000
+MAX_JOIN_RESULT_BYTES = 256 * MIB
 
 
 @dataclass(frozen=True)
@@ -51,3 +60,14 @@ class ResultLimits:
 
     per_subscription: int = DEFAULT_MAX_RESULT_BYTES
     per_document: int = DEFAULT_MAX_DOCUMENT_RESULT_BYTES
+
+
+@dataclass(frozen=True)
+class JoinLimits:
+    """Bounds on what one join subscription receives: per pair (its result, as a document's result
+    for one subscription: FR310 past it, that pair alone refused) and per hour (its pairs and its
+    results' bytes: FR313 past either, the hour withheld)."""
+
+    per_pair: int = DEFAULT_MAX_RESULT_BYTES
+    pairs_per_hour: int = DEFAULT_MAX_JOIN_PAIRS
+    bytes_per_hour: int = DEFAULT_MAX_JOIN_RESULT_BYTES

@@ -17,6 +17,7 @@ from feedrouter.join.relations import HourWitnesses, admitted
 from feedrouter.join.selections import MIN_SHARED, witness_plans
 from feedrouter.join.stage import JoinDelivery, JoinStage, Pair
 from feedrouter.lang import parse
+from feedrouter.limits import JoinLimits
 from tests.differential.join_oracle import SaxonJoinOracle
 from tests.differential.oracle import canonical
 
@@ -46,7 +47,10 @@ class JoinPipeline:
         self.plans = {feed: witness_plans(self.joins.specs_for(feed), self.min_shared) for feed in self.feeds}
         self.routers = {feed: self._router(feed) for feed in self.feeds}
         self.stage = JoinStage(
-            self.joins.plans.values(), self.joins.specs, lateness=self.lateness, max_pairs=self.max_pairs
+            self.joins.plans.values(),
+            self.joins.specs,
+            lateness=self.lateness,
+            limits=JoinLimits(pairs_per_hour=self.max_pairs),
         )
 
     def _router(self, feed: str) -> Router:

@@ -14,7 +14,7 @@ from feedrouter.catalog import build_plan, load_latest_plan
 from feedrouter.catalog.compiled import EventTime
 from feedrouter.catalog.validation import has_event_time
 from feedrouter.errors import CompileError
-from feedrouter.limits import DEFAULT_MAX_SUBSCRIPTION_CHARS, ResultLimits
+from feedrouter.limits import DEFAULT_MAX_SUBSCRIPTION_CHARS, JoinLimits, ResultLimits
 from feedrouter.storage import FileStore
 from tests.hostile.names.corpus import (
     ACCEPTED_NAMES,
@@ -247,6 +247,10 @@ EVENT_TIME_CHECKS = [
     ("max_join_window = interval '1 mon'", "ck_feeds_max_join_window"),
     ("allowed_lateness = interval '-1 second'", "ck_feeds_allowed_lateness"),
     ("allowed_lateness = interval '169 hours'", "ck_feeds_allowed_lateness"),
+    ("max_join_pairs = 0", "ck_feeds_max_join_pairs"),
+    ("max_join_pairs = 1000001", "ck_feeds_max_join_pairs"),
+    ("max_join_result_bytes = 0", "ck_feeds_max_join_result_bytes"),
+    ("max_join_result_bytes = 268435457", "ck_feeds_max_join_result_bytes"),
 ]
 
 
@@ -296,3 +300,12 @@ def test_a_build_carries_the_feeds_event_time_settings(catalog: Engine, store: F
     expected = EventTime("//head/@date", "rfc822", timedelta(hours=2), timedelta(minutes=30))
     assert plan.feed.event_time == expected
     assert has_event_time(plan.feed)
+    assert plan.feed.join_limits == JoinLimits(16 << 20, 100_000, 64 << 20)  # the defaults
+    _insert(
+        catalog,
+        "UPDATE feedrouter.feeds SET max_result_bytes = 1000, max_join_pairs = 1000000,"
+        " max_join_result_bytes = 268435456",
+    )
+    build_plan(catalog, "news", store)
+    _, plan = load_latest_plan(catalog, "news", store)
+    assert plan.feed.join_limits == JoinLimits(1000, 1_000_000, 256 << 20)  # the bounds are allowed

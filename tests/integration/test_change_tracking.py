@@ -148,6 +148,8 @@ def test_constraints_refuse_bad_rows(news: Engine) -> None:
         "event_time_format = 'rfc822'",
         "max_join_window = interval '2 hours'",
         "allowed_lateness = interval '0 hours'",
+        "max_join_pairs = 10",
+        "max_join_result_bytes = 1000",
     ],
 )
 def test_a_feed_setting_the_plan_carries_bumps_the_version(news: Engine, change: str) -> None:
@@ -282,6 +284,9 @@ def test_changing_an_event_time_feed_bumps_the_feeds_with_join_subscriptions(joi
     # a setting outside joins, or a feed without event time: only the feed itself
     limit = "UPDATE feedrouter.feeds SET max_result_bytes = 30 WHERE name = 'blogs'"
     assert _bumped(joins, limit) == {"blogs"}
+    # a feed's join limits bound its own join subscriptions' deliveries: no other plan reads them
+    pairs = "UPDATE feedrouter.feeds SET max_join_pairs = 10, max_join_result_bytes = 99 WHERE name = 'books'"
+    assert _bumped(joins, pairs) == {"books"}
     window = "UPDATE feedrouter.feeds SET max_join_window = interval '3 hours' WHERE name = 'news'"
     assert _bumped(joins, window) == {"news"}
     # a feed gaining an event time is one joins may now read

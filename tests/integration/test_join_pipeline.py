@@ -22,6 +22,7 @@ from sqlalchemy import Engine, text
 from feedrouter.catalog import build_plan, load_plan
 from feedrouter.delivery import read_part
 from feedrouter.hours import batch_prefix
+from feedrouter.limits import JoinLimits
 from feedrouter.spark import BatchOptions, joins, route_batch
 from feedrouter.spark.joinparts import partitioned_pairs
 from feedrouter.spark.joins import JoinOptions, join_batch
@@ -312,6 +313,99 @@ def test_an_hour_to_back_fill_whose_inputs_are_gone_fails_the_stage_naming_it(
     assert not has_hour(open_store(state), "news", hours[0])
 
 
+def _latest_rows(engine: Engine, feed: str) -> dict[str, dict[str, Any]]:
+    """Each subscription's latest delivery row of the feed's batches, by subscription name."""
+    query = (
+        "SELECT DISTINCT ON (d.subscription_name) d.* FROM feedrouter.deliveries d"
+        " JOIN feedrouter.batches b ON b.id = d.batch_id JOIN feedrouter.feeds f ON f.id = b.feed_id"
+        " WHERE f.name = :f ORDER BY d.subscription_name, d.delivery_version DESC, d.id DESC"
+    )
+    with engine.connect() as conn:
+        return {row.subscription_name: dict(row._mapping) for row in conn.execute(text(query), {"f": feed})}
+
+
+def test_a_feeds_join_limits_reach_every_engine(
+    spark: Any, catalog: Engine, s3_bucket: str, plans_dir: Path
+) -> None:
+    """The limits are the feed's catalog settings, carried by its plan to each engine, the
+    partitioned engine's tasks included: a pair whose result alone passes ``max_result_bytes`` is
+    left out (FR310, named in a delivered row) and the others delivered; an hour past
+    ``max_join_result_bytes`` or ``max_join_pairs`` is withheld (FR313), naming the setting."""
+    generated = generate_feed_hours(seed=23, feeds=FEEDS, hours=1, items_per_hour=12, lateness=LATENESS)
+    prolog = (
+        'import module namespace fr = "urn:feedrouter:stream:1";\n'
+        "for $a in fr:stream()//item, $b in fr:stream()//item\n"
+        'where $a/category = $b/category and fr:within($a, $b, "PT1H")\n'
+    )
+    subscriptions = {
+        "whole": ("news", prolog + "return <pair>{ $a }{ $b }</pair>"),
+        "guids": ("news", prolog + "return <pair>{ $a/guid }</pair>"),
+    }
+    _catalog(catalog, s3_bucket, subscriptions)
+    for feed, batches in generated.items():
+        for batch in batches:
+            inputs = open_store(batch_prefix(LAYOUT, f"s3://{s3_bucket}/in/{feed}", batch.hour))
+            for message in batch.messages:
+                inputs.put(message.key, message.data)
+    plans = FileStore(plans_dir)
+    (hour,) = (batch.hour for batch in generated["news"])
+    state = f"s3://{s3_bucket}/state"
+    for feed in FEEDS:
+        build_plan(catalog, feed, plans)
+        route_batch(
+            catalog, feed, hour, plans_store=plans, options=BatchOptions(state_uri=state, inline=True)
+        )
+
+    def joined(engine_name: str, **settings: int) -> dict[str, dict[str, Any]]:
+        assignments = ", ".join(f"{name} = {value}" for name, value in settings.items())
+        with catalog.begin() as conn:
+            conn.execute(text(f"UPDATE feedrouter.feeds SET {assignments} WHERE name = 'news'"))
+        build_plan(catalog, "news", plans)
+        options = JoinOptions(state_uri=state, stream_start=hour, engine=engine_name)
+        join_batch(catalog, "news", hour, plans_store=plans, options=options, spark=spark)
+        return _latest_rows(catalog, "news")
+
+    defaults = {"max_result_bytes": 16 << 20, "max_join_pairs": 100_000, "max_join_result_bytes": 64 << 20}
+    unlimited = joined("python", **defaults)
+    pairs = unlimited["whole"]["result_count"]
+    assert pairs == unlimited["guids"]["result_count"] > 2 and unlimited["whole"]["error_code"] is None
+    sizes = sorted(len(r.body) for r in _results(s3_bucket, "whole"))
+    assert len(sizes) == pairs and sizes[0] < sizes[-1]  # some results larger than others
+    limit = sizes[len(sizes) // 2]
+    assert max(len(r.body) for r in _results(s3_bucket, "guids")) < sizes[0]  # none of them past it
+    left_out = sum(1 for size in sizes if size > limit)
+    for engine_name in ("python", "spark", "partitioned"):
+        rows = joined(engine_name, **{**defaults, "max_result_bytes": limit})
+        whole, guids = rows["whole"], rows["guids"]
+        assert (whole["status"], whole["result_count"], whole["error_code"]) == (
+            "delivered",
+            pairs - left_out,
+            "FR310",
+        ), engine_name
+        assert f"max_result_bytes ({limit})" in whole["error_message"], engine_name
+        assert sorted(len(r.body) for r in _results(s3_bucket, "whole")) == [s for s in sizes if s <= limit]
+        assert (guids["result_count"], guids["error_code"]) == (pairs, None), engine_name
+        guid_bytes = guids["bytes"]
+    rows = joined("partitioned", **{**defaults, "max_join_result_bytes": sum(sizes) - 1})
+    assert (rows["whole"]["status"], rows["whole"]["error_code"]) == ("withheld", "FR313")
+    assert "max_join_result_bytes" in rows["whole"]["error_message"]
+    assert rows["guids"]["status"] == "delivered" and rows["guids"]["bytes"] == guid_bytes
+    rows = joined("partitioned", **{**defaults, "max_join_pairs": pairs - 1})
+    assert all(rows[name]["status"] == "withheld" for name in subscriptions)
+    assert "max_join_pairs" in rows["guids"]["error_message"]
+
+
+def _results(bucket: str, subscription: str) -> list[Any]:
+    """The results in a subscription's folders now (of its latest delivery)."""
+    outputs = open_store(f"s3://{bucket}/out")
+    return [
+        result
+        for key in outputs.list("")
+        if key.split("/")[1] == subscription and key.rsplit("/", 1)[-1].startswith("part-")
+        for result in read_part(outputs.get(key))
+    ]
+
+
 def _after(items: list[bytes], earlier: list[bytes]) -> list[bytes]:
     """``items`` without ``earlier``, a subsequence of them (the results of fewer messages)."""
     rest, position = [], 0
@@ -349,7 +443,7 @@ def test_both_engines_stop_collecting_a_subscription_past_its_cap(spark: Any, tm
         witnesses.roots.setdefault(block, []).append((number, 0))
         witnesses.values[(number, 0)] = {"k": ("same",)}
     read = lambda feed, h: witnesses if (feed, h) == ("f", hour) else None  # noqa: E731
-    stage = JoinStage(joins.plans.values(), joins.specs, max_pairs=5)
+    stage = JoinStage(joins.plans.values(), joins.specs, limits=JoinLimits(pairs_per_hour=5))
     in_process = stage.pairs(hour, read)["s"]
     source = stored_witnesses(tmp_path, [witnesses])
     on_spark = spark_pairs(spark, list(joins.plans.values()), hour, source, timedelta(hours=1), max_pairs=5)

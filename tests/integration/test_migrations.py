@@ -265,3 +265,40 @@ def test_the_join_tracking_migration_goes_down_to_0006_and_up_again(fresh_databa
     with engine.connect() as conn:
         assert _versions(conn) == {feed: v + 1 for feed, v in before.items()}
     engine.dispose()
+
+
+JOIN_LIMIT_COLUMNS = {"max_join_pairs", "max_join_result_bytes"}
+BUMP_BLOGS = "SELECT version FROM feedrouter.catalog_versions WHERE feed_name = 'blogs'"
+
+
+def test_the_join_limits_migration_goes_down_to_0008_and_up_again(fresh_database: str) -> None:
+    migrate.upgrade(fresh_database, "0008")
+    engine = create_engine(fresh_database)
+    with engine.begin() as conn:
+        tracking_0008 = _track_feeds(conn)
+        conn.execute(text(ADD_TIMED_FEED), {"n": "blogs", "p": "s3://in-bucket/blogs"})
+    migrate.upgrade(fresh_database)
+    with engine.begin() as conn:
+        row = conn.execute(text("SELECT * FROM feedrouter.feeds WHERE name = 'blogs'")).one()
+        assert (row.max_join_pairs, row.max_join_result_bytes) == (100_000, 64 << 20)  # the defaults
+        assert _track_feeds(conn) != tracking_0008
+        before = conn.scalar(text(BUMP_BLOGS))
+        conn.execute(text("UPDATE feedrouter.feeds SET max_join_pairs = 10"))
+    with engine.connect() as conn:
+        assert conn.scalar(text(BUMP_BLOGS)) == before + 1  # a setting the plan carries
+
+    migrate.downgrade(fresh_database, "0008")
+    with engine.begin() as conn:
+        assert not JOIN_LIMIT_COLUMNS & _feed_columns(conn)
+        assert _track_feeds(conn) == tracking_0008  # 0008's function is back, and still works
+        before = conn.scalar(text(BUMP_BLOGS))
+        conn.execute(text("UPDATE feedrouter.feeds SET max_join_window = interval '2 hours'"))
+    with engine.connect() as conn:
+        assert conn.scalar(text(BUMP_BLOGS)) == before + 1
+
+    migrate.upgrade(fresh_database)
+    with engine.connect() as conn:
+        assert _feed_columns(conn) >= JOIN_LIMIT_COLUMNS
+    engine.dispose()
+    checks = _check_constraints(fresh_database)
+    assert {f"ck_feeds_{column}" for column in JOIN_LIMIT_COLUMNS} <= set(checks)

@@ -18,8 +18,11 @@ from typing import TYPE_CHECKING
 from feedrouter.limits import (
     DEFAULT_ALLOWED_LATENESS,
     DEFAULT_MAX_DOCUMENT_RESULT_BYTES,
+    DEFAULT_MAX_JOIN_PAIRS,
+    DEFAULT_MAX_JOIN_RESULT_BYTES,
     DEFAULT_MAX_JOIN_WINDOW,
     DEFAULT_MAX_RESULT_BYTES,
+    JoinLimits,
     ResultLimits,
 )
 from feedrouter.router import RouteOutcome, Router
@@ -74,6 +77,8 @@ class FeedConfig:
     event_time_format: str = "iso8601"
     max_join_window: timedelta = DEFAULT_MAX_JOIN_WINDOW
     allowed_lateness: timedelta = DEFAULT_ALLOWED_LATENESS
+    max_join_pairs: int = DEFAULT_MAX_JOIN_PAIRS
+    max_join_result_bytes: int = DEFAULT_MAX_JOIN_RESULT_BYTES
 
     @property
     def event_time(self) -> EventTime | None:
@@ -96,6 +101,12 @@ class FeedConfig:
     def result_limits(self) -> ResultLimits:
         """The feed's caps on result bytes, per subscription and per document."""
         return ResultLimits(self.max_result_bytes, self.max_document_result_bytes)
+
+    @property
+    def join_limits(self) -> JoinLimits:
+        """The feed's caps on what one join subscription receives: a pair's result is held to
+        ``max_result_bytes`` as one document's result is, an hour to its pairs and bytes."""
+        return JoinLimits(self.max_result_bytes, self.max_join_pairs, self.max_join_result_bytes)
 
 
 @dataclass(frozen=True)

@@ -39,11 +39,15 @@ from feedrouter.join.clock import FORMATS as EVENT_TIME_FORMATS
 from feedrouter.limits import (
     DEFAULT_ALLOWED_LATENESS,
     DEFAULT_MAX_DOCUMENT_RESULT_BYTES,
+    DEFAULT_MAX_JOIN_PAIRS,
+    DEFAULT_MAX_JOIN_RESULT_BYTES,
     DEFAULT_MAX_JOIN_WINDOW,
     DEFAULT_MAX_RESULT_BYTES,
     DEFAULT_MAX_SUBSCRIPTION_CHARS,
     MAX_EVENT_TIME_PATH_CHARS,
     MAX_JOIN_HORIZON,
+    MAX_JOIN_PAIRS,
+    MAX_JOIN_RESULT_BYTES,
 )
 from feedrouter.paths import MAX_COMPONENT
 from feedrouter.storage.uris import DOT_SEGMENT, FILE_URI, MAX_PREFIX_BYTES, S3_URI
@@ -107,6 +111,9 @@ JOIN_WINDOW_CHECK = (
 LATENESS_CHECK = (
     f"allowed_lateness >= interval '0 hours' AND allowed_lateness <= {interval_sql(MAX_JOIN_HORIZON)}"
 )
+#: ``feeds.max_join_pairs`` and ``feeds.max_join_result_bytes``: positive and bounded.
+JOIN_PAIRS_CHECK = f"max_join_pairs BETWEEN 1 AND {MAX_JOIN_PAIRS}"
+JOIN_RESULT_BYTES_CHECK = f"max_join_result_bytes BETWEEN 1 AND {MAX_JOIN_RESULT_BYTES}"
 
 
 def _pg_check(sql: str, name: str) -> CheckConstraint:
@@ -203,7 +210,9 @@ class Feed(Base):
     subscriptions), ``event_time_format`` how that value is written (feedrouter.join.clock.FORMATS);
     ``max_join_window`` bounds the window a join subscription on the feed may use, and
     ``allowed_lateness`` how long after its event time a message may arrive and still join (both at
-    most 7 days). docs/configuration.md says what they mean for joins.
+    most 7 days). A join subscription's hour is withheld (FR313) past ``max_join_pairs`` qualifying
+    pairs or ``max_join_result_bytes`` of results; one pair's result is held to ``max_result_bytes``
+    (FR310: that pair left out). docs/configuration.md says what they mean for joins.
     """
 
     __tablename__ = "feeds"
@@ -224,6 +233,8 @@ class Feed(Base):
         CheckConstraint(_in("event_time_format", EVENT_TIME_FORMATS), name="event_time_format"),
         CheckConstraint(JOIN_WINDOW_CHECK, name="max_join_window"),
         CheckConstraint(LATENESS_CHECK, name="allowed_lateness"),
+        CheckConstraint(JOIN_PAIRS_CHECK, name="max_join_pairs"),
+        CheckConstraint(JOIN_RESULT_BYTES_CHECK, name="max_join_result_bytes"),
     )
 
     id: Mapped[int] = mapped_column(Id, primary_key=True)
@@ -252,6 +263,12 @@ class Feed(Base):
     )
     allowed_lateness: Mapped[timedelta] = mapped_column(
         Interval, nullable=False, server_default=text(interval_sql(DEFAULT_ALLOWED_LATENESS))
+    )
+    max_join_pairs: Mapped[int] = mapped_column(
+        BigInteger, nullable=False, server_default=str(DEFAULT_MAX_JOIN_PAIRS)
+    )
+    max_join_result_bytes: Mapped[int] = mapped_column(
+        BigInteger, nullable=False, server_default=str(DEFAULT_MAX_JOIN_RESULT_BYTES)
     )
     created_at: Mapped[datetime] = _created()
     updated_at: Mapped[datetime] = _updated()

@@ -289,6 +289,8 @@ def _feeds() -> Select[Unpack[tuple[Any, ...]]]:
         Feed.event_time_format,
         Feed.max_join_window,
         Feed.allowed_lateness,
+        Feed.max_join_pairs,
+        Feed.max_join_result_bytes,
         Dtd.name.label("dtd_name"),
         Dtd.text.label("dtd_text"),
         Dtd.root_element,
@@ -311,6 +313,8 @@ def _feed_config(row: Any) -> FeedConfig:
         event_time_format=row.event_time_format,
         max_join_window=row.max_join_window,
         allowed_lateness=row.allowed_lateness,
+        max_join_pairs=int(row.max_join_pairs),
+        max_join_result_bytes=int(row.max_join_result_bytes),
     )
 
 
@@ -356,4 +360,3 @@ def _update_by_arrays(conn: Connection, changed: list[dict[str, Any]]) -> None:
         ),
         columns,
     )
-

@@ -33,9 +33,11 @@ import numpy as np
 import numpy.typing as npt
 
 from feedrouter import heap
+from feedrouter.hours import format_hour
 from feedrouter.join.plan import LEFT, BlockSpec, Code, JoinPlan, Use
 from feedrouter.join.relations import ONE_HOUR, HourWitnesses
 from feedrouter.lang.ast import TemporalKind
+from feedrouter.limits import JoinLimits
 from feedrouter.output.factory import SlotElement
 
 #: A node of the window: (hour, message number in its hour, element id); ordered as XQuery orders
@@ -47,11 +49,8 @@ WitnessStore = Callable[[str, datetime], "HourWitnesses | None"]
 #: A value slice: the two feeds and the leaf paths of a driving value join.
 Slice = tuple[tuple[str, str], tuple[str, str]]
 
-DEFAULT_MAX_PAIRS = 100_000
-#: The most bytes of results one join subscription's hour holds before it is written: past them it
-#: is withheld (FR313), as past its pairs. Pairs are few hundred bytes mostly, but a return of whole
-#: documents over a common key held hundreds of MB per subscription, several in flight at once.
-DEFAULT_MAX_RESULT_BYTES = 64 << 20
+#: The feed's defaults (:class:`~feedrouter.catalog.compiled.FeedConfig` carries a feed's own).
+DEFAULT_LIMITS = JoinLimits()
 _MICROSECOND = timedelta(microseconds=1)
 
 
@@ -59,7 +58,9 @@ _MICROSECOND = timedelta(microseconds=1)
 class JoinDelivery:
     """What one join subscription gets for one hour: one result per qualifying pair, in order, or
     nothing with ``withheld`` saying why (more pairs, or more bytes of results, than the
-    per-subscription caps)."""
+    subscription's hour may hold: FR313). A pair whose result alone is larger than a result may be
+    (FR310) is left out and counted in ``refused``, ``refusal`` saying why for the first of them;
+    the other pairs are delivered, as an ordinary subscription's other documents are."""
 
     sid: str
     hour: datetime
@@ -68,6 +69,8 @@ class JoinDelivery:
     #: the qualifying pairs; withheld, the cap + 1 (pairs are not counted past the cap: there may be 10^8)
     count: int = 0
     withheld: str | None = None
+    refused: int = 0
+    refusal: str | None = None
 
 
 class JoinStage:
@@ -79,14 +82,17 @@ class JoinStage:
         specs: Mapping[str, BlockSpec],
         *,
         lateness: timedelta = ONE_HOUR,
-        max_pairs: int = DEFAULT_MAX_PAIRS,
-        max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
+        limits: JoinLimits = DEFAULT_LIMITS,
     ) -> None:
         self.plans = list(plans)
         self.specs = dict(specs)
         self.lateness = lateness
-        self.max_pairs = max_pairs
-        self.max_result_bytes = max_result_bytes
+        self.limits = limits
+
+    @property
+    def max_pairs(self) -> int:
+        """The pairs a subscription's hour may have (past them it is withheld)."""
+        return self.limits.pairs_per_hour
 
     def run(self, hour: datetime, store: WitnessStore) -> dict[str, JoinDelivery]:
         """Every subscription's delivery for ``hour`` (also those with no pair: an empty delivery)."""
@@ -178,26 +184,44 @@ class JoinStage:
 
     def _deliver(self, plan: JoinPlan, pairs: list[Pair], window: _Window) -> JoinDelivery:
         delivery = JoinDelivery(plan.sid, window.hour, count=len(pairs))
-        if len(pairs) > self.max_pairs:
+        limits = self.limits
+        if len(pairs) > limits.pairs_per_hour:
             delivery.withheld = (
-                f"[FR313] more than {self.max_pairs} pairs in the hour (the cap per subscription); "
+                f"[FR313] more than {limits.pairs_per_hour} pairs in the hour (the feed's max_join_pairs); "
                 "make the join more selective"
             )
             return delivery
-        results: list[bytes] = []
         held = 0
         for pair in pairs:
             result = assemble(plan.code, window.fragments(plan.feeds, pair))
+            if len(result) > limits.per_pair:
+                delivery.refused += 1
+                if delivery.refusal is None:
+                    delivery.refusal = _refusal(plan.feeds, pair, len(result), limits.per_pair)
+                continue
             held += len(result)
-            if held > self.max_result_bytes:  # stop holding them: what is held is bounded in bytes
+            if held > limits.bytes_per_hour:  # stop holding them: what is held is bounded in bytes
+                delivery.results, delivery.pairs, delivery.refused, delivery.refusal = [], [], 0, None
                 delivery.withheld = (
-                    f"[FR313] more than {self.max_result_bytes} bytes of results in the hour (the cap per "
-                    "subscription); make the join more selective, or return less of each message"
+                    f"[FR313] more than {limits.bytes_per_hour} bytes of results in the hour (the feed's "
+                    "max_join_result_bytes); make the join more selective, or return less of each message"
                 )
                 return delivery
-            results.append(result)
-        delivery.results, delivery.pairs = results, pairs
+            delivery.results.append(result)
+            delivery.pairs.append(pair)
         return delivery
+
+
+def _refusal(feeds: tuple[str, str], pair: Pair, size: int, limit: int) -> str:
+    """Why a pair's result is left out (FR310), naming the pair's two messages."""
+    nodes = " and ".join(
+        f"{feed} {format_hour(hour)} message {message} node {node}"
+        for feed, (hour, message, node) in zip(feeds, pair, strict=True)
+    )
+    return (
+        f"[FR310] the result of the pair of {nodes} is {size} bytes, more than the feed's "
+        f"max_result_bytes ({limit}); return less of each message"
+    )
 
 
 class _Window:

@@ -105,10 +105,12 @@ def deliver_join(
         refused = _refused_withdrawal(spec, target)
         message = found.withheld if refused is None else f"{found.withheld}; {refused}"
         return ledger.DeliveryRow(*names, status="withheld", error_code="FR313", error_message=message[:2000])
+    # pairs whose result alone passed the feed's max_result_bytes: left out, the row says so
+    code, why = _left_out(found)
     if not found.results:
         refused = _refused_withdrawal(spec, target)
         if refused is None:
-            return ledger.DeliveryRow(*names)
+            return ledger.DeliveryRow(*names, error_code=code, error_message=why)
         return ledger.DeliveryRow(*names, status="failed", error_code="FR607", error_message=refused[:2000])
     results = (
         Result.of_pair(
@@ -122,8 +124,22 @@ def deliver_join(
         return delivered.ledger_row(target.catalog_id)
     manifest = delivered.manifest
     return ledger.DeliveryRow(
-        *names, delivered.object_uris, manifest.results, manifest.bytes, manifest.digest
+        *names,
+        delivered.object_uris,
+        manifest.results,
+        manifest.bytes,
+        manifest.digest,
+        error_code=code,
+        error_message=why,
     )
+
+
+def _left_out(found: JoinDelivery) -> tuple[str | None, str | None]:
+    """The ledger row's error code and message when some pairs' results were refused (FR310)."""
+    if not found.refused or found.refusal is None:
+        return None, None
+    several = f"{found.refused} pairs left out, the first: " if found.refused > 1 else ""
+    return "FR310", (several + found.refusal)[:2000]
 
 
 def _refused_withdrawal(spec: JobSpec, target: Target) -> str | None:

@@ -35,7 +35,8 @@ from typing import TYPE_CHECKING, Any
 
 from feedrouter import heap
 from feedrouter.join.plan import JoinPlan
-from feedrouter.join.stage import DEFAULT_MAX_PAIRS, JoinStage, Pair, Slice
+from feedrouter.join.stage import JoinStage, Pair, Slice
+from feedrouter.limits import DEFAULT_MAX_JOIN_PAIRS, JoinLimits
 from feedrouter.spark.joindelivery import DELIVERY_THREADS, Written, deliver_joins
 from feedrouter.spark.joinsql import WitnessSource
 from feedrouter.spark.session import executor_cores
@@ -69,7 +70,7 @@ def partitioned_pairs(
     hour: datetime,
     source: WitnessSource,
     lateness: timedelta,
-    max_pairs: int = DEFAULT_MAX_PAIRS,
+    max_pairs: int = DEFAULT_MAX_JOIN_PAIRS,
     parts: int | None = None,
 ) -> dict[str, list[Pair]]:
     """Every subscription's qualifying pairs delivered in ``hour`` (at most ``max_pairs + 1`` of
@@ -98,16 +99,14 @@ def partitioned_deliveries(
     """Every join subscription's folder of ``hour`` written by the tasks that pair its part (each
     task writes its own part's folders, ``threads`` at a time: the pairs never leave the
     executors); what each wrote, in no particular order. ``stage`` gives the plans, the lateness
-    and the cap."""
+    and the limits."""
     if not stage.plans:
         return []
     divided = _divided(spark, stage.plans, hour, source, stage.lateness, parts)
     packed = [
         (n, _packed(part, {plan.sid: targets[plan.sid] for plan in part})) for n, part in enumerate(divided)
     ]
-    task = partial(
-        deliver_parts, source, hour, stage.lateness, stage.max_pairs, spec.without_targets(), threads
-    )
+    task = partial(deliver_parts, source, hour, stage.lateness, stage.limits, spec.without_targets(), threads)
     table = parts_frame(spark, packed).mapInArrow(task, WRITTEN).toArrow()
     return [pickle.loads(payload) for payload in table.column("written").to_pylist()]
 
@@ -188,7 +187,9 @@ def pair_parts(
     for batch in batches:
         for packed in batch.column("plans").to_pylist():
             with heap.paused():  # tens of thousands of plans, millions of pairs: none garbage yet
-                stage = JoinStage(_plans(packed), {}, lateness=lateness, max_pairs=max_pairs)
+                stage = JoinStage(
+                    _plans(packed), {}, lateness=lateness, limits=JoinLimits(pairs_per_hour=max_pairs)
+                )
                 rows = list(_pair_lists(stage.pairs(hour, read)))
             yield from rows
 
@@ -197,7 +198,7 @@ def deliver_parts(
     source: WitnessSource,
     hour: datetime,
     lateness: timedelta,
-    max_pairs: int,
+    limits: JoinLimits,
     spec: JobSpec,
     threads: int,
     batches: Iterable[pa.RecordBatch],
@@ -214,7 +215,7 @@ def deliver_parts(
     for batch in batches:
         for packed in batch.column("plans").to_pylist():
             plans, targets = _unpacked_part(packed)
-            stage = JoinStage(plans, {}, lateness=lateness, max_pairs=max_pairs)
+            stage = JoinStage(plans, {}, lateness=lateness, limits=limits)
             with heap.paused():  # tens of thousands of plans, millions of pairs: none garbage yet
                 pairs = stage.pairs(hour, witnesses.joinable)
             witnesses.forget_joinable()  # paired: only what delivering reads is kept

@@ -40,7 +40,7 @@ from feedrouter.errors import error
 from feedrouter.hours import format_hour, to_hour
 from feedrouter.join.plan import BlockSpec
 from feedrouter.join.relations import ONE_HOUR
-from feedrouter.join.stage import DEFAULT_MAX_PAIRS, JoinDelivery, JoinStage
+from feedrouter.join.stage import JoinDelivery, JoinStage
 from feedrouter.spark.backfill import backfill_witnesses
 from feedrouter.spark.batch import (
     BatchOptions,
@@ -65,8 +65,9 @@ from feedrouter.storage import ObjectStore
 
 @dataclass(frozen=True)
 class JoinOptions:
-    """How to run a join stage: where witnesses are, the per-subscription cap of pairs per hour,
-    the part size and the hour's lease (as :class:`~feedrouter.spark.batch.BatchOptions`).
+    """How to run a join stage: where witnesses are, the engine, the part size and the hour's lease
+    (as :class:`~feedrouter.spark.batch.BatchOptions`). What a subscription may receive is the
+    feed's (:attr:`~feedrouter.catalog.compiled.FeedConfig.join_limits`), carried by its plan.
 
     ``stream_start``: the first hour that is ever routed; a window reaching before it finds no
     witnesses there and does not wait for them (None: ``FEEDROUTER_ROUTE_START``, the route DAG's
@@ -85,7 +86,6 @@ class JoinOptions:
     #: how an hour lacking a block is back-filled (stage 1 again, witnesses only); None: refuse
     #: with FR610 and leave it to the caller
     backfill: BatchOptions | None = None
-    max_pairs: int = DEFAULT_MAX_PAIRS
     max_part_bytes: int | None = None
     lease_seconds: float | None = None
     #: join subscriptions' folders a process writes at once (the driver, or each partitioned task)
@@ -104,6 +104,8 @@ class JoinReport:
     pairs: int = 0
     deliveries: int = 0
     withheld: tuple[str, ...] = field(default=(), repr=False)
+    #: delivered without some pairs, each pair's result past the feed's max_result_bytes (FR310)
+    refused: tuple[str, ...] = field(default=(), repr=False)
     #: subscriber/subscription of each folder its store refused (FR607: the next run retries it)
     failed: tuple[str, ...] = field(default=(), repr=False)
     seconds: float = 0.0
@@ -118,7 +120,9 @@ class JoinReport:
             f"{self.subscriptions} join subscriptions, {self.pairs} pairs, {self.deliveries} deliveries"
         )
         if self.withheld:
-            text += f"; withheld (past the pair cap): {', '.join(self.withheld)}"
+            text += f"; withheld (past the hour's cap of pairs or bytes) [FR313]: {', '.join(self.withheld)}"
+        if self.refused:
+            text += f"; pairs left out (a result past max_result_bytes) [FR310]: {', '.join(self.refused)}"
         if self.failed:
             text += f"; {len(self.failed)} deliveries failed [FR607] (retried by the next run of the hour)"
         return text
@@ -180,7 +184,7 @@ def join_batch(
                 joins.plans.values(),
                 joins.specs,
                 lateness=loaded.plan.feed.allowed_lateness,
-                max_pairs=options.max_pairs,
+                limits=loaded.plan.feed.join_limits,
             )
             # every engine reads the witnesses it pairs from itself (as columns), and whoever writes
             # the folders (the partitioned tasks, or this process) what delivering them needs
@@ -196,6 +200,7 @@ def join_batch(
         pairs=sum(one.pairs for one in written),
         deliveries=sum(1 for row in rows if row.result_count),
         withheld=tuple(sorted(row.subscription for row in rows if row.status == "withheld")),
+        refused=tuple(sorted(row.subscription for row in rows if row.error_code == "FR310")),
         failed=tuple(sorted(f"{r.subscriber}/{r.subscription}" for r in rows if r.status == "failed")),
         engine=options.engine,
         seconds=round(time.perf_counter() - clock, 3),
@@ -237,7 +242,7 @@ def _delivered(
                         return partitioned_deliveries(
                             session, stage, hour, source, spec, targets, options.delivery_threads
                         )
-                    pairs = spark_pairs(session, stage.plans, hour, source, stage.lateness, options.max_pairs)
+                    pairs = spark_pairs(session, stage.plans, hour, source, stage.lateness, stage.max_pairs)
             except Exception as exc:
                 check_held(spec, cancel, exc)
                 # a task's error, rebuilt with its code and class: a damaged witness hour (FR611)

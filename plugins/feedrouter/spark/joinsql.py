@@ -34,9 +34,10 @@ from typing import TYPE_CHECKING, Any
 
 from feedrouter.join.plan import JoinPlan
 from feedrouter.join.relations import ONE_HOUR
-from feedrouter.join.stage import DEFAULT_MAX_PAIRS, Pair
+from feedrouter.join.stage import Pair
 from feedrouter.join.templates import Template
 from feedrouter.lang.ast import TemporalKind
+from feedrouter.limits import DEFAULT_MAX_JOIN_PAIRS
 from feedrouter.spark.frames import arrow_schema
 from feedrouter.spark.session import executor_cores
 from feedrouter.spark.stores import StoreOpener
@@ -123,7 +124,7 @@ def spark_pairs(
     hour: datetime,
     source: WitnessSource,
     lateness: Any,
-    max_pairs: int = DEFAULT_MAX_PAIRS,
+    max_pairs: int = DEFAULT_MAX_JOIN_PAIRS,
 ) -> dict[str, list[Pair]]:
     """Every subscription's qualifying pairs delivered in ``hour``, computed on ``spark``; at most
     ``max_pairs + 1`` of a subscription (past its cap it is withheld: never more are collected)."""

@@ -15,7 +15,15 @@ from feedrouter.catalog import artifact, models
 from feedrouter.catalog.compiled import CompiledPlan, EventTime, FeedConfig, Target
 from feedrouter.catalog.validation import event_time_path_problem, event_time_problem, has_event_time
 from feedrouter.join.clock import FORMATS
-from feedrouter.limits import DEFAULT_ALLOWED_LATENESS, DEFAULT_MAX_JOIN_WINDOW, MAX_EVENT_TIME_PATH_CHARS
+from feedrouter.limits import (
+    DEFAULT_ALLOWED_LATENESS,
+    DEFAULT_MAX_JOIN_PAIRS,
+    DEFAULT_MAX_JOIN_RESULT_BYTES,
+    DEFAULT_MAX_JOIN_WINDOW,
+    DEFAULT_MAX_RESULT_BYTES,
+    MAX_EVENT_TIME_PATH_CHARS,
+    JoinLimits,
+)
 from tests.conftest import ROOT
 
 FEED = FeedConfig("trades", "s3://in/trades", "{prefix}/{hour}/")
@@ -157,3 +165,17 @@ def test_the_migration_freezes_the_models_checks() -> None:
 def _plan(feed: FeedConfig) -> CompiledPlan:
     router = Router.compile([("1", "//title")])
     return CompiledPlan(feed, 3, router, {"1": Target(1, "titles", "alice", "s3://out/alice")})
+
+
+def test_an_artifact_pickled_before_the_join_limits_decodes_with_their_defaults() -> None:
+    old = replace(FEED, max_result_bytes=1000)
+    for name in ("max_join_pairs", "max_join_result_bytes"):  # a FeedConfig pickled before 0009
+        del old.__dict__[name]
+    encoded = artifact.encode(_plan(old))
+    feed = artifact.decode_summary(encoded.data, encoded.digest).feed
+    assert feed.join_limits == JoinLimits(1000, DEFAULT_MAX_JOIN_PAIRS, DEFAULT_MAX_JOIN_RESULT_BYTES)
+    limited = replace(FEED, max_join_pairs=7, max_join_result_bytes=99)
+    encoded = artifact.encode(_plan(limited))
+    assert artifact.decode_summary(encoded.data, encoded.digest).feed.join_limits == JoinLimits(
+        DEFAULT_MAX_RESULT_BYTES, 7, 99
+    )

@@ -13,6 +13,7 @@ from feedrouter.join.relations import HourWitnesses, MessageRef, admitted
 from feedrouter.join.stage import JoinStage
 from feedrouter.lang import parse
 from feedrouter.lang.ast import TemporalKind
+from feedrouter.limits import JoinLimits
 
 H0 = datetime(2026, 5, 1, 8, tzinfo=timezone.utc)
 H1 = H0 + timedelta(hours=1)
@@ -31,7 +32,7 @@ def stage_of(texts: dict[str, str], cap: int = 1000) -> tuple[JoinStage, str]:
     for sid, text in texts.items():
         joins.add(sid, parse(text), "f")
     (block,) = {b for plan in joins.plans.values() for b in plan.blocks}
-    return JoinStage(joins.plans.values(), joins.specs, max_pairs=cap), block
+    return JoinStage(joins.plans.values(), joins.specs, limits=JoinLimits(pairs_per_hour=cap)), block
 
 
 def hour(when: datetime, block: str, items: Sequence[tuple[str, str, int | None]]) -> HourWitnesses:
@@ -105,7 +106,7 @@ def test_a_subscription_past_its_bytes_of_results_is_withheld_and_says_why() -> 
     (block,) = {b for plan in joins.plans.values() for b in plan.blocks}
     store = {("f", H0): hour(H0, block, [("x", "a", 0), ("x", "b", 1)])}
     for cap, withheld in ((46, False), (45, True)):
-        stage = JoinStage(joins.plans.values(), joins.specs, max_result_bytes=cap)
+        stage = JoinStage(joins.plans.values(), joins.specs, limits=JoinLimits(bytes_per_hour=cap))
         found = stage.run(H0, lambda feed, h: store.get((feed, h)))["s"]
         assert found.count == 2 and (found.withheld is not None) == withheld
         if withheld:
@@ -113,6 +114,34 @@ def test_a_subscription_past_its_bytes_of_results_is_withheld_and_says_why() -> 
             assert found.results == [] and found.pairs == []
         else:
             assert [len(result) for result in found.results] == [23, 23]
+
+
+def test_a_pair_whose_result_alone_is_too_large_is_left_out_and_the_others_delivered() -> None:
+    """One pair's result is held to the feed's max_result_bytes, as one document's result for one
+    subscription is (FR310): that pair is left out, counted and named; the others are delivered in
+    order and count toward the hour's bytes as before."""
+    joins = JoinSet()
+    joins.add("s", parse(join("within")), "f")
+    (block,) = {b for plan in joins.plans.values() for b in plan.blocks}
+    store = {("f", H0): hour(H0, block, [("x", "a", 0), ("x", "bbbbbbbbbb", 1), ("x", "c", 2)])}
+    read = lambda feed, h: store.get((feed, h))  # noqa: E731
+    everything = JoinStage(joins.plans.values(), joins.specs).run(H0, read)["s"]
+    assert [len(r) for r in everything.results] == [32, 23, 32, 32, 23, 32]  # a-b a-c b-a b-c c-a c-b
+    stage = JoinStage(joins.plans.values(), joins.specs, limits=JoinLimits(per_pair=31, bytes_per_hour=46))
+    found = stage.run(H0, read)["s"]
+    assert found.results == [b"<p><n>a</n><n>c</n></p>", b"<p><n>c</n><n>a</n></p>"]
+    assert [(left[1], right[1]) for left, right in found.pairs] == [(0, 2), (2, 0)]
+    assert (found.count, found.refused, found.withheld) == (6, 4, None)
+    assert found.refusal == (
+        "[FR310] the result of the pair of f 2026-05-01T08 message 0 node 0 and f 2026-05-01T08 "
+        "message 1 node 0 is 32 bytes, more than the feed's max_result_bytes (31); return less of "
+        "each message"
+    )
+    # the hour's bytes count the delivered results only: one byte less and it is withheld
+    tight = JoinStage(joins.plans.values(), joins.specs, limits=JoinLimits(per_pair=31, bytes_per_hour=45))
+    withheld = tight.run(H0, read)["s"]
+    assert withheld.withheld is not None and "FR313" in withheld.withheld
+    assert (withheld.results, withheld.pairs, withheld.refused, withheld.refusal) == ([], [], 0, None)
 
 
 @pytest.mark.parametrize(

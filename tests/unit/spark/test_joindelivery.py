@@ -180,6 +180,39 @@ def test_a_refused_subscriber_store_costs_that_subscription_alone(
         joindelivery.deliver_joins(spec, targets, joins.plans, found, _Provenances(), 2)
 
 
+def test_pairs_left_out_past_the_result_limit_are_named_in_a_delivered_row(tmp_path: Path) -> None:
+    """A delivery some of whose pairs' results passed the feed's max_result_bytes is written with
+    the others and its row says how many were left out and why (FR310): delivered, not failed, as
+    an ordinary subscription's other documents are delivered; none left: no folder, the same row."""
+    joins = join_set(
+        "for $a in fr:stream()//item, $b in fr:stream()//item where $a/k = $b/k "
+        "and fr:within($a, $b, 'PT1H') return <p>{ $a/n }</p>"
+    )
+    spec = JobSpec("f", HOUR, "", None, PlanRef(3, "d" * 64, 7), StoreOpener(), 1 << 20, 1 << 20)
+    (sid,) = joins.plans
+    targets = {sid: Target(1, "first", "alice", (tmp_path / "ok").as_uri())}
+    why = "[FR310] the result of the pair of f … is 40 bytes, more than the feed's max_result_bytes (31)"
+    pair = ((HOUR, 0, 0), (HOUR, 1, 0))
+    some = JoinDelivery(sid, HOUR, [b"<p/>"], [pair], count=3, refused=2, refusal=why)
+    (one,) = joindelivery.deliver_joins(spec, targets, joins.plans, [some], _Provenances(), 1)
+    assert (one.row.status, one.row.result_count, one.row.error_code) == ("delivered", 1, "FR310")
+    assert one.row.error_message == "2 pairs left out, the first: " + why and one.row.object_keys
+    assert len(list((tmp_path / "ok").rglob("_SUCCESS"))) == 1
+    (none,) = joindelivery.deliver_joins(
+        spec,
+        targets,
+        joins.plans,
+        [JoinDelivery(sid, HOUR, count=1, refused=1, refusal=why)],
+        _Provenances(),
+        1,
+    )
+    assert (none.row.status, none.row.result_count, none.row.object_keys) == ("delivered", 0, ())
+    assert (none.row.error_code, none.row.error_message) == ("FR310", why)
+    assert list((tmp_path / "ok").rglob("_SUCCESS")) == []  # the first call's folder, taken back
+    report = JoinReport("f", "2026-05-01T08", "joined", 1, refused=("first",))
+    assert "pairs left out (a result past max_result_bytes) [FR310]: first" in report.describe()
+
+
 def test_no_folder_is_written_here_once_the_hour_lease_is_lost() -> None:
     from feedrouter.errors import LockLostError
     from feedrouter.spark.joins import _while_held

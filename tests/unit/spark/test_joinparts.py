@@ -14,6 +14,7 @@ from feedrouter.catalog import Target
 from feedrouter.delivery import PlanRef
 from feedrouter.join.plan import JoinPlan
 from feedrouter.join.stage import JoinStage, Pair
+from feedrouter.limits import JoinLimits
 from feedrouter.spark.joindelivery import Written, deliver_joins
 from feedrouter.spark.joinparts import (
     _packed,
@@ -157,7 +158,8 @@ def test_tasks_write_their_parts_folders_as_the_driver_writes_the_whole_populati
     ):
         write_hour(state, witnesses)
     source = WitnessSource(StoreOpener(), state.uri)
-    stage = JoinStage(plans, joins.specs, lateness=LATENESS, max_pairs=cap)  # 26 pairs each
+    limits = JoinLimits(pairs_per_hour=cap)
+    stage = JoinStage(plans, joins.specs, lateness=LATENESS, limits=limits)  # 26 pairs each
     spec = JobSpec("f", HOUR, "", None, PlanRef(3, "d" * 64, 7), StoreOpener(), 1 << 20, 1 << 20)
 
     def targets(root: str) -> dict[str, Target]:
@@ -180,7 +182,7 @@ def test_tasks_write_their_parts_folders_as_the_driver_writes_the_whole_populati
         ],
         schema=pa.schema([("part", pa.int32()), ("plans", pa.binary())]),
     )
-    rows = list(deliver_parts(source, HOUR, LATENESS, cap, spec, 2, [batch]))
+    rows = list(deliver_parts(source, HOUR, LATENESS, limits, spec, 2, [batch]))
     written = [pickle.loads(p) for p in pa.Table.from_batches(rows).column("written").to_pylist()]
 
     def comparable(one: Written) -> tuple:
