@@ -131,6 +131,8 @@ def compare_with_saxon(
                     found = delivered[hour][sid]
                     assert found.withheld is None, found.withheld
                     ours.extend(zip(found.pairs, found.results, strict=True))
+            # a pair whose return is the empty sequence gives no item, so nothing is delivered for it
+            assert all(ours_result for _, ours_result in ours), f"{sid}: an empty result was delivered"
             keys = [pair for pair, _ in ours]
             assert len(set(keys)) == len(keys), f"{sid}: a pair was delivered twice"
             ours.sort(key=lambda item: item[0])

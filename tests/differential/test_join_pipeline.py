@@ -136,6 +136,51 @@ def test_joins_reading_a_variable_through_an_alias_or_self_agree_with_saxon(
     assert counts["pairs"] >= 1, counts
 
 
+def test_blocks_differing_only_in_a_line_break_or_a_space_of_a_literal_stay_apart(
+    oracle: SaxonJoinOracle,
+) -> None:
+    """A review found two blocks whose conditions compare with "a b" and "a&#10;b" given one id (the
+    canonical text's line breaks were made spaces before its digest): the subscription added second
+    got the first one's nodes, from another subscriber's text, without an error. And a pair whose
+    return selects nothing gives no item, as in XQuery (it had been delivered as an empty result)."""
+    blogs = {
+        HOURS[0]: [
+            ("s.xml", item("ann", "a b", 20, HOURS[0])),
+            ("n.xml", item("ann", "a\nb", 25, HOURS[0])),
+            ("t.xml", item("ann", "a\tb", 30, HOURS[0])),
+        ]
+    }
+    feeds = {"books": {HOURS[0]: [("a.xml", item("ann", "Rivers", 5, HOURS[0]))]}, "blogs": blogs}
+    join = (
+        PROLOG + "for $a in fr:stream()//item, $b in fr:stream('blogs')//item "
+        "where $b/title = {literal} and $a/author = $b/author and fr:followed-by($a, $b, 'PT1H') "
+        "return <p>{{ $b/link }}</p>"
+    )
+    subscriptions = {
+        "space": ("books", join.format(literal="'a b'")),
+        "reference": ("books", join.format(literal="'a&#10;b'")),
+        "line": ("books", join.format(literal="'a\nb'")),
+        "tab": ("books", join.format(literal="'a&#9;b'")),
+        "nothing": ("books", join.format(literal="'a b'").replace("<p>{ $b/link }</p>", "$b/summary")),
+    }
+    pipeline = JoinPipeline(subscriptions, list(feeds))
+    for feed, hours in feeds.items():
+        pipeline.collect(feed, HOURS[0], hours[HOURS[0]])
+    delivered = {HOURS[0]: pipeline.join(HOURS[0])}
+    counts = compare_with_saxon(oracle, pipeline, feeds, delivered)
+    assert counts["pairs"] == 4, counts
+    results = {sid: found.results for sid, found in delivered[HOURS[0]].items()}
+    link = "<p><link>http://x/ann/{}</link></p>".format
+    assert results == {
+        "space": [link(20).encode()],
+        "reference": [link(25).encode()],
+        "line": [link(25).encode()],
+        "tab": [link(30).encode()],
+        "nothing": [],
+    }
+    assert delivered[HOURS[0]]["nothing"].count == 1  # the pair qualifies, its return is empty
+
+
 @pytest.mark.parametrize(("seed", "min_shared"), [(41, MIN_SHARED), (42, 1), (43, 1)])
 def test_generated_joins_agree_with_saxon(oracle: SaxonJoinOracle, seed: int, min_shared: int) -> None:
     """Generated join subscriptions (1-4 value joins, both temporal kinds, cross-feed) over three

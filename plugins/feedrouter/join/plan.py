@@ -262,9 +262,11 @@ def block_spec(feed: str, binding: ast.AbsPath, where: tuple[ast.Condition, ...]
     """The block of ``feed`` that ``binding`` and ``where`` (variables dropped) select, named by the
     digest of its canonical text: equal blocks of any subscriptions get one id."""
     flwr = ast.Flwr("w", binding, where, ast.RelPath())
-    text = to_xquery(ast.Subscription(flwr)).replace("\n", " ")
+    text = to_xquery(ast.Subscription(flwr))
+    # the digest of the text as printed: a line break in it may be a string literal's, which
+    # differs from a space (two blocks taken for one would give one the other's nodes)
     digest = hashlib.sha256(f"{feed}\n{text}".encode()).hexdigest()[:20]
-    return BlockSpec(f"block-{digest}", feed, binding, where, text)
+    return BlockSpec(f"block-{digest}", feed, binding, where, text.replace("\n", " "))
 
 
 def _unbound(condition: ast.Condition) -> ast.Condition:

@@ -56,7 +56,8 @@ _MICROSECOND = timedelta(microseconds=1)
 
 @dataclass
 class JoinDelivery:
-    """What one join subscription gets for one hour: one result per qualifying pair, in order, or
+    """What one join subscription gets for one hour: one result per qualifying pair, in order
+    (none for a pair whose return is the empty sequence), or
     nothing with ``withheld`` saying why (more pairs, or more bytes of results, than the
     subscription's hour may hold: FR313). A pair whose result alone is larger than a result may be
     (FR310) is left out and counted in ``refused``, ``refusal`` saying why for the first of them;
@@ -194,6 +195,8 @@ class JoinStage:
         held = 0
         for pair in pairs:
             result = assemble(plan.code, window.fragments(plan.feeds, pair))
+            if not result:
+                continue  # the return is the empty sequence for this pair: no item, as in XQuery
             if len(result) > limits.per_pair:
                 delivery.refused += 1
                 if delivery.refusal is None:

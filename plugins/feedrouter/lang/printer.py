@@ -429,8 +429,10 @@ XPATH1_FUNCTIONS = ("contains", "starts-with", "normalize-space", "string-length
 
 
 def _string(value: str) -> str:
-    """An XQuery string literal: ``"`` doubled, ``&`` and CR as references (CR would read as LF)."""
-    return '"' + value.replace("&", "&amp;").replace('"', '""').replace("\r", "&#13;") + '"'
+    """An XQuery string literal: ``"`` doubled, ``&``, CR and LF as references (CR would read as
+    LF; LF as a reference keeps the text on one line, as texts are shown)."""
+    escaped = value.replace("&", "&amp;").replace('"', '""').replace("\r", "&#13;").replace("\n", "&#10;")
+    return '"' + escaped + '"'
 
 
 def _number(value: float) -> str:
