@@ -87,14 +87,14 @@ class PriorDelivery:
     digest: str | None
     status: str = "delivered"
     error_code: str | None = None
+    error_message: str | None = None
 
     def same_content(self, row: DeliveryRow) -> bool:
-        return (self.object_keys, self.result_count, self.digest, self.status, self.error_code) == (
-            row.object_keys,
-            row.result_count,
-            row.digest,
-            row.status,
-            row.error_code,
+        """Whether ``row`` says what this one says: the reason too, so that a row never keeps a
+        reason that is no longer true (a withheld hour's cap, a refusal taking its folder back)."""
+        mine = (self.object_keys, self.result_count, self.digest, self.status, self.error_code)
+        return mine == (row.object_keys, row.result_count, row.digest, row.status, row.error_code) and (
+            self.error_message == row.error_message
         )
 
 
@@ -112,6 +112,7 @@ def prior_deliveries(conn: Connection, feed_id: int, hour: datetime) -> dict[Nam
             Delivery.digest,
             Delivery.status,
             Delivery.error_code,
+            Delivery.error_message,
         )
         .join(Batch, Batch.id == Delivery.batch_id)
         .where(Batch.feed_id == feed_id, Batch.hour == hour)
@@ -127,6 +128,7 @@ def prior_deliveries(conn: Connection, feed_id: int, hour: datetime) -> dict[Nam
             row.digest,
             row.status,
             row.error_code,
+            row.error_message,
         )
         for row in rows
     }

@@ -168,6 +168,19 @@ class JoinStage:
         the results assembled from the fragments, or withheld past the cap."""
         return {found.sid: found for found in self.deliveries(hour, store, dict(pairs))}
 
+    def messages_needed(self, pairs: Mapping[str, list[Pair]]) -> dict[tuple[str, datetime], set[int]]:
+        """The messages whose fragments delivering ``pairs`` reads, by feed and hour: of the window's
+        witnesses, only these need reading (a subscription past its cap of pairs reads none)."""
+        needed: dict[tuple[str, datetime], set[int]] = {}
+        for plan in self.plans:
+            found = pairs.get(plan.sid, ())
+            if len(found) > self.max_pairs:
+                continue
+            for pair in found:
+                for feed, (hour, message, _) in zip(plan.feeds, pair, strict=True):
+                    needed.setdefault((feed, hour), set()).add(message)
+        return needed
+
     def deliveries(
         self,
         hour: datetime,

@@ -219,6 +219,7 @@ def deliver_parts(
             with heap.paused():  # tens of thousands of plans, millions of pairs: none garbage yet
                 pairs = stage.pairs(hour, witnesses.joinable)
             witnesses.forget_joinable()  # paired: only what delivering reads is kept
+            witnesses.expect(stage.messages_needed(pairs))
             found = stage.deliveries(hour, witnesses.read, pairs)
             by_sid = {plan.sid: plan for plan in plans}
             written = deliver_joins(spec, targets, by_sid, found, witnesses, threads)

@@ -255,6 +255,7 @@ def _delivered(
     else:
         raise ValueError(f"no join engine {options.engine!r}: partitioned, spark or python")
     witnesses.forget_joinable()  # paired: only what delivering reads is kept
+    witnesses.expect(stage.messages_needed(pairs))
     found = stage.deliveries(hour, witnesses.read, pairs, order=_numeric)
     plans = {plan.sid: plan for plan in stage.plans}
     held = _while_held(found, spec, cancel)

@@ -26,11 +26,12 @@ a complete one.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import itertools
 import json
 import re
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
@@ -101,6 +102,9 @@ def write_hour(store: ObjectStore, witnesses: HourWitnesses, covered: BlockCover
     """
     folder = witness_dir(witnesses.feed, witnesses.hour)
     tables = encode(witnesses)
+    if store.exists(join_key(folder, SUCCESS)):
+        # rewritten (a re-route, a back-fill): no reader takes it for whole while its tables change
+        store.delete(join_key(folder, SUCCESS))
     for name, data in tables.items():
         store.put(join_key(folder, f"{name}.parquet"), data)
     blocks = json.dumps(_blocks_json(witnesses.blocks, covered), sort_keys=True).encode()
@@ -146,34 +150,44 @@ def read_hour(
 ) -> HourWitnesses | None:
     """The hour's witnesses, or None when stage 1 has not written them (yet); only ``tables`` of
     them (delivering pairs that another engine found needs ``messages`` and ``fragments`` only)."""
+    read = _read_tables(store, feed, hour, tables)
+    if read is None:
+        return None
+    data, blocks = read
+    found = decode(feed, hour, data)
+    found.blocks = _blocks(feed, hour, blocks)
+    return found
+
+
+def _read_tables(
+    store: ObjectStore, feed: str, hour: datetime, tables: Sequence[str]
+) -> tuple[dict[str, bytes], bytes] | None:
+    """The bytes of an hour's ``tables`` and of its ``blocks.json``, or None when it has none."""
     if not has_hour(store, feed, hour):
         return None
     folder = witness_dir(feed, hour)
     data = {name: store.get(join_key(folder, f"{name}.parquet")) for name in tables}
-    found = decode(feed, hour, data)
-    found.blocks = _blocks(feed, hour, store.get(join_key(folder, BLOCKS)))
-    return found
+    return data, store.get(join_key(folder, BLOCKS))
 
 
 def read_joinable(store: ObjectStore, feed: str, hour: datetime) -> HourWitnesses | None:
     """The hour's witnesses as stage 2 pairs from them (:meth:`HourWitnesses.of_columns
     <feedrouter.join.relations.HourWitnesses.of_columns>`: event times, roots and values as
     columns, no Python object per row; no fragments), or None when stage 1 has not written them."""
+    read = _read_tables(store, feed, hour, list(_JOINABLE))
+    return None if read is None else _joinable_hour(feed, hour, *read)
+
+
+def _joinable_hour(feed: str, hour: datetime, data: dict[str, bytes], blocks: bytes) -> HourWitnesses:
     import pyarrow.parquet as pq
 
-    if not has_hour(store, feed, hour):
-        return None
-    folder = witness_dir(feed, hour)
     tables = {}
     for name, columns in _JOINABLE.items():
-        data = store.get(join_key(folder, f"{name}.parquet"))
         with _readable(feed, hour, f"{name}.parquet"):
-            tables[name] = pq.read_table(io.BytesIO(data), columns=list(columns))
+            tables[name] = pq.read_table(io.BytesIO(data[name]), columns=list(columns))
     with _readable(feed, hour, "the tables"):
         joinable = _joinable(tables)
-    return HourWitnesses.of_columns(
-        feed, hour, _blocks(feed, hour, store.get(join_key(folder, BLOCKS))), joinable
-    )
+    return HourWitnesses.of_columns(feed, hour, _blocks(feed, hour, blocks), joinable)
 
 
 class WitnessHours:
@@ -189,20 +203,56 @@ class WitnessHours:
         self._hours: dict[tuple[str, datetime], HourWitnesses | None] = {}
         self._joinable: dict[tuple[str, datetime], HourWitnesses | None] = {}
         self._provenances: dict[tuple[str, datetime, int], Provenance] = {}
+        #: the digest of each hour's messages as pairing read them: delivering from other ones
+        #: (the hour rewritten meanwhile) would give pairs that are not pairs, or none at all
+        self._paired: dict[tuple[str, datetime], str] = {}
+        #: the messages whose fragments delivering needs, by hour (:meth:`expect`: an hour it does
+        #: not name, none; None: all)
+        self._wanted: dict[tuple[str, datetime], frozenset[int]] | None = None
+        #: of each hour :meth:`read` read, its messages' references (those wanted) and their number
+        self._messages: dict[tuple[str, datetime], tuple[dict[int, MessageRef], int]] = {}
+
+    def expect(self, wanted: Mapping[tuple[str, datetime], Collection[int]]) -> None:
+        """Read of those hours only the fragments of these messages: what the pairs to deliver
+        need, not every block's fragments of every node of every hour the window reaches. Hours
+        read before for other pairs (another part of a task's population) are read again."""
+        self._wanted = {key: frozenset(messages) for key, messages in wanted.items()}
+        self._hours.clear()
 
     def read(self, feed: str, hour: datetime) -> HourWitnesses | None:
         key = (feed, hour)
         if key not in self._hours:
-            read = partial(read_hour, self._state, feed, hour, DELIVERY_TABLES)
+            read = partial(self._read_delivered, feed, hour)
             self._hours[key] = still_there(read, feed, hour, self._required)
         return self._hours[key]
 
     def joinable(self, feed: str, hour: datetime) -> HourWitnesses | None:
         key = (feed, hour)
         if key not in self._joinable:
-            read = partial(read_joinable, self._state, feed, hour)
+            read = partial(self._read_joinable, feed, hour)
             self._joinable[key] = still_there(read, feed, hour, self._required)
         return self._joinable[key]
+
+    def _read_joinable(self, feed: str, hour: datetime) -> HourWitnesses | None:
+        read = _read_tables(self._state, feed, hour, list(_JOINABLE))
+        if read is None:
+            return None
+        self._paired[(feed, hour)] = _digest(read[0]["messages"])
+        return _joinable_hour(feed, hour, *read)
+
+    def _read_delivered(self, feed: str, hour: datetime) -> HourWitnesses | None:
+        read = _read_tables(self._state, feed, hour, DELIVERY_TABLES)
+        if read is None:
+            return None
+        data, blocks = read
+        paired = self._paired.get((feed, hour))
+        if paired is not None and paired != _digest(data["messages"]):
+            raise witnesses_changed(feed, hour)
+        wanted = None if self._wanted is None else self._wanted.get((feed, hour), frozenset())
+        found = decode(feed, hour, {"fragments": data["fragments"]}, wanted)
+        self._messages[(feed, hour)] = _message_refs(feed, hour, data["messages"], wanted)
+        found.blocks = _blocks(feed, hour, blocks)
+        return found
 
     def forget_joinable(self) -> None:
         """Drop the hours read for pairing (once paired: delivering reads only :meth:`read`'s)."""
@@ -214,10 +264,14 @@ class WitnessHours:
         key = (feed, node[0], node[1])
         known = self._provenances.get(key)
         if known is None:
-            found = self.read(feed, node[0])
-            if found is None:  # paired from it, and deleted since (the retention DAG)
+            if self.read(feed, node[0]) is None:  # paired from it, and deleted since (the retention DAG)
                 raise witnesses_gone(feed, node[0])
-            message = found.messages[node[1]]
+            refs, count = self._messages[(feed, node[0])]
+            if not 0 <= node[1] < count:  # paired from other witnesses of the hour
+                raise witnesses_changed(feed, node[0])
+            message = refs.get(node[1])
+            if message is None:
+                raise ValueError(f"message {node[1]} of {feed} {format_hour(node[0])} was not expected")
             known = Provenance(feed, format_hour(node[0]), message.key, message.index, message.digest)
             self._provenances[key] = known
         return known
@@ -247,6 +301,41 @@ def still_there(
     if found is None:
         raise witnesses_gone(feed, hour)
     return found
+
+
+def _message_refs(
+    feed: str, hour: datetime, data: bytes, wanted: Collection[int] | None
+) -> tuple[dict[int, MessageRef], int]:
+    """The references of an hour's ``wanted`` messages (None: all) by number, and how many
+    messages the hour has: an hour's thousands of messages are not all made into objects for the
+    few that pairs deliver."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    with _readable(feed, hour, "messages.parquet"):
+        table = pq.read_table(io.BytesIO(data))
+        count = table.num_rows
+        if wanted is not None:
+            numbers = pa.array(sorted(wanted), table.schema.field("message").type)
+            table = table.filter(pc.is_in(table.column("message"), value_set=numbers))
+        rows = table.to_pylist()
+    with _readable(feed, hour, "the tables"):
+        refs = {row["message"]: _message_ref(row) for row in rows}
+    return refs, count
+
+
+def witnesses_changed(feed: str, hour: datetime) -> FeedrouterError:
+    """FR609: an hour was rewritten between pairing and delivering (routed again, back-filled)."""
+    return error(
+        "FR609",
+        f"the join witnesses of {feed} {format_hour(hour)} were rewritten while the join stage ran "
+        "(the hour routed again or back-filled meanwhile): the stage is retried with the new ones",
+    )
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 def witnesses_gone(feed: str, hour: datetime) -> FeedrouterError:
@@ -476,27 +565,36 @@ def tables(witnesses: HourWitnesses) -> dict[str, pa.Table]:
     }
 
 
-def decode(feed: str, hour: datetime, tables: dict[str, bytes]) -> HourWitnesses:
-    """An hour's witnesses from the bytes of its four tables."""
+def decode(
+    feed: str, hour: datetime, tables: dict[str, bytes], messages: Collection[int] | None = None
+) -> HourWitnesses:
+    """An hour's witnesses from the bytes of its tables; of the tables keyed by node, only the
+    rows of ``messages`` (None: all), filtered as Arrow columns before any Python object is made."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     rows = {}
     for name, data in tables.items():
         with _readable(feed, hour, f"{name}.parquet"):
-            rows[name] = pq.read_table(io.BytesIO(data)).to_pylist()
+            table = pq.read_table(io.BytesIO(data))
+            if messages is not None and name != "messages":
+                wanted = pa.array(sorted(messages), table.schema.field("message").type)
+                table = table.filter(pc.is_in(table.column("message"), value_set=wanted))
+            rows[name] = table.to_pylist()
     with _readable(feed, hour, "the tables"):
         return _decoded(feed, hour, rows)
+
+
+def _message_ref(row: dict[str, Any]) -> MessageRef:
+    time = row["time"] and row["time"].replace(tzinfo=timezone.utc)
+    return MessageRef(row["key"], row["index"], time, row["digest"])
 
 
 def _decoded(feed: str, hour: datetime, rows: dict[str, list[dict[str, Any]]]) -> HourWitnesses:
     found = HourWitnesses(feed, hour)
     for row in rows.get("messages", ()):
-        time = row["time"]
-        found.messages.append(
-            MessageRef(
-                row["key"], row["index"], time.replace(tzinfo=timezone.utc) if time else None, row["digest"]
-            )
-        )
+        found.messages.append(_message_ref(row))
     for row in rows.get("roots", ()):
         found.roots.setdefault(row["block"], []).append((row["message"], row["node"]))
     for row in rows.get("values", ()):

@@ -118,6 +118,31 @@ def test_a_refused_delivery_is_a_failed_row_and_a_later_success_a_new_version(en
     assert rows == [(1, "failed", "FR607", "no bucket"), (2, "delivered", None, None)]
 
 
+def test_a_row_whose_reason_changed_is_a_new_version(engine: Engine) -> None:
+    """A review found the ledger keeping a reason no longer true: a withheld hour whose first run
+    could not take its folder back, withheld again once it could, still said it could not; a pair
+    cap's reason stayed when the bytes cap withheld it. The reason is part of what a row says."""
+
+    def withheld(message: str) -> ledger.BatchEntry:
+        row = ledger.DeliveryRow(
+            1, "alice", "titles", status="withheld", error_code="FR313", error_message=message
+        )
+        return ledger.BatchEntry(1, HOUR, 1, "succeeded", NOW, NOW, deliveries=(row,))
+
+    reasons = [
+        "[FR313] more than 4 pairs in the hour; [FR500] taking back its folder failed",
+        "[FR313] more than 4 pairs in the hour",
+        "[FR313] more than 4 pairs in the hour",  # the same again: nothing new
+        "[FR313] more than 99 bytes of results in the hour",
+    ]
+    for reason in reasons:
+        ledger.record(engine, withheld(reason))
+    with engine.connect() as conn:
+        query = select(Delivery.delivery_version, Delivery.error_message).order_by(Delivery.id)
+        rows = [tuple(row) for row in conn.execute(query.where(Delivery.subscription_name == "titles"))]
+    assert rows == [(1, reasons[0]), (2, reasons[1]), (3, reasons[3])]
+
+
 def test_the_status_questions_read_back_what_a_batch_recorded(engine: Engine) -> None:
     from feedrouter.catalog import status
 

@@ -447,3 +447,12 @@ def test_deliveries_come_one_at_a_time_in_the_order_asked_taking_their_pairs_out
     rest = list(drawn)
     assert [found.sid for found in rest] == ["9", "10"] and pairs == {}
     assert all(found.results == expected[found.sid].results for found in rest)
+
+
+def test_delivering_needs_the_messages_of_the_pairs_it_delivers_only() -> None:
+    stage, block = stage_of({"s": join("within"), "t": join("within", "PT2M")}, cap=2)
+    store = {("f", H0): hour(H0, block, [("x", "a", 0), ("x", "b", 1), ("y", "c", 2), ("x", "d", 50)])}
+    pairs = stage.pairs(H0, lambda feed, h: store.get((feed, h)))
+    assert len(pairs["s"]) > 2  # a-b, a-d, b-d both ways: withheld, its messages not read
+    assert sorted(pairs["t"]) == pairs["t"] and len(pairs["t"]) == 2  # a-b, b-a within 2 minutes
+    assert stage.messages_needed(pairs) == {("f", H0): {0, 1}}
