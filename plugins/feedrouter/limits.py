@@ -37,10 +37,11 @@ MAX_JOIN_HORIZON = timedelta(days=7)
 #: Qualifying pairs one join subscription may have in one hour (FR313 past it: withheld); a join on
 #: a low-cardinality field can give 10^8 pairs, which are never held.
 DEFAULT_MAX_JOIN_PAIRS = 100_000
-#: Result bytes one join subscription's hour may hold before it is written (FR313 past it).
+#: Result bytes one join subscription's hour may deliver (FR313 past it).
 DEFAULT_MAX_JOIN_RESULT_BYTES = 64 * MIB
-#: The most a feed may set for those two (the catalog CHECKs the same bounds): a stage holds a
-#: few subscriptions' pairs and results at once (its delivery threads, twice over).
+#: The most a feed may set for those two (the catalog CHECKs the same bounds): a stage holds the
+#: pairs of a few subscriptions at once (its delivery threads, twice over), and an hour's results
+#: are one subscriber's delivery.
 MAX_JOIN_PAIRS = 1_000_000
 MAX_JOIN_RESULT_BYTES = 256 * MIB
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import partial
 from itertools import count
 from typing import Any
 
@@ -72,6 +73,18 @@ class JoinDelivery:
     withheld: str | None = None
     refused: int = 0
     refusal: str | None = None
+    #: the results' bytes together
+    size: int = 0
+    #: how a result is made again from its pair as it is written (None: ``results`` holds them):
+    #: a subscription's hour is checked against its limits by size, and never held whole
+    assembler: Callable[[Pair], bytes] | None = field(default=None, repr=False, compare=False)
+
+    def each_result(self) -> Iterator[bytes]:
+        """The results in order: those held, or each assembled as it is asked for."""
+        if self.assembler is None:
+            yield from self.results
+        else:
+            yield from map(self.assembler, self.pairs)
 
 
 class JoinStage:
@@ -165,8 +178,8 @@ class JoinStage:
         self, hour: datetime, store: WitnessStore, pairs: Mapping[str, list[Pair]]
     ) -> dict[str, JoinDelivery]:
         """Each subscription's delivery of its ``pairs`` (another engine's, e.g. Spark SQL's):
-        the results assembled from the fragments, or withheld past the cap."""
-        return {found.sid: found for found in self.deliveries(hour, store, dict(pairs))}
+        the results assembled from the fragments and held, or withheld past the cap."""
+        return {found.sid: found for found in self.deliveries(hour, store, dict(pairs), hold=True)}
 
     def messages_needed(self, pairs: Mapping[str, list[Pair]]) -> dict[tuple[str, datetime], set[int]]:
         """The messages whose fragments delivering ``pairs`` reads, by feed and hour: of the window's
@@ -187,16 +200,20 @@ class JoinStage:
         store: WitnessStore,
         pairs: dict[str, list[Pair]],
         order: Callable[[str], Any] | None = None,
+        *,
+        hold: bool = False,
     ) -> Iterator[JoinDelivery]:
         """Each subscription's delivery, one at a time (in ``order`` of their ids; None: the
         stage's), its pairs taken out of ``pairs`` as it goes: an hour's results are never all
-        held at once (millions of pairs an hour, each result a few hundred bytes)."""
+        held at once (millions of pairs an hour, each result a few hundred bytes). Its limits are
+        checked on the results' sizes; the results are made as they are written
+        (:meth:`JoinDelivery.each_result`), or, with ``hold``, made and held in ``results``."""
         window = _Window(hour, store)
         plans = self.plans if order is None else sorted(self.plans, key=lambda plan: order(plan.sid))
         for plan in plans:
-            yield self._deliver(plan, sorted(pairs.pop(plan.sid, ())), window)
+            yield self._deliver(plan, sorted(pairs.pop(plan.sid, ())), window, hold)
 
-    def _deliver(self, plan: JoinPlan, pairs: list[Pair], window: _Window) -> JoinDelivery:
+    def _deliver(self, plan: JoinPlan, pairs: list[Pair], window: _Window, hold: bool) -> JoinDelivery:
         delivery = JoinDelivery(plan.sid, window.hour, count=len(pairs))
         limits = self.limits
         if len(pairs) > limits.pairs_per_hour:
@@ -205,27 +222,32 @@ class JoinStage:
                 "make the join more selective"
             )
             return delivery
-        held = 0
         for pair in pairs:
-            result = assemble(plan.code, window.fragments(plan.feeds, pair))
-            if not result:
+            size = assembled_size(plan.code, window.fragments(plan.feeds, pair))
+            if not size:
                 continue  # the return is the empty sequence for this pair: no item, as in XQuery
-            if len(result) > limits.per_pair:
+            if size > limits.per_pair:
                 delivery.refused += 1
                 if delivery.refusal is None:
-                    delivery.refusal = _refusal(plan.feeds, pair, len(result), limits.per_pair)
+                    delivery.refusal = _refusal(plan.feeds, pair, size, limits.per_pair)
                 continue
-            held += len(result)
-            if held > limits.bytes_per_hour:  # stop holding them: what is held is bounded in bytes
-                delivery.results, delivery.pairs, delivery.refused, delivery.refusal = [], [], 0, None
+            delivery.size += size
+            if delivery.size > limits.bytes_per_hour:
+                delivery.pairs, delivery.refused, delivery.refusal, delivery.size = [], 0, None, 0
                 delivery.withheld = (
                     f"[FR313] more than {limits.bytes_per_hour} bytes of results in the hour (the feed's "
                     "max_join_result_bytes); make the join more selective, or return less of each message"
                 )
                 return delivery
-            delivery.results.append(result)
             delivery.pairs.append(pair)
+        delivery.assembler = partial(_assembled, plan, window)
+        if hold:
+            delivery.results, delivery.assembler = list(delivery.each_result()), None
         return delivery
+
+
+def _assembled(plan: JoinPlan, window: _Window, pair: Pair) -> bytes:
+    return assemble(plan.code, window.fragments(plan.feeds, pair))
 
 
 def _refusal(feeds: tuple[str, str], pair: Pair, size: int, limit: int) -> str:
@@ -755,6 +777,21 @@ def assemble(code: Sequence[Code], sides: tuple[Mapping[str, bytes], Mapping[str
         else:
             out.append(_slot_element(op, sides))
     return b"".join(out)
+
+
+def assembled_size(code: Sequence[Code], sides: tuple[Mapping[str, bytes], Mapping[str, bytes]]) -> int:
+    """``len(assemble(code, sides))``, without making the bytes: a subscription's hour is checked
+    against its limits by size before any result is held."""
+    size = 0
+    for op in code:
+        if isinstance(op, bytes):
+            size += len(op)
+        elif isinstance(op, Use):
+            size += len(sides[op.side].get(op.key, b""))
+        else:
+            body = sum(len(sides[use.side].get(use.key, b"")) for use in op.slots)
+            size += len(op.start) + body + len(op.end) if body else len(op.empty)
+    return size
 
 
 def _slot_element(op: SlotElement[Use], sides: tuple[Mapping[str, bytes], Mapping[str, bytes]]) -> bytes:

@@ -107,7 +107,7 @@ def deliver_join(
         return ledger.DeliveryRow(*names, status="withheld", error_code="FR313", error_message=message[:2000])
     # pairs whose result alone passed the feed's max_result_bytes: left out, the row says so
     code, why = _left_out(found)
-    if not found.results:
+    if not found.pairs:
         refused = _refused_withdrawal(spec, target)
         if refused is None:
             return ledger.DeliveryRow(*names, error_code=code, error_message=why)
@@ -116,7 +116,7 @@ def deliver_join(
         Result.of_pair(
             witnesses.provenance(plan.feeds[0], left), witnesses.provenance(plan.feeds[1], right), body
         )
-        for (left, right), body in zip(found.pairs, found.results, strict=True)
+        for (left, right), body in zip(found.pairs, found.each_result(), strict=True)
     )
     # as routing writes a folder: a refusing store costs this subscription alone (FR607)
     _, delivered = deliver_one(spec, target, found.sid, results, part_format=2)

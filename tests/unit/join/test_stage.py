@@ -442,11 +442,40 @@ def test_deliveries_come_one_at_a_time_in_the_order_asked_taking_their_pairs_out
     numeric = lambda sid: (int(sid), sid) if sid.isdigit() else (0, sid)  # noqa: E731
     drawn = stage.deliveries(H0, read, pairs, order=numeric)
     first = next(drawn)
-    assert first.sid == "x" and first.results == expected["x"].results
+    # drawn, a delivery holds no result: each is made as it is written, the same as deliver()'s
+    assert first.sid == "x" and first.results == [] and first.assembler is not None
+    assert list(first.each_result()) == expected["x"].results and first.size == 46
     assert sorted(pairs) == ["10", "9"]  # the others' pairs are still there, not yet assembled
     rest = list(drawn)
     assert [found.sid for found in rest] == ["9", "10"] and pairs == {}
-    assert all(found.results == expected[found.sid].results for found in rest)
+    assert all(list(found.each_result()) == expected[found.sid].results for found in rest)
+
+
+def test_a_results_size_is_known_without_making_it() -> None:
+    """The limits are checked on sizes: ``assembled_size`` is ``len(assemble(...))`` for every kind
+    of return item (constants, copies, attribute values, elements whose slots are all empty)."""
+    from feedrouter.join.plan import compile_join
+    from feedrouter.join.stage import assemble, assembled_size
+
+    text = PROLOG + (
+        "for $a in fr:stream()//item, $b in fr:stream()//item where $a/k = $b/k and "
+        "fr:within($a, $b, 'PT1H') return <p x='{ $a/@id }'>{ $a/n }<q>{ $b/m }</q>{ $b/n }</p>"
+    )
+    plan, _ = compile_join("s", parse(text), "f")
+    keys = sorted({key for op in plan.code for key in _keys(op)})
+    assert len(keys) >= 3
+    for mask in range(1 << len(keys)):
+        filled = {key: f"<v{n}>{'x' * n}</v{n}>".encode() for n, key in enumerate(keys) if mask >> n & 1}
+        for sides in ((filled, filled), (filled, {}), ({}, filled)):
+            assert assembled_size(plan.code, sides) == len(assemble(plan.code, sides)), (mask, sides)
+
+
+def _keys(op: object) -> list[str]:
+    from feedrouter.join.plan import Use
+
+    if isinstance(op, Use):
+        return [op.key]
+    return [use.key for use in getattr(op, "slots", ())]
 
 
 def test_delivering_needs_the_messages_of_the_pairs_it_delivers_only() -> None:
