@@ -1632,7 +1632,7 @@ class _Parser:
             self.advance()
             return Literal(str(tok.value), self.span(start.start))
         if tok.kind != "number":
-            raise self.diag.recover("FR104", "arithmetic is not supported", start.start)
+            raise self.diag.recover("FR104", _literal_expected(tok, signed=tok is not start), start.start)
         self.advance()
         assert isinstance(tok.value, float)
         return Literal(sign * tok.value, self.span(start.start))
@@ -2139,6 +2139,18 @@ def _clause_message(tok: Token, nxt: Token) -> str | None:
     if tok.is_name("count") and nxt.is_punct("$"):
         return "'count' clauses are not supported"
     return None
+
+
+def _literal_expected(tok: Token, signed: bool) -> str:
+    """Why a literal's place holds something else: a sign before a non-number is arithmetic; a
+    path (often a second variable's, ``contains($a/k, $b/k)``) is not a literal."""
+    if signed:
+        return "arithmetic is not supported"
+    found = "a path" if tok.is_punct("$", "/", "//", "@", ".") or tok.kind == "name" else f"'{tok.text}'"
+    message = f"a literal (a string or a number) is expected here, not {found}"
+    if tok.is_punct("$"):
+        message += "; two variables' values are compared only with '=' (a value join)"
+    return message
 
 
 def _operator_message(tok: Token) -> str | None:

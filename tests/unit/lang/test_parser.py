@@ -560,6 +560,13 @@ def test_a_value_join_reads_its_paths_without_self_steps() -> None:
             "at most 6 value joins",
         ),
         ("$a/t = $b/t and fr:within($a, $x, 'PT1H')", "FR106", "$x", "the variables are $a, $b"),
+        (  # a review found it reported as arithmetic
+            "contains($a/t, $b/t) and fr:within($a, $b, 'PT1H')",
+            "FR104",
+            "$b/t)",
+            "a literal (a string or a number) is expected here, not a path; two variables' values are "
+            "compared only with '=' (a value join)",
+        ),
     ],
 )
 def test_join_conditions_outside_the_subset_are_refused_where_they_are(
