@@ -199,6 +199,7 @@ class _Parser:
         self.predicate_start = -1  # where the innermost predicate's expression starts
         self.aliases: dict[str, RelPath] = {}  # let $t := $s/title: $t stands for that path
         self.order: tuple[OrderSpec, ...] = ()
+        self.order_start = -1  # where the 'order by' clause starts
         self.version = ""
         self.prefixed_constructor = False  # a constructor or its attribute uses a prefix (not xml:)
         self.wildcard_copies: list[int] = []  # offsets of { $s/@* } copies, checked at the end
@@ -562,7 +563,7 @@ class _Parser:
         where = self.clauses()
         if self.order:
             message = "a join subscription cannot order its pairs ('order by')"
-            raise self.diag.fail("FR104", message, start.start)
+            raise self.diag.fail("FR104", message, self.order_start)
         self.advance()
         ret = self.return_expr()
         return self.joined(start, left, right, where, ret)
@@ -599,7 +600,7 @@ class _Parser:
             path = self.var_path("where")
             if path.steps or path.tail is not None:
                 message = f"{tok.text}() takes the two variables themselves, not paths from them"
-                raise self.diag.recover("FR104", message, at)
+                self.diag.add("FR104", message, at)  # the call is read on: its other problems, not its tail's
             variables.append(path.var)
             if not self.tok.is_punct(","):
                 message = f"expected ',' in the arguments of {tok.text}()"
@@ -749,6 +750,8 @@ class _Parser:
         if self.order:
             message = "only one 'order by' clause is supported; list the keys in it"
             self.diag.add("FR104", message, self.tok.start)
+        else:
+            self.order_start = self.tok.start
         if self.tok.is_name("stable"):
             self.advance()
         self.advance()
