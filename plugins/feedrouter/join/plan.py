@@ -262,11 +262,12 @@ def block_spec(feed: str, binding: ast.AbsPath, where: tuple[ast.Condition, ...]
     """The block of ``feed`` that ``binding`` and ``where`` (variables dropped) select, named by the
     digest of its canonical text: equal blocks of any subscriptions get one id."""
     flwr = ast.Flwr("w", binding, where, ast.RelPath())
-    text = to_xquery(ast.Subscription(flwr))
-    # the digest of the text as printed: a line break in it may be a string literal's, which
-    # differs from a space (two blocks taken for one would give one the other's nodes)
+    # one line: a line break of the printed text is its layout's (a string literal's is printed
+    # as a reference, so literals differing in a line break and a space stay apart); the ids are
+    # those of hours written before, which need no back-fill
+    text = to_xquery(ast.Subscription(flwr)).replace("\n", " ")
     digest = hashlib.sha256(f"{feed}\n{text}".encode()).hexdigest()[:20]
-    return BlockSpec(f"block-{digest}", feed, binding, where, text.replace("\n", " "))
+    return BlockSpec(f"block-{digest}", feed, binding, where, text)
 
 
 def _unbound(condition: ast.Condition) -> ast.Condition:

@@ -139,7 +139,7 @@ class JoinStage:
 
     def _pairs(self, hour: datetime, store: WitnessStore) -> dict[str, list[Pair]]:
         window = _Window(hour, store)
-        hours = window.hours(max((plan.reach(self.lateness) for plan in self.plans), default=0))
+        hours = {feed: window.hours(back) for feed, back in self.reach_of_feeds().items()}
         groups = _grouped(self.plans, lambda p: (p.blocks, p.joins))
         sames = [_grouped(group, lambda p: p.key) for group in groups]
         kept: list[list[list[Pair]]] = [[[] for _ in same] for same in sames]
@@ -180,6 +180,10 @@ class JoinStage:
         """Each subscription's delivery of its ``pairs`` (another engine's, e.g. Spark SQL's):
         the results assembled from the fragments and held, or withheld past the cap."""
         return {found.sid: found for found in self.deliveries(hour, store, dict(pairs), hold=True)}
+
+    def reach_of_feeds(self) -> dict[str, int]:
+        """How many hours back each feed is read (:func:`reach_of_feeds`)."""
+        return reach_of_feeds(self.plans, self.lateness)
 
     def messages_needed(self, pairs: Mapping[str, list[Pair]]) -> dict[tuple[str, datetime], set[int]]:
         """The messages whose fragments delivering ``pairs`` reads, by feed and hour: of the window's
@@ -248,6 +252,18 @@ class JoinStage:
 
 def _assembled(plan: JoinPlan, window: _Window, pair: Pair) -> bytes:
     return assemble(plan.code, window.fragments(plan.feeds, pair))
+
+
+def reach_of_feeds(plans: Iterable[JoinPlan], lateness: timedelta) -> dict[str, int]:
+    """How many hours back each feed is read: the longest reach of the plans that read it (a feed
+    a short join reads is not read back over another feed's long window, nor are hours no join
+    of it needs, which the stage does not check for nor protect from retention)."""
+    reach: dict[str, int] = {}
+    for plan in plans:
+        back = plan.reach(lateness)
+        for feed in plan.feeds:
+            reach[feed] = max(reach.get(feed, 0), back)
+    return reach
 
 
 def _refusal(feeds: tuple[str, str], pair: Pair, size: int, limit: int) -> str:
@@ -435,8 +451,8 @@ def _objects(items: list[object]) -> npt.NDArray[np.object_]:
 class _Streams:
     """The streams of one run of stage 2, each made once, and each join's values as arrays."""
 
-    def __init__(self, window: _Window, hours: Sequence[datetime]) -> None:
-        self.window, self.hours = window, hours
+    def __init__(self, window: _Window, hours: Mapping[str, Sequence[datetime]]) -> None:
+        self.window, self.hours = window, hours  # each feed's, oldest first
         self._streams: dict[str, _Stream] = {}
         self._columns: dict[tuple[str, str, int], _Columns] = {}
         self.vocabulary = _Vocabulary()
@@ -444,7 +460,7 @@ class _Streams:
     def stream(self, feed: str) -> _Stream:
         found = self._streams.get(feed)
         if found is None:
-            found = self._streams[feed] = _Stream(self.window, feed, self.hours, self.vocabulary)
+            found = self._streams[feed] = _Stream(self.window, feed, self.hours[feed], self.vocabulary)
         return found
 
     def columns(self, feed: str, leaf: str, absent: int) -> _Columns:

@@ -142,7 +142,8 @@ def join_batch(
 
     Raises:
         WitnessesNotReady: [FR609] the witnesses of an hour of the window are not written yet
-            (transient: retried until stage 1 of that hour has run).
+            (transient: retried until stage 1 of that hour has run), or, back-filled, still lack
+            blocks (their feed's plan build is older than the join: retried until it is rebuilt).
         BackfillNeeded: [FR610] an hour's witnesses lack a block (routed before the block
             existed): back-fill the hour's witnesses (:func:`feedrouter.spark.backfill.backfill`).
         NoPlanBuildError, CatalogError, LockLostError, StorageError: as :func:`route_batch`.
@@ -168,6 +169,18 @@ def join_batch(
                     engine, name, when, plans_store=plans_store, options=backfill, stores=stores
                 )
             lacking = check_witnesses(state, joins, lateness, hour, start, routed)
+            if lacking:
+                # routed again with their feeds' latest plan builds, they still lack the blocks: those
+                # builds are older than this one (built before the join subscription), and are rebuilt
+                # after the catalog change that made it; until then there is nothing to pair from
+                hours = ", ".join(f"{name} {format_hour(when)}" for name, when in lacking)
+                feeds = ", ".join(sorted({name for name, _ in lacking}))
+                raise error(
+                    "FR609",
+                    f"back-filled the join witnesses of {hours}, and they still lack blocks this plan's "
+                    f"joins need: waiting for the plan builds of {feeds} to include them (rebuilt after "
+                    "the catalog change that added the join)",
+                )
         if lacking:
             hours = ", ".join(f"{name} {format_hour(when)}" for name, when in lacking)
             raise error("FR610", f"back-fill the join witnesses of {hours}: routed before blocks they need")
@@ -242,6 +255,8 @@ def _delivered(
                         return partitioned_deliveries(
                             session, stage, hour, source, spec, targets, options.delivery_threads
                         )
+                    fenced = WitnessHours(source.stores.open(source.state_uri), source.required)
+                    fenced.fence(sorted(source.required))  # the hours it pairs from, as they are now
                     pairs = spark_pairs(session, stage.plans, hour, source, stage.lateness, stage.max_pairs)
             except Exception as exc:
                 check_held(spec, cancel, exc)
@@ -251,7 +266,7 @@ def _delivered(
                 if raised is not None:
                     raise raised from exc
                 raise
-        witnesses = WitnessHours(source.stores.open(source.state_uri), source.required)
+        witnesses = fenced
     else:
         raise ValueError(f"no join engine {options.engine!r}: partitioned, spark or python")
     witnesses.forget_joinable()  # paired: only what delivering reads is kept

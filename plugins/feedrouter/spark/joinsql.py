@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from feedrouter.join.plan import JoinPlan
 from feedrouter.join.relations import ONE_HOUR
-from feedrouter.join.stage import Pair
+from feedrouter.join.stage import Pair, reach_of_feeds
 from feedrouter.join.templates import Template
 from feedrouter.lang.ast import TemporalKind
 from feedrouter.limits import DEFAULT_MAX_JOIN_PAIRS
@@ -130,9 +130,7 @@ def spark_pairs(
     ``max_pairs + 1`` of a subscription (past its cap it is withheld: never more are collected)."""
     if not plans:
         return {}
-    back = max(plan.reach(lateness) for plan in plans)
-    hours = [hour - ONE_HOUR * k for k in range(back, -1, -1)]
-    feeds = sorted({feed for plan in plans for feed in plan.feeds})
+    reach = reach_of_feeds(plans, lateness)
     # subscriptions that differ in nothing but their name get the same pairs: queried once
     alike: dict[tuple[object, ...], list[str]] = {}
     for plan in plans:
@@ -141,7 +139,12 @@ def spark_pairs(
     views = _Views(spark, uuid.uuid4().hex[:12], Numbers.of(firsts))
     found: dict[str, list[Pair]] = {plan.sid: [] for plan in firsts}
     with _sized_shuffles(spark), views:
-        views.register(source, [(feed, _seconds(when)) for feed in feeds for when in hours])
+        listed = [
+            (feed, _seconds(hour - ONE_HOUR * k))
+            for feed in sorted(reach)
+            for k in range(reach[feed], -1, -1)
+        ]
+        views.register(source, listed)
         driving = views.driving(firsts, _seconds(hour))
         groups = _by_template(firsts)
         rts = {template: views.rt(template, group, driving) for template, group in groups.items()}

@@ -65,6 +65,10 @@ T = TypeVar("T")
 TABLES = ("messages", "roots", "values", "fragments")
 #: What delivering an hour's pairs reads of a witness hour (provenance and fragments).
 DELIVERY_TABLES = ("messages", "fragments")
+#: The order delivering reads them in: the reverse of writing's (:func:`write_hour` writes the
+#: messages first), so that fragments of a rewrite come with its messages, whose digest tells
+#: them from the paired ones (:meth:`WitnessHours.read`).
+_DELIVERY_ORDER = ("fragments", "messages")
 BLOCKS = "blocks.json"
 #: Rows per row group of the value table: a bucket of values read together.
 VALUE_BUCKET_ROWS = 65_536
@@ -233,6 +237,16 @@ class WitnessHours:
             self._joinable[key] = still_there(read, feed, hour, self._required)
         return self._joinable[key]
 
+    def fence(self, hours: Iterable[tuple[str, datetime]]) -> None:
+        """Record the digest of these hours' messages now, before another reader (Spark SQL's)
+        pairs from them: delivering from other ones is then FR609, as after :meth:`joinable`.
+        Read first, as pairing reads them first (:func:`write_hour` writes them first)."""
+        for feed, hour in hours:
+            read = partial(_read_tables, self._state, feed, hour, ("messages",))
+            found = still_there(read, feed, hour, self._required)
+            if found is not None:
+                self._paired[(feed, hour)] = _digest(found[0]["messages"])
+
     def _read_joinable(self, feed: str, hour: datetime) -> HourWitnesses | None:
         read = _read_tables(self._state, feed, hour, list(_JOINABLE))
         if read is None:
@@ -241,7 +255,7 @@ class WitnessHours:
         return _joinable_hour(feed, hour, *read)
 
     def _read_delivered(self, feed: str, hour: datetime) -> HourWitnesses | None:
-        read = _read_tables(self._state, feed, hour, DELIVERY_TABLES)
+        read = _read_tables(self._state, feed, hour, _DELIVERY_ORDER)
         if read is None:
             return None
         data, blocks = read

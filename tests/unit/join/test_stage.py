@@ -485,3 +485,26 @@ def test_delivering_needs_the_messages_of_the_pairs_it_delivers_only() -> None:
     assert len(pairs["s"]) > 2  # a-b, a-d, b-d both ways: withheld, its messages not read
     assert sorted(pairs["t"]) == pairs["t"] and len(pairs["t"]) == 2  # a-b, b-a within 2 minutes
     assert stage.messages_needed(pairs) == {("f", H0): {0, 1}}
+
+
+def test_each_feed_is_read_back_over_the_longest_reach_of_the_joins_reading_it() -> None:
+    """A feed only a short join reads is not read over another's long window (a review found every
+    feed read over the longest: hours no join of it needs, unchecked, and deleted by retention)."""
+    joins = JoinSet()
+    joins.add("long", parse(join("within", "PT5H")), "f")
+    short = PROLOG + (
+        "for $a in fr:stream()//item, $b in fr:stream('g')//item where $a/k = $b/k "
+        "and fr:within($a, $b, 'PT1H') return <p>{ $a/n }</p>"
+    )
+    joins.add("short", parse(short), "f")
+    stage = JoinStage(joins.plans.values(), joins.specs)
+    asked: set[tuple[str, datetime]] = set()
+
+    def read(feed: str, when: datetime) -> HourWitnesses | None:
+        asked.add((feed, when))
+        return None
+
+    stage.pairs(H0, read)
+    assert stage.reach_of_feeds() == {"f": 6, "g": 2}  # window + lateness (1 h), whole hours
+    assert {when for feed, when in asked if feed == "g"} == {H0 - timedelta(hours=k) for k in range(3)}
+    assert min(when for feed, when in asked if feed == "f") == H0 - timedelta(hours=6)

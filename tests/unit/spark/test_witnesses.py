@@ -266,6 +266,62 @@ def test_an_hour_rewritten_between_pairing_and_delivering_is_an_error_it_is_retr
     assert again.read("books", HOUR) is not None
 
 
+@pytest.mark.parametrize("after", ["fragments.parquet", "messages.parquet"])
+def test_a_rewrite_landing_while_delivering_reads_an_hour_is_never_mixed_with_it(
+    tmp_path: Path, after: str
+) -> None:
+    """Delivering reads an hour's fragments, then its messages (written first): a rewrite landing
+    between the two gives the new messages, whose digest is not the paired one (FR609); one landing
+    after both leaves what was read whole. A review had the old messages read with the new
+    fragments, delivered without an error."""
+    from feedrouter.errors import WitnessesNotReady
+    from feedrouter.storage import FileStore
+
+    rewritten = hour_of_witnesses()
+    rewritten.messages.reverse()
+    rewritten.fragments = {node: {"nodes  title": b"<title>NEW</title>"} for node in rewritten.fragments}
+
+    class Racing(FileStore):
+        armed = False
+
+        def get(self, key: str) -> bytes:
+            data = super().get(key)
+            if self.armed and key.endswith(after):
+                self.armed = False
+                write_hour(self, rewritten)
+            return data
+
+    store = Racing(tmp_path)
+    write_hour(store, hour_of_witnesses())
+    hours = WitnessHours(store, {("books", HOUR)})
+    hours.joinable("books", HOUR)
+    hours.forget_joinable()
+    store.armed = True
+    if after == "fragments.parquet":
+        with pytest.raises(WitnessesNotReady, match="were rewritten while"):
+            hours.read("books", HOUR)
+    else:
+        read = hours.read("books", HOUR)
+        assert read is not None and read.fragments == hour_of_witnesses().fragments
+        assert hours.provenance("books", (HOUR, 0, 1)).source == "a.xml"
+
+
+def test_the_spark_engine_s_hours_are_fenced_before_it_pairs(tmp_path: Path) -> None:
+    """Spark SQL pairs from the store itself: the digests are recorded before, from the hours it
+    is to read, and delivering from a rewrite of one is FR609 as after pairing here."""
+    from feedrouter.errors import WitnessesNotReady
+
+    store = open_store(tmp_path.as_uri())
+    write_hour(store, hour_of_witnesses())
+    hours = WitnessHours(store, {("books", HOUR)})
+    hours.fence([("books", HOUR), ("books", HOUR - timedelta(hours=1))])  # one hour has no witnesses
+    rewritten = hour_of_witnesses()
+    rewritten.messages.reverse()
+    write_hour(store, rewritten)
+    with pytest.raises(WitnessesNotReady, match="were rewritten while"):
+        hours.read("books", HOUR)
+
+
 def test_rewriting_an_hour_takes_its_marker_away_before_its_tables(tmp_path: Path) -> None:
     """No reader takes an hour being rewritten for a whole one: its ``_SUCCESS`` goes first, comes
     back last (as deleting it does, ``_SUCCESS`` first)."""
