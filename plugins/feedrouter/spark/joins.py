@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timedelta, timezone
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine
@@ -164,24 +165,11 @@ def join_batch(
         lacking = check_witnesses(state, joins, lateness, hour, start, routed)
         if lacking and options.backfill is not None:
             backfill = replace(options.backfill, state_uri=options.state_uri)
-            for name, when in lacking:
-                backfill_witnesses(
-                    engine, name, when, plans_store=plans_store, options=backfill, stores=stores
-                )
-            lacking = check_witnesses(state, joins, lateness, hour, start, routed)
-            if lacking:
-                # routed again with their feeds' latest plan builds, they still lack the blocks: those
-                # builds are older than this one (built before the join subscription), and are rebuilt
-                # after the catalog change that made it; until then there is nothing to pair from
-                hours = ", ".join(f"{name} {format_hour(when)}" for name, when in lacking)
-                feeds = ", ".join(sorted({name for name, _ in lacking}))
-                raise error(
-                    "FR609",
-                    f"back-filled the join witnesses of {hours}, and they still lack blocks this plan's "
-                    f"joins need: waiting for the plan builds of {feeds} to include them (rebuilt after "
-                    "the catalog change that added the join)",
-                )
-        if lacking:
+            fill = partial(
+                backfill_witnesses, engine, plans_store=plans_store, options=backfill, stores=stores
+            )
+            back_fill(lacking, fill, lambda: check_witnesses(state, joins, lateness, hour, start, routed))
+        elif lacking:
             hours = ", ".join(f"{name} {format_hour(when)}" for name, when in lacking)
             raise error("FR610", f"back-fill the join witnesses of {hours}: routed before blocks they need")
         # every hour of the window from the stream's start is written now: one that goes missing
@@ -284,6 +272,33 @@ def _while_held(
     for found in deliveries:
         check_held(spec, cancel)
         yield found
+
+
+def back_fill(
+    lacking: Iterable[tuple[str, datetime]],
+    fill: Callable[[str, datetime], object],
+    check: Callable[[], list[tuple[str, datetime]]],
+) -> None:
+    """Back-fill the ``lacking`` hours (``fill``), then ``check`` the window again.
+
+    Raises:
+        WitnessesNotReady: [FR609] hours routed again with their feeds' latest plan builds still
+            lack blocks: those builds are older than the join's (made before the join subscription)
+            and are rebuilt after the catalog change that added it; until then there is nothing to
+            pair from (transient: a terminal error here failed the stage for good).
+    """
+    for name, when in lacking:
+        fill(name, when)
+    still = check()
+    if still:
+        hours = ", ".join(f"{name} {format_hour(when)}" for name, when in still)
+        feeds = ", ".join(sorted({name for name, _ in still}))
+        raise error(
+            "FR609",
+            f"back-filled the join witnesses of {hours}, and they still lack blocks this plan's joins "
+            f"need: waiting for the plan builds of {feeds} to include them (rebuilt after the catalog "
+            "change that added the join)",
+        )
 
 
 def window_hours(

@@ -72,3 +72,19 @@ def test_an_hour_not_routed_yet_is_waited_for_and_one_routed_without_witnesses_b
     with pytest.raises(WitnessesNotReady, match="f 2026-05-01T07"):
         check_witnesses(store, joins, LATENESS, H1, H0)
     assert check_witnesses(store, joins, LATENESS, H1, H0, routed=lambda feed, hour: True) == [("f", H0)]
+
+
+def test_hours_still_lacking_after_their_back_fill_are_waited_for() -> None:
+    """Routed again with their feeds' latest plan builds, hours that still lack blocks wait for those
+    builds to be rebuilt (FR609, transient): a review found the stage failed for good (FR610)
+    while another feed's plan had not yet picked up the new join subscription."""
+    from feedrouter.spark.joins import back_fill
+
+    filled: list[tuple[str, datetime]] = []
+    lacking = [("blogs", H0), ("blogs", H1)]
+    back_fill(lacking, lambda feed, hour: filled.append((feed, hour)), lambda: [])
+    assert filled == lacking  # each back-filled, and nothing lacks afterwards: the stage goes on
+    with pytest.raises(WitnessesNotReady, match=r"waiting for the plan builds of blogs") as caught:
+        back_fill(lacking, lambda feed, hour: None, lambda: [("blogs", H1)])
+    assert caught.value.code == "FR609" and caught.value.transient
+    assert "blogs 2026-05-01T08" in str(caught.value)
