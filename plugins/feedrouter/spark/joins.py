@@ -161,21 +161,23 @@ def join_batch(
         state = stores.open(source.state_uri)
         start = options.stream_start or _route_start()
         lateness = loaded.plan.feed.allowed_lateness
-        routed = routed_hours(engine)
-        lacking = check_witnesses(state, joins, lateness, hour, start, routed)
+        routed, starts = routed_hours(engine), feed_starts(engine)
+        check = partial(check_witnesses, state, joins, lateness, hour, start, routed, starts)
+        lacking = check()
         if lacking and options.backfill is not None:
             backfill = replace(options.backfill, state_uri=options.state_uri)
             fill = partial(
                 backfill_witnesses, engine, plans_store=plans_store, options=backfill, stores=stores
             )
-            back_fill(lacking, fill, lambda: check_witnesses(state, joins, lateness, hour, start, routed))
+            back_fill(lacking, fill, check)
         elif lacking:
             hours = ", ".join(f"{name} {format_hour(when)}" for name, when in lacking)
             raise error("FR610", f"back-fill the join witnesses of {hours}: routed before blocks they need")
         # every hour of the window from the stream's start is written now: one that goes missing
         # while the stage runs (the retention DAG) fails it (FR609, retried), never pairs without it
         window = window_hours(joins, lateness, hour)
-        source = replace(source, required=frozenset(key for key in window if key[1] >= start))
+        required = frozenset(key for key in window if key[1] >= stream_start(key[0], start, starts))
+        source = replace(source, required=required)
         spec = _spec(loaded, hour, stores, options)
         ttl = timedelta(seconds=options.lease_seconds or 600.0)
         cancel = JobCanceller()  # a lost lease stops the writing: the tasks' and this process's
@@ -321,16 +323,17 @@ def check_witnesses(
     hour: datetime,
     start: datetime,
     routed: Callable[[str, datetime], bool] = lambda feed, hour: False,
+    starts: Mapping[str, datetime] | None = None,
 ) -> list[tuple[str, datetime]]:
-    """The hours of the window (from ``start`` on) to back-fill: their witnesses lack blocks the
-    joins need, or a leaf or fragment of one (a join added later reads a block another join made,
-    with a value or a return item of its own), or there are none though ``routed`` says the hour
-    was routed (with a plan that had no join block). Raises WitnessesNotReady (FR609) when an
-    hour is not routed yet."""
+    """The hours of the window (from the stream's start on: ``start``, or a feed's own in ``starts``
+    when later) to back-fill: their witnesses lack blocks the joins need, or a leaf or fragment of
+    one (a join added later reads a block another join made, with a value or a return item of its
+    own), or there are none though ``routed`` says the hour was routed (with a plan that had no
+    join block). Raises WitnessesNotReady (FR609) when an hour is not routed yet."""
     missing: list[str] = []
     lacking: list[tuple[str, datetime]] = []
     for (feed, when), blocks in sorted(window_hours(joins, lateness, hour).items()):
-        if when < start:
+        if when < stream_start(feed, start, starts):
             continue  # before the stream: never routed, nothing to wait for
         found = coverage_of_hour(state, feed, when)
         if found is None and routed(feed, when):
@@ -344,6 +347,21 @@ def check_witnesses(
             "FR609", f"waiting for the join witnesses of {', '.join(missing)} (stage 1 of those hours)"
         )
     return lacking
+
+
+def stream_start(feed: str, start: datetime, starts: Mapping[str, datetime] | None) -> datetime:
+    """The first hour of ``feed``'s stream: the route start, or the feed's own when later (added or
+    made active again while feedrouter routed: ``feeds.stream_start``)."""
+    own = (starts or {}).get(feed)
+    return start if own is None else max(start, own)
+
+
+def feed_starts(engine: Engine) -> dict[str, datetime]:
+    """The feeds' own stream starts (:func:`~feedrouter.catalog.repository.stream_starts`)."""
+    from feedrouter.catalog.repository import stream_starts
+
+    with engine.connect() as conn:
+        return stream_starts(conn)
 
 
 def _holds(covered: Coverage | None, specs: Iterable[BlockSpec]) -> bool:

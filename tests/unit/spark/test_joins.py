@@ -88,3 +88,20 @@ def test_hours_still_lacking_after_their_back_fill_are_waited_for() -> None:
         back_fill(lacking, lambda feed, hour: None, lambda: [("blogs", H1)])
     assert caught.value.code == "FR609" and caught.value.transient
     assert "blogs 2026-05-01T08" in str(caught.value)
+
+
+def test_a_feeds_hours_before_its_own_stream_start_are_not_waited_for(tmp_path: Path) -> None:
+    """A feed added, or made active again, while feedrouter routed starts its stream then
+    (``feeds.stream_start``): a join reading it skips its earlier hours, as those before the route
+    start; other feeds keep the route start."""
+    from feedrouter.spark.joins import stream_start
+
+    joins = of_feed(join_set(ON_K))
+    store = open_store(tmp_path.as_uri())
+    write_hour(store, bound_hour(join_set(ON_K), H1, [{"k": ("1",)}]), coverage(joins.specs.values()))
+    with pytest.raises(WitnessesNotReady, match="f 2026-05-01T07"):  # H0 never routed: waited for
+        check_witnesses(store, joins, LATENESS, H1, H0 - timedelta(days=1))
+    assert check_witnesses(store, joins, LATENESS, H1, H0 - timedelta(days=1), starts={"f": H1}) == []
+    with pytest.raises(WitnessesNotReady):  # another feed's start is not this one's
+        check_witnesses(store, joins, LATENESS, H1, H0 - timedelta(days=1), starts={"g": H1})
+    assert stream_start("f", H1, {"f": H0}) == H1  # never before the route start
