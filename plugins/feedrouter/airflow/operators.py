@@ -373,10 +373,11 @@ class WitnessRetentionOperator(FeedrouterOperator):
     A feed's hour is kept until the join stage of the last hour whose window reaches it has had
     its chance to run: ``lookback`` (the feed's ``max_join_window`` plus the longest
     ``allowed_lateness`` of the event-time feeds, since a join of another feed reads this feed's
-    witnesses with its own lateness) plus ``FEEDROUTER_INPUT_DEADLINE`` (a late catch-up run), see
-    :func:`feedrouter.spark.witnesses.retention_cutoff`. Whole hours are deleted, ``_SUCCESS``
-    first. An hour deleted too early is not lost: a join stage that needs it back-fills it from the
-    inputs, while they are stored.
+    witnesses with its own lateness) plus ``FEEDROUTER_INPUT_DEADLINE`` (a late catch-up run) and a
+    day (the run of that join stage), see :func:`feedrouter.spark.witnesses.retention_cutoff`. Whole
+    hours are deleted, ``_SUCCESS`` first, each under the hour's lease (one being routed or
+    back-filled is left for the next run). An hour deleted too early is not lost: a join stage that
+    needs it back-fills it from the inputs, while they are stored.
 
     Args:
         catalog_conn_id, s3_conn_id, spark_conn_id: see :class:`FeedrouterOperator`.
@@ -393,7 +394,11 @@ class WitnessRetentionOperator(FeedrouterOperator):
         with task_outcome("deleting expired join witnesses"):
             store = self.hook.store(state_uri())
             cutoffs = self._cutoffs(feeds)
-            return {name: self._expire(store, name, cutoff) for name, cutoff in cutoffs.items()}
+            engine = self.hook.catalog_engine()
+            try:
+                return {name: self._expire(store, engine, name, cutoff) for name, cutoff in cutoffs.items()}
+            finally:
+                engine.dispose()
 
     def _cutoffs(self, feeds: dict[str, Any]) -> dict[str, datetime]:
         from feedrouter.spark.witnesses import retention_cutoff
@@ -405,11 +410,16 @@ class WitnessRetentionOperator(FeedrouterOperator):
             for name, config in feeds.items()
         }
 
-    def _expire(self, store: Any, feed: str, cutoff: datetime) -> list[str]:
+    def _expire(self, store: Any, engine: Any, feed: str, cutoff: datetime) -> list[str]:
+        from functools import partial
+
         from feedrouter.hours import format_hour
+        from feedrouter.spark.lease import hour_lock
         from feedrouter.spark.witnesses import expire_hours
 
-        expired = [format_hour(hour) for hour in expire_hours(store, feed, cutoff)]
+        # each hour under its lease: one being routed or back-filled is left for the next run
+        deleted = expire_hours(store, feed, cutoff, partial(hour_lock, engine))
+        expired = [format_hour(hour) for hour in deleted]
         if expired:
             self.log.info(
                 "%s: deleted %d hours of witnesses before %s (%s … %s)",

@@ -32,7 +32,7 @@ import itertools
 import json
 import re
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from functools import partial
@@ -521,24 +521,60 @@ def delete_hour(store: ObjectStore, feed: str, hour: datetime) -> int:
     return len(ordered)
 
 
-def retention_cutoff(now: datetime, window: timedelta, lateness: timedelta, deadline: timedelta) -> datetime:
+#: How long after its input deadline the join stage of an hour may still run: the route DAG's run
+#: lasts up to 12 hours (its routing, the wait for the window's witnesses, retries), and a day
+#: leaves room for a late one. Kept witnesses cost storage; deleted ones too early, a back-fill.
+RETENTION_MARGIN = timedelta(days=1)
+
+
+def retention_cutoff(
+    now: datetime,
+    window: timedelta,
+    lateness: timedelta,
+    deadline: timedelta,
+    margin: timedelta = RETENTION_MARGIN,
+) -> datetime:
     """The first hour of witnesses still kept at ``now``; every earlier hour can be deleted.
 
     An hour ``H`` is last read by the join stage of ``H + lookback(window, lateness)`` hours, which
-    runs once that hour has ended, by its input ``deadline`` at the latest (a late catch-up run).
+    runs once that hour has ended, after its input ``deadline`` at the latest (a late catch-up run)
+    and the ``margin`` its run may take (a review found witnesses deleted while that stage could
+    still run: its window then back-filled from the inputs, or failed with FR612 without them).
 
     >>> now = datetime(2026, 11, 27, 6, 40, tzinfo=timezone.utc)
-    >>> retention_cutoff(now, timedelta(hours=3), timedelta(hours=1), timedelta(hours=6)).isoformat()
+    >>> hours = timedelta(hours=3), timedelta(hours=1), timedelta(hours=6), timedelta(0)
+    >>> retention_cutoff(now, *hours).isoformat()
     '2026-11-26T20:00:00+00:00'
+    >>> retention_cutoff(now, *hours[:3]).isoformat()  # a day's margin
+    '2026-11-25T20:00:00+00:00'
     """
-    return to_hour(now - deadline) - ONE_HOUR * lookback(window, lateness)
+    return to_hour(now - deadline - margin) - ONE_HOUR * lookback(window, lateness)
 
 
-def expire_hours(store: ObjectStore, feed: str, before: datetime) -> list[datetime]:
-    """Delete every hour of ``feed``'s witnesses that starts before ``before``; the hours deleted."""
-    expired = [hour for hour in witness_hours(store, feed) if hour < before]
-    for hour in expired:
-        delete_hour(store, feed, hour)
+#: Takes an hour's lease for its deletion (:func:`feedrouter.spark.lease.hour_lock`), raising
+#: BatchBusyError when a routing or back-fill of the hour holds it.
+HourLock = Callable[[str, datetime], AbstractContextManager[object]]
+
+
+def expire_hours(
+    store: ObjectStore, feed: str, before: datetime, lock: HourLock | None = None
+) -> list[datetime]:
+    """Delete every hour of ``feed``'s witnesses that starts before ``before``; the hours deleted.
+    With ``lock``, each under its lease: an hour a routing or back-fill is writing is left for the
+    next time (deleted while written, it was left marked whole with tables missing, and every join
+    reading it failed with FR609 for ever)."""
+    from feedrouter.spark.errors import BatchBusyError
+
+    expired = []
+    for hour in witness_hours(store, feed):
+        if hour >= before:
+            continue
+        try:
+            with lock(feed, hour) if lock is not None else nullcontext():
+                delete_hour(store, feed, hour)
+        except BatchBusyError:
+            continue
+        expired.append(hour)
     return expired
 
 
