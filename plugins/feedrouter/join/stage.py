@@ -188,14 +188,21 @@ class JoinStage:
     def messages_needed(self, pairs: Mapping[str, list[Pair]]) -> dict[tuple[str, datetime], set[int]]:
         """The messages whose fragments delivering ``pairs`` reads, by feed and hour: of the window's
         witnesses, only these need reading (a subscription past its cap of pairs reads none)."""
-        needed: dict[tuple[str, datetime], set[int]] = {}
+        sides: dict[str, set[tuple[datetime, int]]] = {}
+        seen: set[tuple[tuple[str, str], int]] = set()
         for plan in self.plans:
             found = pairs.get(plan.sid, ())
-            if len(found) > self.max_pairs:
+            # subscriptions alike share one list of pairs (the stage's, up to millions): once each
+            if len(found) > self.max_pairs or (plan.feeds, id(found)) in seen:
                 continue
-            for pair in found:
-                for feed, (hour, message, _) in zip(plan.feeds, pair, strict=True):
-                    needed.setdefault((feed, hour), set()).add(message)
+            seen.add((plan.feeds, id(found)))
+            left, right = (sides.setdefault(feed, set()) for feed in plan.feeds)
+            left.update((hour, message) for (hour, message, _), _ in found)
+            right.update((hour, message) for _, (hour, message, _) in found)
+        needed: dict[tuple[str, datetime], set[int]] = {}
+        for feed, messages in sides.items():
+            for hour, message in messages:
+                needed.setdefault((feed, hour), set()).add(message)
         return needed
 
     def deliveries(
