@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, text
 
+from feedrouter.catalog import ledger
 from feedrouter.hours import DEFAULT_LAYOUT, batch_prefix, format_hour, to_hour
 from feedrouter.workload.joins import generate_feed_hours
 from tests.integration.airflow_support import *  # noqa: F403 (fixtures; configures Airflow)
@@ -105,7 +106,7 @@ def test_the_route_dag_waits_for_witnesses_then_joins_each_routed_hour(dagbag: A
 
 @pytest.mark.parametrize("engine", ["partitioned", "python"])
 def test_the_route_dag_joins_the_hour_after_routing_it(
-    joined_feeds: dict[str, str], dagbag: Any, engine: str, monkeypatch: pytest.MonkeyPatch
+    joined_feeds: dict[str, str], dagbag: Any, engine: str, catalog: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from feedrouter.delivery import read_part
     from feedrouter.spark.witnesses import has_hour
@@ -138,6 +139,8 @@ def test_the_route_dag_joins_the_hour_after_routing_it(
 
     state = hook().store(f"s3://{joined_feeds['bucket']}/state")
     assert all(has_hour(state, feed, FIRST) for feed in FEEDS)
+    with catalog.connect() as conn:  # the run listed its feeds
+        assert ledger.listed_feeds(conn, FIRST) == set(FEEDS)
     outputs = hook().store(f"s3://{joined_feeds['bucket']}/out/bo/late/news/dt=2026-11-01/hour=00")
     parts = [key for key in outputs.list("") if key.startswith("part-")]
     results = [result for key in parts for result in read_part(outputs.get(key))]
@@ -189,6 +192,42 @@ def test_the_witness_sensor_waits_for_an_earlier_hour_of_the_window_not_its_join
 
     summary = JoinBatchOperator(task_id="join_batch", batch=batch).execute({})
     assert summary["status"] == "joined" and summary["pairs"] > 0
+
+
+def test_the_witness_sensor_skips_hours_whose_route_run_did_not_list_a_feed(
+    joined_feeds: dict[str, str], catalog: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """blogs added after the runs of 06…09 listed their feeds: those runs never route it, and the
+    join of 10 does not wait for its witnesses there (it waited for ever, holding the DAG's runs)."""
+    from feedrouter.airflow import routing
+    from feedrouter.airflow.operators import JoinBatchOperator
+    from feedrouter.airflow.sensors import JoinWitnessSensor
+    from feedrouter.catalog import build_plan
+    from feedrouter.spark import BatchOptions, route_batch
+
+    monkeypatch.setenv("FEEDROUTER_ROUTE_START", "2026-11-01")
+    upload(joined_feeds, LATER)
+    router = hook()
+    options = BatchOptions(inline=True, state_uri=f"s3://{joined_feeds['bucket']}/state")
+    for feed in FEEDS:
+        build_plan(catalog, feed, router.plans_store())
+    earlier = [LATER - timedelta(hours=back) for back in range(1, 5)]
+    for hour in [*earlier, LATER]:
+        feeds = FEEDS if hour == LATER else ("news",)
+        with catalog.begin() as conn:
+            ledger.record_listing(conn, hour, feeds)
+        for feed in feeds:
+            store = routing.store_opener(router)
+            route_batch(catalog, feed, hour, plans_store=router.plans_store(), stores=store, options=options)
+    sensor = JoinWitnessSensor(
+        task_id="wait_for_witnesses", batch={"feed": "news", "hour": format_hour(LATER)}
+    )
+    assert sensor.poke({}) is True
+    summary = JoinBatchOperator(task_id="join_batch", batch=sensor.batch).execute({})
+    assert summary["status"] == "joined"
+    with catalog.begin() as conn:  # listed after all (a run cleared and run again): waited for
+        ledger.record_listing(conn, earlier[0], FEEDS)
+    assert sensor.poke({}) is False
 
 
 def test_the_retention_dag_deletes_old_witness_hours_and_keeps_recent_ones(

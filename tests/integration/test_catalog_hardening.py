@@ -3,7 +3,7 @@ result and event-time settings, and plan artifacts bound to their feed."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -309,48 +309,3 @@ def test_a_build_carries_the_feeds_event_time_settings(catalog: Engine, store: F
     build_plan(catalog, "news", store)
     _, plan = load_latest_plan(catalog, "news", store)
     assert plan.feed.join_limits == JoinLimits(1000, 1_000_000, 256 << 20)  # the bounds are allowed
-
-
-def _stream_starts(catalog: Engine) -> dict[str, datetime | None]:
-    with catalog.connect() as conn:
-        rows = conn.execute(text("SELECT name, stream_start FROM feedrouter.feeds"))
-        return {row.name: row.stream_start for row in rows}
-
-
-def test_a_feed_added_or_made_active_while_feedrouter_routes_starts_its_stream_then(catalog: Engine) -> None:
-    """A join stage never waits for a feed's hours from before its stream (a review found joins
-    reading a feed added later waiting for hours no run would route, holding the route DAG's runs):
-    the catalog records the hour a feed is added, or made active again, once batches exist."""
-    from feedrouter.catalog.repository import stream_starts
-
-    add = "INSERT INTO feedrouter.feeds (name, input_prefix) VALUES (:n, 's3://in-bucket/x')"
-    _insert(catalog, add, n="first")  # a first deployment: catch-up routes it from the route start
-    _insert(
-        catalog,
-        "INSERT INTO feedrouter.batches (feed_id, hour) SELECT id, :h FROM feedrouter.feeds",
-        h=datetime(2026, 1, 1, tzinfo=timezone.utc),
-    )
-    with catalog.connect() as conn:
-        now = conn.scalar(text("SELECT now()"))
-    this_hour = now.replace(minute=0, second=0, microsecond=0)
-    _insert(catalog, add, n="later")
-    given = (
-        "INSERT INTO feedrouter.feeds (name, input_prefix, stream_start) VALUES ('given', 's3://in-b/g', :s)"
-    )
-    _insert(catalog, given, s=datetime(2026, 1, 1, 5, tzinfo=timezone.utc))
-    starts = _stream_starts(catalog)
-    assert starts == {
-        "first": None,
-        "later": this_hour,
-        "given": datetime(2026, 1, 1, 5, tzinfo=timezone.utc),
-    }
-    _insert(catalog, "UPDATE feedrouter.feeds SET active = false WHERE name = 'given'")
-    assert _stream_starts(catalog)["given"] == datetime(2026, 1, 1, 5, tzinfo=timezone.utc)
-    _insert(catalog, "UPDATE feedrouter.feeds SET active = true WHERE name = 'given'")
-    assert _stream_starts(catalog)["given"] == this_hour  # its inactive hours were not routed
-    _insert(catalog, "UPDATE feedrouter.feeds SET max_result_bytes = 99 WHERE name = 'first'")
-    assert _stream_starts(catalog)["first"] is None  # other changes leave it
-    with catalog.connect() as conn:
-        assert stream_starts(conn) == {"later": this_hour, "given": this_hour}
-    with pytest.raises(IntegrityError, match="ck_feeds_stream_start"):
-        _insert(catalog, "UPDATE feedrouter.feeds SET stream_start = :s", s=this_hour.replace(minute=30))

@@ -22,6 +22,7 @@ TABLES = {
     "dtds",
     "feeds",
     "hour_leases",
+    "hour_listings",
     "plan_builds",
     "subscribers",
     "subscriptions",
@@ -82,10 +83,8 @@ def test_upgrade_downgrade_and_upgrade_again_on_an_empty_database(fresh_database
     assert objects["tables"] == TABLES
     assert objects["views"] == {"feed_status", "subscription_problems"}
     assert "bump_catalog_versions" in objects["functions"]
-    # insert/update/delete tracking and updated_at on four tables, TRUNCATE tracking on three, and
-    # a feed's stream start (0010)
-    assert len(objects["triggers"]) == 4 * 3 + 4 + 3 + 1
-    assert "feedrouter.feeds.start_feed_stream" in objects["triggers"]
+    # insert/update/delete tracking and updated_at on four tables, TRUNCATE tracking on three
+    assert len(objects["triggers"]) == 4 * 3 + 4 + 3
 
     migrate.downgrade(fresh_database, "base")
     emptied = _objects(fresh_database)
@@ -306,24 +305,10 @@ def test_the_join_limits_migration_goes_down_to_0008_and_up_again(fresh_database
     assert {f"ck_feeds_{column}" for column in JOIN_LIMIT_COLUMNS} <= set(checks)
 
 
-def test_the_stream_start_migration_goes_down_to_0009_and_up_again(fresh_database: str) -> None:
+def test_the_hour_listings_migration_goes_down_to_0009_and_up_again(fresh_database: str) -> None:
     migrate.upgrade(fresh_database)
-    engine = create_engine(fresh_database)
-    with engine.begin() as conn:
-        assert "stream_start" in _feed_columns(conn)
-        conn.execute(text("INSERT INTO feedrouter.feeds (name, input_prefix) VALUES ('a', 's3://in-b/a')"))
-    engine.dispose()
+    assert "hour_listings" in _objects(fresh_database)["tables"]
     migrate.downgrade(fresh_database, "0009")
-    engine = create_engine(fresh_database)
-    with engine.begin() as conn:
-        assert "stream_start" not in _feed_columns(conn)
-        trigger = "SELECT count(*) FROM pg_trigger WHERE tgname = 'start_feed_stream'"
-        assert conn.scalar(text(trigger)) == 0
-        conn.execute(text("INSERT INTO feedrouter.feeds (name, input_prefix) VALUES ('b', 's3://in-b/b')"))
+    assert "hour_listings" not in _objects(fresh_database)["tables"]
     migrate.upgrade(fresh_database)
-    with engine.connect() as conn:
-        assert conn.scalar(text(trigger)) == 1
-        starts = dict(conn.execute(text("SELECT name, stream_start FROM feedrouter.feeds")).all())
-    engine.dispose()
-    assert starts == {"a": None, "b": None}  # rows of before keep the route start
-    assert "ck_feeds_stream_start" in _check_constraints(fresh_database)
+    assert "ck_hour_listings_whole_hour" in _check_constraints(fresh_database)

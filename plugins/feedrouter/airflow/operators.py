@@ -23,7 +23,7 @@ from airflow.sdk.exceptions import AirflowFailException
 from feedrouter.airflow.errors import task_outcome
 from feedrouter.airflow.hooks import FeedrouterHook
 from feedrouter.airflow.hours import HourBatch, parse_hour, to_hour
-from feedrouter.catalog import status
+from feedrouter.catalog import ledger, status
 from feedrouter.catalog.repository import require_feed
 
 if TYPE_CHECKING:
@@ -196,7 +196,8 @@ class HourBatchesOperator(FeedrouterOperator):
     """List the batches (feed, hour) this run routes.
 
     The hour is the ``hour`` param when given (a manual run), else the run's data interval start;
-    the feeds are the ``feed`` param when given, else every active feed.
+    the feeds are the ``feed`` param when given, else every active feed, which the catalog records
+    as the hour's listing (:func:`feedrouter.catalog.ledger.record_listing`).
 
     Args:
         feed: one feed name, or "" for all active feeds (templated).
@@ -213,8 +214,14 @@ class HourBatchesOperator(FeedrouterOperator):
     def execute(self, context: Context) -> list[dict[str, str]]:
         with task_outcome("choosing the hour to route"):
             hour = parse_hour(self.hour) if self.hour else run_hour(context)
-        with self.catalog("listing the feeds to route") as conn:
-            feeds = [require_feed(conn, self.feed).config.name] if self.feed else status.active_feeds(conn)
+        with self.catalog_engine("listing the feeds to route") as engine, engine.begin() as conn:
+            if self.feed:
+                feeds = [require_feed(conn, self.feed).config.name]
+            else:
+                feeds = status.active_feeds(conn)
+                # a feed not listed here is never routed for this hour by this run: joins reading
+                # it do not wait for its witnesses of the hour (a feed added later)
+                ledger.record_listing(conn, hour, feeds)
         batches = [HourBatch(feed, hour).to_dict() for feed in feeds]
         self.log.info("Routing %s", ", ".join(f"{b['feed']} {b['hour']}" for b in batches) or "nothing")
         return batches

@@ -207,15 +207,15 @@ def task_session(master: str | None, conf: dict[str, str]) -> Iterator[SparkSess
 def join_readiness(hook: FeedrouterHook, batch: HourBatch, stream_start: datetime) -> str:
     """Whether the join stage of one feed's hour can run: "no-joins" (the latest plan build has no
     join subscription) or "ready" (every hour of the window, from ``stream_start`` on, has its
-    witnesses, or was routed and gets them back-filled; a feed added or made active again while
-    feedrouter routed, from its own start on). Never looks at join *results*.
+    witnesses, or was routed and gets them back-filled, or its route run did not list the feed).
+    Never looks at join *results*.
 
     Raises:
         WitnessesNotReady: [FR609] an hour of the window of this feed or of a feed its joins read
             is not routed yet.
     """
     from feedrouter.spark.batch import load_plan_build
-    from feedrouter.spark.joins import check_witnesses, feed_starts, routed_hours
+    from feedrouter.spark.joins import check_witnesses, routed_hours, unlisted_hours
 
     engine = hook.catalog_engine()
     try:
@@ -225,8 +225,9 @@ def join_readiness(hook: FeedrouterHook, batch: HourBatch, stream_start: datetim
             return "no-joins"
 
         state = hook.store(state_uri())
-        lateness, starts = loaded.plan.feed.allowed_lateness, feed_starts(engine)
-        check_witnesses(state, joins, lateness, batch.hour, stream_start, routed_hours(engine), starts)
+        lateness = loaded.plan.feed.allowed_lateness
+        heard = (routed_hours(engine), unlisted_hours(engine))  # from the ledger
+        check_witnesses(state, joins, lateness, batch.hour, stream_start, *heard)
     finally:
         engine.dispose()
     return "ready"

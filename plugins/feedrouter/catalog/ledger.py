@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Engine, func, insert, select, update
+from sqlalchemy import ColumnElement, Connection, Engine, func, insert, literal_column, select, update
 
 from feedrouter.catalog import lease as leases
 from feedrouter.catalog.lease import Lease
-from feedrouter.catalog.models import Batch, Delivery, Feed, Subscription
+from feedrouter.catalog.models import Batch, Delivery, Feed, HourListing, Subscription
 
 #: Batch statuses of a run that did not finish (killed, failed): it may have left folders behind.
 UNFINISHED = ("pending", "running", "failed")
@@ -209,6 +209,24 @@ def routed_hour(conn: Connection, feed: str, hour: datetime) -> bool:
         .limit(1)
     )
     return found is not None
+
+
+def record_listing(conn: Connection, hour: datetime, feeds: Iterable[str]) -> None:
+    """Record the feeds the route run of ``hour`` listed; a run listed again adds its feeds."""
+    from sqlalchemy.dialects.postgresql import insert as upsert
+
+    statement = upsert(HourListing).values(hour=hour, feeds=sorted(set(feeds)))
+    # the union of the listed feeds and those listed before, sorted (a constant expression: no input)
+    merged: ColumnElement[list[str]] = literal_column(
+        "ARRAY(SELECT DISTINCT name FROM unnest(hour_listings.feeds || excluded.feeds) AS name ORDER BY name)"
+    )
+    conn.execute(statement.on_conflict_do_update(index_elements=[HourListing.hour], set_={"feeds": merged}))
+
+
+def listed_feeds(conn: Connection, hour: datetime) -> frozenset[str] | None:
+    """The feeds the route run of ``hour`` listed, or None when no run has listed that hour yet."""
+    found = conn.scalar(select(HourListing.feeds).where(HourListing.hour == hour))
+    return None if found is None else frozenset(found)
 
 
 def routed_documents(conn: Connection, feed: str, hour: datetime) -> int:

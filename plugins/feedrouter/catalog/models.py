@@ -31,7 +31,7 @@ from sqlalchemy import (
     func,
     text,
 )
-from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 from feedrouter.hours import DEFAULT_LAYOUT
@@ -110,11 +110,6 @@ JOIN_WINDOW_CHECK = (
 )
 LATENESS_CHECK = (
     f"allowed_lateness >= interval '0 hours' AND allowed_lateness <= {interval_sql(MAX_JOIN_HORIZON)}"
-)
-#: ``feeds.stream_start``: a whole hour of UTC, as ``batches.hour``.
-STREAM_START_CHECK = (
-    "stream_start IS NULL"
-    " OR (stream_start AT TIME ZONE 'UTC') = date_trunc('hour', stream_start AT TIME ZONE 'UTC')"
 )
 #: ``feeds.max_join_pairs`` and ``feeds.max_join_result_bytes``: positive and bounded.
 JOIN_PAIRS_CHECK = f"max_join_pairs BETWEEN 1 AND {MAX_JOIN_PAIRS}"
@@ -200,26 +195,24 @@ class Dtd(Base):
 class Feed(Base):
     """A stream of XML messages arriving in hourly batches under ``input_prefix``.
 
-        ``layout`` places one hour's batch below the prefix: ``{prefix}``, ``{date}`` (YYYY-MM-DD) and
-        ``{hour}`` (HH) are substituted (:func:`feedrouter.hours.batch_prefix`). ``record_element``
-        names the element that splits container files into messages (None: one message per object).
+    ``layout`` places one hour's batch below the prefix: ``{prefix}``, ``{date}`` (YYYY-MM-DD) and
+    ``{hour}`` (HH) are substituted (:func:`feedrouter.hours.batch_prefix`). ``record_element``
+    names the element that splits container files into messages (None: one message per object).
 
-        ``max_result_bytes`` caps what one subscription receives for one document (FR310 past it),
-        ``max_document_result_bytes`` what one document delivers to all subscriptions together (FR311);
-        ``invalid_documents`` says what happens to a document the feed's DTD does not validate:
-        "fallback" routes it with the DTD-free plan, "quarantine" sets it aside with its reason.
-        ``spark_conf`` holds Spark settings for the feed's batches (keys ``spark.…``, string values).
+    ``max_result_bytes`` caps what one subscription receives for one document (FR310 past it),
+    ``max_document_result_bytes`` what one document delivers to all subscriptions together (FR311);
+    ``invalid_documents`` says what happens to a document the feed's DTD does not validate:
+    "fallback" routes it with the DTD-free plan, "quarantine" sets it aside with its reason.
+    ``spark_conf`` holds Spark settings for the feed's batches (keys ``spark.…``, string values).
 
-        Join subscriptions correlate messages by their event time: ``event_time_path`` is an absolute
-        XPath to each message's event-time value (None: the feed has no event time and takes no join
-        subscriptions), ``event_time_format`` how that value is written (feedrouter.join.clock.FORMATS);
-        ``max_join_window`` bounds the window a join subscription on the feed may use, and
-        ``allowed_lateness`` how long after its event time a message may arrive and still join (both at
-        most 7 days). A join subscription's hour is withheld (FR313) past ``max_join_pairs`` qualifying
-        pairs or ``max_join_result_bytes`` of results; one pair's result is held to ``max_result_bytes``
-        (FR310: that pair left out). ``stream_start`` is the first hour of the feed's stream (None: the
-    route start): a join stage does not wait for its hours before it. docs/configuration.md says what
-    they mean for joins.
+    Join subscriptions correlate messages by their event time: ``event_time_path`` is an absolute
+    XPath to each message's event-time value (None: the feed has no event time and takes no join
+    subscriptions), ``event_time_format`` how that value is written (feedrouter.join.clock.FORMATS);
+    ``max_join_window`` bounds the window a join subscription on the feed may use, and
+    ``allowed_lateness`` how long after its event time a message may arrive and still join (both at
+    most 7 days). A join subscription's hour is withheld (FR313) past ``max_join_pairs`` qualifying
+    pairs or ``max_join_result_bytes`` of results; one pair's result is held to ``max_result_bytes``
+    (FR310: that pair left out). docs/configuration.md says what they mean for joins.
     """
 
     __tablename__ = "feeds"
@@ -242,7 +235,6 @@ class Feed(Base):
         CheckConstraint(LATENESS_CHECK, name="allowed_lateness"),
         CheckConstraint(JOIN_PAIRS_CHECK, name="max_join_pairs"),
         CheckConstraint(JOIN_RESULT_BYTES_CHECK, name="max_join_result_bytes"),
-        _pg_check(STREAM_START_CHECK, "stream_start"),
     )
 
     id: Mapped[int] = mapped_column(Id, primary_key=True)
@@ -278,9 +270,6 @@ class Feed(Base):
     max_join_result_bytes: Mapped[int] = mapped_column(
         BigInteger, nullable=False, server_default=str(DEFAULT_MAX_JOIN_RESULT_BYTES)
     )
-    # the first hour of the feed's stream (None: the route start); sql/0010 sets it on an insert
-    # or re-activation while feedrouter already routes
-    stream_start: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     created_at: Mapped[datetime] = _created()
     updated_at: Mapped[datetime] = _updated()
 
@@ -400,6 +389,22 @@ class PlanBuild(Base):
     built_at: Mapped[datetime] = _created()
 
     feed: Mapped[Feed] = relationship()
+
+
+class HourListing(Base):
+    """The feeds the route DAG's run of an hour listed to route (all the active ones then): a
+    feed not among them is never routed for that hour by that run (added, or made active again,
+    later), so a join stage does not wait for its witnesses there. A run listed again (cleared)
+    adds the feeds it lists then."""
+
+    __tablename__ = "hour_listings"
+    __table_args__ = (
+        _pg_check("(hour AT TIME ZONE 'UTC') = date_trunc('hour', hour AT TIME ZONE 'UTC')", "whole_hour"),
+    )
+
+    hour: Mapped[datetime] = mapped_column(DateTime(timezone=True), primary_key=True)
+    feeds: Mapped[list[str]] = mapped_column(ARRAY(Text), nullable=False)
+    listed_at: Mapped[datetime] = _created()
 
 
 class Batch(Base):

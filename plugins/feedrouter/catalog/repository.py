@@ -98,13 +98,6 @@ def event_time_feeds(conn: Connection) -> dict[str, FeedConfig]:
     return {row.name: _feed_config(row) for row in rows}
 
 
-def stream_starts(conn: Connection) -> dict[str, datetime]:
-    """The first hour of each feed's stream that has its own (``feeds.stream_start``: added or
-    made active again while feedrouter routed), by name; the others start at the route start."""
-    rows = conn.execute(select(Feed.name, Feed.stream_start).where(Feed.stream_start.is_not(None)))
-    return {row.name: row.stream_start for row in rows}
-
-
 def feed_spark_conf(conn: Connection, feed: str) -> dict[str, str]:
     """The Spark conf the catalog holds for ``feed``'s batches (``feeds.spark_conf``; ``{}`` if none).
 

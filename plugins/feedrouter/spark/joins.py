@@ -161,8 +161,8 @@ def join_batch(
         state = stores.open(source.state_uri)
         start = options.stream_start or _route_start()
         lateness = loaded.plan.feed.allowed_lateness
-        routed, starts = routed_hours(engine), feed_starts(engine)
-        check = partial(check_witnesses, state, joins, lateness, hour, start, routed, starts)
+        routed, unlisted = routed_hours(engine), unlisted_hours(engine)
+        check = partial(check_witnesses, state, joins, lateness, hour, start, routed, unlisted)
         lacking = check()
         if lacking and options.backfill is not None:
             backfill = replace(options.backfill, state_uri=options.state_uri)
@@ -176,7 +176,10 @@ def join_batch(
         # every hour of the window from the stream's start is written now: one that goes missing
         # while the stage runs (the retention DAG) fails it (FR609, retried), never pairs without it
         window = window_hours(joins, lateness, hour)
-        required = frozenset(key for key in window if key[1] >= stream_start(key[0], start, starts))
+        # (an hour its route run did not list the feed for, and not routed otherwise, has none)
+        required = frozenset(
+            key for key in window if key[1] >= start and (routed(*key) or not unlisted(*key))
+        )
         source = replace(source, required=required)
         spec = _spec(loaded, hour, stores, options)
         ttl = timedelta(seconds=options.lease_seconds or 600.0)
@@ -323,21 +326,24 @@ def check_witnesses(
     hour: datetime,
     start: datetime,
     routed: Callable[[str, datetime], bool] = lambda feed, hour: False,
-    starts: Mapping[str, datetime] | None = None,
+    unlisted: Callable[[str, datetime], bool] = lambda feed, hour: False,
 ) -> list[tuple[str, datetime]]:
-    """The hours of the window (from the stream's start on: ``start``, or a feed's own in ``starts``
-    when later) to back-fill: their witnesses lack blocks the joins need, or a leaf or fragment of
-    one (a join added later reads a block another join made, with a value or a return item of its
-    own), or there are none though ``routed`` says the hour was routed (with a plan that had no
-    join block). Raises WitnessesNotReady (FR609) when an hour is not routed yet."""
+    """The hours of the window (from ``start`` on) to back-fill: their witnesses lack blocks the
+    joins need, or a leaf or fragment of one (a join added later reads a block another join made,
+    with a value or a return item of its own), or there are none though ``routed`` says the hour
+    was routed (with a plan that had no join block). Raises WitnessesNotReady (FR609) when an
+    hour is not routed yet, unless ``unlisted`` says its route run did not list the feed (added or
+    made active again later: that run never routes it, and nothing is waited for)."""
     missing: list[str] = []
     lacking: list[tuple[str, datetime]] = []
     for (feed, when), blocks in sorted(window_hours(joins, lateness, hour).items()):
-        if when < stream_start(feed, start, starts):
+        if when < start:
             continue  # before the stream: never routed, nothing to wait for
         found = coverage_of_hour(state, feed, when)
         if found is None and routed(feed, when):
             lacking.append((feed, when))
+        elif found is None and unlisted(feed, when):
+            continue  # its run did not route the feed: no witnesses will come
         elif found is None:
             missing.append(f"{feed} {format_hour(when)}")
         elif not blocks <= found[0] or not _holds(found[1], [joins.specs[block] for block in blocks]):
@@ -347,21 +353,6 @@ def check_witnesses(
             "FR609", f"waiting for the join witnesses of {', '.join(missing)} (stage 1 of those hours)"
         )
     return lacking
-
-
-def stream_start(feed: str, start: datetime, starts: Mapping[str, datetime] | None) -> datetime:
-    """The first hour of ``feed``'s stream: the route start, or the feed's own when later (added or
-    made active again while feedrouter routed: ``feeds.stream_start``)."""
-    own = (starts or {}).get(feed)
-    return start if own is None else max(start, own)
-
-
-def feed_starts(engine: Engine) -> dict[str, datetime]:
-    """The feeds' own stream starts (:func:`~feedrouter.catalog.repository.stream_starts`)."""
-    from feedrouter.catalog.repository import stream_starts
-
-    with engine.connect() as conn:
-        return stream_starts(conn)
 
 
 def _holds(covered: Coverage | None, specs: Iterable[BlockSpec]) -> bool:
@@ -374,6 +365,22 @@ def _holds(covered: Coverage | None, specs: Iterable[BlockSpec]) -> bool:
         if not (leaves.issuperset(spec.leaves) and fragments.issuperset(spec.fragments)):
             return False
     return True
+
+
+def unlisted_hours(engine: Engine) -> Callable[[str, datetime], bool]:
+    """Whether a feed's hour was left out of the hour's listing (:func:`~feedrouter.catalog.ledger.
+    listed_feeds`: its route run had listed its feeds when the feed was not active); False for an
+    hour no run has listed yet. Each hour's listing read once."""
+    listings: dict[datetime, frozenset[str] | None] = {}
+
+    def unlisted(feed: str, hour: datetime) -> bool:
+        if hour not in listings:
+            with engine.connect() as conn:
+                listings[hour] = ledger.listed_feeds(conn, hour)
+        listed = listings[hour]
+        return listed is not None and feed not in listed
+
+    return unlisted
 
 
 def routed_hours(engine: Engine) -> Callable[[str, datetime], bool]:

@@ -162,3 +162,18 @@ def test_the_status_questions_read_back_what_a_batch_recorded(engine: Engine) ->
     assert (row["id"], row["status"], row["deliveries"], row["results"]) == (batch_id, "succeeded", 2, 3)
     assert [(d["subscription_name"], d["result_count"]) for d in delivered] == [("titles", 3), ("quiet", 0)]
     assert delivered[0]["object_keys"] == list(entry().deliveries[0].object_keys)
+
+
+def test_an_hours_listing_is_the_feeds_its_route_runs_listed(engine: Engine) -> None:
+    """The route run of an hour records the feeds it listed; a run listed again adds the feeds it
+    lists then (a feed added meanwhile); an hour no run listed has no listing."""
+    with engine.begin() as conn:
+        assert ledger.listed_feeds(conn, HOUR) is None
+        ledger.record_listing(conn, HOUR, ["news", "blogs"])
+    with engine.begin() as conn:
+        ledger.record_listing(conn, HOUR, ["trades", "news"])
+        ledger.record_listing(conn, HOUR + timedelta(hours=1), [])
+    with engine.connect() as conn:
+        assert ledger.listed_feeds(conn, HOUR) == {"blogs", "news", "trades"}
+        assert ledger.listed_feeds(conn, HOUR + timedelta(hours=1)) == frozenset()  # listed, no feed
+        assert ledger.listed_feeds(conn, HOUR - timedelta(hours=1)) is None

@@ -90,18 +90,22 @@ def test_hours_still_lacking_after_their_back_fill_are_waited_for() -> None:
     assert "blogs 2026-05-01T08" in str(caught.value)
 
 
-def test_a_feeds_hours_before_its_own_stream_start_are_not_waited_for(tmp_path: Path) -> None:
-    """A feed added, or made active again, while feedrouter routed starts its stream then
-    (``feeds.stream_start``): a join reading it skips its earlier hours, as those before the route
-    start; other feeds keep the route start."""
-    from feedrouter.spark.joins import stream_start
-
+def test_an_hour_whose_route_run_did_not_list_the_feed_is_not_waited_for(tmp_path: Path) -> None:
+    """A feed added (or made active again) after an hour's route run listed its feeds is never
+    routed for that hour by it: a join reading the feed skips the hour (a review found joins waiting
+    for such hours for ever, holding the route DAG's runs), and waits for an hour no run has listed."""
     joins = of_feed(join_set(ON_K))
     store = open_store(tmp_path.as_uri())
     write_hour(store, bound_hour(join_set(ON_K), H1, [{"k": ("1",)}]), coverage(joins.specs.values()))
-    with pytest.raises(WitnessesNotReady, match="f 2026-05-01T07"):  # H0 never routed: waited for
-        check_witnesses(store, joins, LATENESS, H1, H0 - timedelta(days=1))
-    assert check_witnesses(store, joins, LATENESS, H1, H0 - timedelta(days=1), starts={"f": H1}) == []
-    with pytest.raises(WitnessesNotReady):  # another feed's start is not this one's
-        check_witnesses(store, joins, LATENESS, H1, H0 - timedelta(days=1), starts={"g": H1})
-    assert stream_start("f", H1, {"f": H0}) == H1  # never before the route start
+    listed = {H0: {"other"}}  # H0's run listed another feed only
+    unlisted = lambda feed, hour: hour in listed and feed not in listed[hour]  # noqa: E731
+    assert check_witnesses(store, joins, LATENESS, H1, H0, unlisted=unlisted) == []
+    listed[H0] = {"other", "f"}  # listed: it will be routed, and is waited for
+    with pytest.raises(WitnessesNotReady, match="f 2026-05-01T07"):
+        check_witnesses(store, joins, LATENESS, H1, H0, unlisted=unlisted)
+    del listed[H0]  # not listed yet: waited for
+    with pytest.raises(WitnessesNotReady, match="f 2026-05-01T07"):
+        check_witnesses(store, joins, LATENESS, H1, H0, unlisted=unlisted)
+    listed[H0] = {"other"}  # unlisted, yet routed (a run for that feed alone): back-filled as any
+    routed = lambda feed, hour: hour == H0  # noqa: E731
+    assert check_witnesses(store, joins, LATENESS, H1, H0, routed, unlisted) == [("f", H0)]
