@@ -50,6 +50,10 @@ WitnessStore = Callable[[str, datetime], "HourWitnesses | None"]
 #: A value slice: the two feeds and the leaf paths of a driving value join.
 Slice = tuple[tuple[str, str], tuple[str, str]]
 
+#: The bytes of results a delivery holds (made once, as they are checked); past them it keeps
+#: their pairs only and makes them again as they are written: a process holds a few deliveries at
+#: once (its writers', twice over), each up to the feed's max_join_result_bytes otherwise.
+HELD_RESULT_BYTES = 8 << 20
 #: The feed's defaults (:class:`~feedrouter.catalog.compiled.FeedConfig` carries a feed's own).
 DEFAULT_LIMITS = JoinLimits()
 _MICROSECOND = timedelta(microseconds=1)
@@ -76,7 +80,7 @@ class JoinDelivery:
     #: the results' bytes together
     size: int = 0
     #: how a result is made again from its pair as it is written (None: ``results`` holds them):
-    #: a subscription's hour is checked against its limits by size, and never held whole
+    #: a subscription's hour past :data:`HELD_RESULT_BYTES` is checked by sizes, and not held
     assembler: Callable[[Pair], bytes] | None = field(default=None, repr=False, compare=False)
 
     def each_result(self) -> Iterator[bytes]:
@@ -216,9 +220,10 @@ class JoinStage:
     ) -> Iterator[JoinDelivery]:
         """Each subscription's delivery, one at a time (in ``order`` of their ids; None: the
         stage's), its pairs taken out of ``pairs`` as it goes: an hour's results are never all
-        held at once (millions of pairs an hour, each result a few hundred bytes). Its limits are
-        checked on the results' sizes; the results are made as they are written
-        (:meth:`JoinDelivery.each_result`), or, with ``hold``, made and held in ``results``."""
+        held at once (millions of pairs an hour, each result a few hundred bytes). A delivery holds
+        its results up to :data:`HELD_RESULT_BYTES`; past them they are checked on their sizes and
+        made again as they are written (:meth:`JoinDelivery.each_result`); with ``hold``, all are
+        held in ``results``."""
         window = _Window(hour, store)
         plans = self.plans if order is None else sorted(self.plans, key=lambda plan: order(plan.sid))
         for plan in plans:
@@ -233,8 +238,13 @@ class JoinStage:
                 "make the join more selective"
             )
             return delivery
+        # results are held up to HELD_RESULT_BYTES (most subscriptions' whole hour: made once);
+        # past it only their sizes are kept, and all are made again as they are written
+        held: list[bytes] | None = []
         for pair in pairs:
-            size = assembled_size(plan.code, window.fragments(plan.feeds, pair))
+            sides = window.fragments(plan.feeds, pair)
+            result = assemble(plan.code, sides) if held is not None else None
+            size = len(result) if result is not None else assembled_size(plan.code, sides)
             if not size:
                 continue  # the return is the empty sequence for this pair: no item, as in XQuery
             if size > limits.per_pair:
@@ -251,9 +261,14 @@ class JoinStage:
                 )
                 return delivery
             delivery.pairs.append(pair)
-        delivery.assembler = partial(_assembled, plan, window)
-        if hold:
-            delivery.results, delivery.assembler = list(delivery.each_result()), None
+            if held is not None and result is not None:
+                held.append(result)
+                if delivery.size > HELD_RESULT_BYTES and not hold:
+                    held = None
+        if held is not None:
+            delivery.results = held
+        else:
+            delivery.assembler = partial(_assembled, plan, window)
         return delivery
 
 

@@ -429,7 +429,9 @@ def test_a_node_with_more_values_than_columns_is_checked_on_all_of_them(
     assert enumerated[0] == 4 * 5 * 5  # driven by k: t is the join checked on the columns
 
 
-def test_deliveries_come_one_at_a_time_in_the_order_asked_taking_their_pairs_out() -> None:
+def test_deliveries_come_one_at_a_time_in_the_order_asked_taking_their_pairs_out(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """The hour's deliveries are drawn one subscription at a time (the caller writes each before
     the next is assembled), in the order asked, and each takes its pairs out of the mapping."""
     texts = {sid: join("within") for sid in ("10", "9", "x")}
@@ -442,13 +444,17 @@ def test_deliveries_come_one_at_a_time_in_the_order_asked_taking_their_pairs_out
     numeric = lambda sid: (int(sid), sid) if sid.isdigit() else (0, sid)  # noqa: E731
     drawn = stage.deliveries(H0, read, pairs, order=numeric)
     first = next(drawn)
-    # drawn, a delivery holds no result: each is made as it is written, the same as deliver()'s
-    assert first.sid == "x" and first.results == [] and first.assembler is not None
-    assert list(first.each_result()) == expected["x"].results and first.size == 46
+    assert first.sid == "x" and first.results == expected["x"].results and first.assembler is None
     assert sorted(pairs) == ["10", "9"]  # the others' pairs are still there, not yet assembled
+    # past the bytes a delivery holds, its results are made again as they are written, the same
+    import feedrouter.join.stage as stage_module
+
+    monkeypatch.setattr(stage_module, "HELD_RESULT_BYTES", 30)  # one result of 23 bytes held, not two
     rest = list(drawn)
     assert [found.sid for found in rest] == ["9", "10"] and pairs == {}
+    assert all(found.results == [] and found.assembler is not None for found in rest)
     assert all(list(found.each_result()) == expected[found.sid].results for found in rest)
+    assert [found.size for found in rest] == [46, 46]
 
 
 def test_a_results_size_is_known_without_making_it() -> None:
