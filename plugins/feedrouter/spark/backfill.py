@@ -31,7 +31,7 @@ from feedrouter.spark.lease import JobCanceller, hour_lock
 from feedrouter.spark.session import batch_session
 from feedrouter.spark.stores import StoreOpener
 from feedrouter.spark.tasks import WitnessReport
-from feedrouter.spark.witnesses import write_hour
+from feedrouter.spark.witnesses import holds_coverage, write_hour
 from feedrouter.storage import ObjectStore
 
 
@@ -46,7 +46,9 @@ def backfill_witnesses(
     session: SessionFactory | None = None,
 ) -> WitnessReport | None:
     """Write ``feed``'s ``hour`` of witnesses again with its latest plan build (None: the plan has
-    no join block). Runs under the hour's lease, so it never overlaps a routing of the hour."""
+    no join block). Runs under the hour's lease, so it never overlaps a routing of the hour; an
+    hour that holds every block of the plan by then (another join stage back-filled it) is left
+    as it is (a report of nothing routed)."""
     hour = to_hour(hour, strict=True)
     options, stores = options or BatchOptions(), stores or StoreOpener.from_env()
     with batch_fields(feed, format_hour(hour)):
@@ -57,11 +59,16 @@ def backfill_witnesses(
         cancel = JobCanceller()
         ttl = timedelta(seconds=options.lease_seconds)
         with hour_lock(engine, feed, hour, ttl, on_lost=cancel):
+            state = stores.open(spec.state_uri)
+            if holds_coverage(state, feed, hour, spec.witness_coverage):
+                # another join stage back-filled it while this one waited for the lease
+                log.info("the join witnesses of %s %s hold every block already", feed, format_hour(hour))
+                return WitnessReport(0, 0, 0, 0)
             keys = list_inputs(stores.open(spec.input_uri))
             if not keys:
                 _check_nothing_was_routed(engine, feed, hour, spec.input_uri)
                 empty = HourWitnesses(feed, hour, spec.witness_blocks)
-                write_hour(stores.open(spec.state_uri), empty, spec.witness_coverage)
+                write_hour(state, empty, spec.witness_coverage)
                 return WitnessReport(0, 0, 0, 0)
             sessions = session or (lambda: batch_session(None, options.master))
             output = run_routing(spec, loaded, keys, sessions, options, None, cancel)

@@ -39,7 +39,6 @@ from feedrouter.catalog.joins import JoinsOfFeed
 from feedrouter.catalog.settings import state_uri
 from feedrouter.errors import error
 from feedrouter.hours import format_hour, to_hour
-from feedrouter.join.plan import BlockSpec
 from feedrouter.join.relations import ONE_HOUR
 from feedrouter.join.stage import JoinDelivery, JoinStage
 from feedrouter.spark.backfill import backfill_witnesses
@@ -60,7 +59,7 @@ from feedrouter.spark.lease import JobCanceller, hour_lock
 from feedrouter.spark.session import batch_session, check_no_speculation
 from feedrouter.spark.spec import JobSpec
 from feedrouter.spark.stores import StoreOpener
-from feedrouter.spark.witnesses import Coverage, WitnessHours, coverage_of_hour
+from feedrouter.spark.witnesses import WitnessHours, coverage, coverage_of_hour, covers
 from feedrouter.storage import ObjectStore
 
 
@@ -346,25 +345,13 @@ def check_witnesses(
             continue  # its run did not route the feed: no witnesses will come
         elif found is None:
             missing.append(f"{feed} {format_hour(when)}")
-        elif not blocks <= found[0] or not _holds(found[1], [joins.specs[block] for block in blocks]):
+        elif not covers(found, coverage(joins.specs[block] for block in blocks)):
             lacking.append((feed, when))
     if missing:
         raise error(
             "FR609", f"waiting for the join witnesses of {', '.join(missing)} (stage 1 of those hours)"
         )
     return lacking
-
-
-def _holds(covered: Coverage | None, specs: Iterable[BlockSpec]) -> bool:
-    """Whether an hour's rows hold every leaf and fragment of ``specs`` (None: an hour written
-    before that was recorded, taken to hold them, as it was before)."""
-    if covered is None:
-        return True
-    for spec in specs:
-        leaves, fragments = covered.get(spec.id, (frozenset(), frozenset()))
-        if not (leaves.issuperset(spec.leaves) and fragments.issuperset(spec.fragments)):
-            return False
-    return True
 
 
 def unlisted_hours(engine: Engine) -> Callable[[str, datetime], bool]:

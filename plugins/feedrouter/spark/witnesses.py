@@ -65,6 +65,8 @@ T = TypeVar("T")
 TABLES = ("messages", "roots", "values", "fragments")
 #: What delivering an hour's pairs reads of a witness hour (provenance and fragments).
 DELIVERY_TABLES = ("messages", "fragments")
+#: Hours :meth:`WitnessHours.fence` reads at once (each a few object-store requests).
+FENCE_THREADS = 8
 #: The order delivering reads them in: the reverse of writing's (:func:`write_hour` writes the
 #: messages first), so that fragments of a rewrite come with its messages, whose digest tells
 #: them from the paired ones (:meth:`WitnessHours.read`).
@@ -142,6 +144,28 @@ def coverage_of_hour(
         return None
     data = store.get(join_key(witness_dir(feed, hour), BLOCKS))
     return frozenset(_blocks(feed, hour, data)), _coverage(feed, hour, data)
+
+
+def holds_coverage(store: ObjectStore, feed: str, hour: datetime, wanted: BlockCoverage) -> bool:
+    """Whether an hour's witnesses are written and hold every block of ``wanted`` with its leaves
+    and fragments."""
+    found = coverage_of_hour(store, feed, hour)
+    return found is not None and covers(found, wanted)
+
+
+def covers(found: tuple[frozenset[str], Coverage | None], wanted: BlockCoverage) -> bool:
+    """Whether an hour's blocks and what their rows hold (:func:`coverage_of_hour`) include every
+    block of ``wanted`` with its leaves and fragments (an hour written before coverage was
+    recorded: taken to hold its blocks' all, as it was before)."""
+    blocks, covered = found
+    for block, leaves, fragments in wanted:
+        if block not in blocks:
+            return False
+        if covered is not None:
+            has_leaves, has_fragments = covered.get(block, (frozenset(), frozenset()))
+            if not (has_leaves.issuperset(leaves) and has_fragments.issuperset(fragments)):
+                return False
+    return True
 
 
 def has_hour(store: ObjectStore, feed: str, hour: datetime) -> bool:
@@ -241,11 +265,19 @@ class WitnessHours:
         """Record the digest of these hours' messages now, before another reader (Spark SQL's)
         pairs from them: delivering from other ones is then FR609, as after :meth:`joinable`.
         Read first, as pairing reads them first (:func:`write_hour` writes them first)."""
-        for feed, hour in hours:
-            read = partial(_read_tables, self._state, feed, hour, ("messages",))
-            found = still_there(read, feed, hour, self._required)
-            if found is not None:
-                self._paired[(feed, hour)] = _digest(found[0]["messages"])
+        from concurrent.futures import ThreadPoolExecutor
+
+        def digest(key: tuple[str, datetime]) -> str | None:
+            read = partial(_read_tables, self._state, *key, ("messages",))
+            found = still_there(read, *key, self._required)
+            return None if found is None else _digest(found[0]["messages"])
+
+        keys = list(hours)
+        # a few requests an hour, up to a week of hours of each feed: several at a time
+        with ThreadPoolExecutor(max_workers=FENCE_THREADS, thread_name_prefix="witness-fence") as pool:
+            for key, found in zip(keys, pool.map(digest, keys), strict=True):
+                if found is not None:
+                    self._paired[key] = found
 
     def _read_joinable(self, feed: str, hour: datetime) -> HourWitnesses | None:
         read = _read_tables(self._state, feed, hour, list(_JOINABLE))
