@@ -39,7 +39,6 @@ from feedrouter.join.plan import LEFT, BlockSpec, Code, JoinPlan, Use
 from feedrouter.join.relations import ONE_HOUR, HourWitnesses
 from feedrouter.lang.ast import TemporalKind
 from feedrouter.limits import JoinLimits
-from feedrouter.output.factory import SlotElement
 
 #: A node of the window: (hour, message number in its hour, element id); ordered as XQuery orders
 #: a stream's nodes (stream order of messages, then document order).
@@ -806,35 +805,32 @@ class _Temporal:
 
 def assemble(code: Sequence[Code], sides: tuple[Mapping[str, bytes], Mapping[str, bytes]]) -> bytes:
     """One pair's result: the return's bytes with each slot filled from its side's fragment."""
-    out = []
+    return b"".join(_pieces(code, sides))
+
+
+def assembled_size(code: Sequence[Code], sides: tuple[Mapping[str, bytes], Mapping[str, bytes]]) -> int:
+    """``len(assemble(code, sides))``, without joining the bytes (the pieces are the fragments'
+    own): a delivery past the bytes it holds is checked against its limits by size."""
+    return sum(map(len, _pieces(code, sides)))
+
+
+def _pieces(code: Sequence[Code], sides: tuple[Mapping[str, bytes], Mapping[str, bytes]]) -> list[bytes]:
+    """The pieces of one pair's result, in order: the return's constants and its slots' fragments."""
+    out: list[bytes] = []
     for op in code:
         if isinstance(op, bytes):
             out.append(op)
         elif isinstance(op, Use):
             out.append(sides[op.side].get(op.key, b""))
         else:
-            out.append(_slot_element(op, sides))
-    return b"".join(out)
-
-
-def assembled_size(code: Sequence[Code], sides: tuple[Mapping[str, bytes], Mapping[str, bytes]]) -> int:
-    """``len(assemble(code, sides))``, without making the bytes: a subscription's hour is checked
-    against its limits by size before any result is held."""
-    size = 0
-    for op in code:
-        if isinstance(op, bytes):
-            size += len(op)
-        elif isinstance(op, Use):
-            size += len(sides[op.side].get(op.key, b""))
-        else:
-            body = sum(len(sides[use.side].get(use.key, b"")) for use in op.slots)
-            size += len(op.start) + body + len(op.end) if body else len(op.empty)
-    return size
-
-
-def _slot_element(op: SlotElement[Use], sides: tuple[Mapping[str, bytes], Mapping[str, bytes]]) -> bytes:
-    body = b"".join(sides[use.side].get(use.key, b"") for use in op.slots)
-    return op.start + body + op.end if body else op.empty
+            body = [sides[use.side].get(use.key, b"") for use in op.slots]
+            if any(body):
+                out.append(op.start)
+                out += body
+                out.append(op.end)
+            else:
+                out.append(op.empty)
+    return out
 
 
 def _grouped(plans: Iterable[JoinPlan], key: Callable[[JoinPlan], object]) -> list[list[JoinPlan]]:

@@ -175,9 +175,10 @@ def join_batch(
         # every hour of the window from the stream's start is written now: one that goes missing
         # while the stage runs (the retention DAG) fails it (FR609, retried), never pairs without it
         window = window_hours(joins, lateness, hour)
-        # (an hour its route run did not list the feed for, and not routed otherwise, has none)
+        # (an hour its route run did not list the feed for, and not routed otherwise, has none;
+        # the listing is read once an hour, the ledger asked only for hours it leaves out)
         required = frozenset(
-            key for key in window if key[1] >= start and (routed(*key) or not unlisted(*key))
+            key for key in window if key[1] >= start and (not unlisted(*key) or routed(*key))
         )
         source = replace(source, required=required)
         spec = _spec(loaded, hour, stores, options)

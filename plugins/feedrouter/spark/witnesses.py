@@ -355,17 +355,12 @@ def _message_refs(
     """The references of an hour's ``wanted`` messages (None: all) by number, and how many
     messages the hour has: an hour's thousands of messages are not all made into objects for the
     few that pairs deliver."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     with _readable(feed, hour, "messages.parquet"):
         table = pq.read_table(io.BytesIO(data))
         count = table.num_rows
-        if wanted is not None:
-            numbers = pa.array(sorted(wanted), table.schema.field("message").type)
-            table = table.filter(pc.is_in(table.column("message"), value_set=numbers))
-        rows = table.to_pylist()
+        rows = _of_messages(table, wanted).to_pylist()
     with _readable(feed, hour, "the tables"):
         refs = {row["message"]: _message_ref(row) for row in rows}
     return refs, count
@@ -652,20 +647,27 @@ def decode(
 ) -> HourWitnesses:
     """An hour's witnesses from the bytes of its tables; of the tables keyed by node, only the
     rows of ``messages`` (None: all), filtered as Arrow columns before any Python object is made."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     rows = {}
     for name, data in tables.items():
         with _readable(feed, hour, f"{name}.parquet"):
             table = pq.read_table(io.BytesIO(data))
-            if messages is not None and name != "messages":
-                wanted = pa.array(sorted(messages), table.schema.field("message").type)
-                table = table.filter(pc.is_in(table.column("message"), value_set=wanted))
-            rows[name] = table.to_pylist()
+            rows[name] = (table if name == "messages" else _of_messages(table, messages)).to_pylist()
     with _readable(feed, hour, "the tables"):
         return _decoded(feed, hour, rows)
+
+
+def _of_messages(table: pa.Table, messages: Collection[int] | None) -> pa.Table:
+    """The rows of ``table`` whose ``message`` is one of ``messages`` (None: all of them), as Arrow
+    filters them: no Python object for the others."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if messages is None:
+        return table
+    wanted = pa.array(sorted(messages), table.schema.field("message").type)
+    return table.filter(pc.is_in(table.column("message"), value_set=wanted))
 
 
 def _message_ref(row: dict[str, Any]) -> MessageRef:
