@@ -177,9 +177,7 @@ def join_batch(
         window = window_hours(joins, lateness, hour)
         # (an hour its route run did not list the feed for, and not routed otherwise, has none;
         # the listing is read once an hour, the ledger asked only for hours it leaves out)
-        required = frozenset(
-            key for key in window if key[1] >= start and (not unlisted(*key) or routed(*key))
-        )
+        required = frozenset(key for key in window if awaited(*key, start, routed, unlisted))
         source = replace(source, required=required)
         spec = _spec(loaded, hour, stores, options)
         ttl = timedelta(seconds=options.lease_seconds or 600.0)
@@ -340,12 +338,11 @@ def check_witnesses(
         if when < start:
             continue  # before the stream: never routed, nothing to wait for
         found = coverage_of_hour(state, feed, when)
-        if found is None and routed(feed, when):
-            lacking.append((feed, when))
-        elif found is None and unlisted(feed, when):
-            continue  # its run did not route the feed: no witnesses will come
-        elif found is None:
-            missing.append(f"{feed} {format_hour(when)}")
+        if found is None:
+            if routed(feed, when):
+                lacking.append((feed, when))
+            elif awaited(feed, when, start, routed, unlisted):
+                missing.append(f"{feed} {format_hour(when)}")
         elif not covers(found, coverage(joins.specs[block] for block in blocks)):
             lacking.append((feed, when))
     if missing:
@@ -353,6 +350,20 @@ def check_witnesses(
             "FR609", f"waiting for the join witnesses of {', '.join(missing)} (stage 1 of those hours)"
         )
     return lacking
+
+
+def awaited(
+    feed: str,
+    when: datetime,
+    start: datetime,
+    routed: Callable[[str, datetime], bool],
+    unlisted: Callable[[str, datetime], bool],
+) -> bool:
+    """Whether a join waits for stage 1 of a feed's hour: from the stream's start on, unless the
+    hour's route run did not list the feed (added or made active again later: that run never
+    routes it) and nothing routed it since. The one rule the check of the window's witnesses and
+    the join stage's required hours share."""
+    return when >= start and (not unlisted(feed, when) or routed(feed, when))
 
 
 def unlisted_hours(engine: Engine) -> Callable[[str, datetime], bool]:
