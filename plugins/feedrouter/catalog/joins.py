@@ -21,6 +21,7 @@ from feedrouter import lang
 from feedrouter.catalog.compiled import FeedConfig
 from feedrouter.catalog.outcomes import Outcome, invalid
 from feedrouter.catalog.repository import SubscriptionRecord
+from feedrouter.catalog.validation import event_time_problem, has_event_time
 from feedrouter.errors import ErrorDetail, FeedrouterError, Span, error
 from feedrouter.join.plan import BlockSpec, JoinPlan, JoinSet, clock_block
 from feedrouter.join.selections import WitnessPlans, witness_plans
@@ -149,7 +150,7 @@ def _of_feed(every: JoinSet, feed: FeedConfig, outcomes: Mapping[str, Outcome]) 
     specs = {bid: spec for bid, spec in every.specs.items() if bid in needed or spec.feed == feed.name}
     found = JoinsOfFeed(plans, specs, tuple(spec.id for spec in reading), witness_plans(reading))
     event = feed.event_time
-    if reading and event is not None:
+    if reading and event is not None and has_event_time(feed):
         found.clock = clock_block(feed.name, event.path)
         found.event_format = event.format
     return found
@@ -169,6 +170,9 @@ def _feed_problem(
             why = "is not a feed with an event time" if config is None or side.feed else "has no event time"
             message = f"feed {name!r} {why}: a join reads feeds whose messages carry an event time"
             return _positioned(sid, tree.text, message, side.span)
+        unusable = event_time_problem(config)
+        if unusable is not None:
+            return _positioned(sid, tree.text, unusable, side.span)
         if window > config.max_join_window:
             message = (
                 f"the window {body.temporal.window} is longer than feed {name!r}'s max_join_window "

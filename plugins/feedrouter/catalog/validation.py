@@ -33,9 +33,10 @@ from lxml import etree
 
 from feedrouter.catalog.compiled import FeedConfig, Target
 from feedrouter.catalog.outcomes import Outcome
-from feedrouter.errors import StorageError
+from feedrouter.errors import StorageError, SubscriptionError
 from feedrouter.hours import hour_path
 from feedrouter.join.clock import FORMATS
+from feedrouter.join.plan import clock_block
 from feedrouter.limits import MAX_EVENT_TIME_PATH_CHARS, MAX_JOIN_HORIZON
 from feedrouter.paths import MAX_COMPONENT
 from feedrouter.storage.keys import component, join_key
@@ -178,8 +179,23 @@ def event_time_path_problem(path: str) -> str | None:
     namespace prefix (the catalog has nowhere to bind one), no union.
     """
     shown = f"event_time_path {path[:80]!r}"
-    why = _path_shape_problem(path) or _path_token_problem(path) or _path_compile_problem(path)
+    why = (
+        _path_shape_problem(path)
+        or _path_token_problem(path)
+        or _path_compile_problem(path)
+        or _path_router_problem(path)
+    )
     return None if why is None else f"{shown} {why}"
+
+
+def _path_router_problem(path: str) -> str | None:
+    """Why the router cannot read a time with ``path`` (a path lxml compiles, that the join's
+    clock block does not take: ``//@date``, a filter the subscription language lacks)."""
+    try:
+        clock_block("feed", path)
+    except (SubscriptionError, TypeError) as exc:
+        return f"is not a path the router reads an event time with ({str(exc).splitlines()[0]})"
+    return None
 
 
 def _path_shape_problem(path: str) -> str | None:

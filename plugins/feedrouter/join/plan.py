@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
@@ -368,20 +369,31 @@ class JoinSet:
 
 
 def clock_block(feed: str, path: str) -> BlockSpec:
-    """The block that reads a feed's event time in the same pass: the first node the event-time
-    path selects, in document order, with its string value as the one leaf (``//pubDate``,
-    ``/trade/@executed``, ``//trade/time/text()``); the message's time is its first value.
+    """The block that reads a feed's event time in the same pass: the first value the event-time
+    path selects, in document order (``//pubDate``: the first such element's string value;
+    ``/trade/@executed``: the attribute of the first ``trade`` that has one; ``//time/text()``: the
+    text of the first ``time`` that has text), its one leaf, the message's time its first value.
 
     Raises:
-        SubscriptionError: the path is not an absolute path to elements or one attribute of them.
+        SubscriptionError: the path is not an absolute path to elements, their text or one
+            attribute of them that the router reads (the catalog refuses such a path at build:
+            :func:`~feedrouter.catalog.validation.event_time_path_problem`).
     """
     from feedrouter.lang import parse  # the parser imports this package's users' modules lazily
 
-    elements, _, attribute = path.rpartition("/@") if "/@" in path else (path, "", "")
-    body = parse(elements).body
-    if not isinstance(body, ast.Filter) or not isinstance(body.path, ast.AbsPath):
+    elements, tail = _clock_parts(path)
+    # the first element that has the value (an empty <time/> or a <trade> without the attribute
+    # comes first in many documents, and has no value to take), or the first element
+    has = (
+        ""
+        if tail is None
+        else "[@" + tail.name.local + "]"
+        if isinstance(tail, ast.AttributeTest)
+        else "[text()]"
+    )
+    body = parse(elements + has).body
+    if not isinstance(body, ast.Filter) or not isinstance(body.path, ast.AbsPath) or body.path.tail:
         raise TypeError(f"the event-time path {path!r} must select elements, their text or one attribute")
-    tail: ast.Tail | None = ast.AttributeTest(ast.QName("", attribute)) if attribute else body.path.tail
     leaf = ast.RelPath((), tail)  # the element's string value, its text nodes, or the attribute
     binding = ast.AbsPath(body.path.steps, body.path.span)
     text = f"event time of {feed}: {path}"
@@ -389,3 +401,29 @@ def clock_block(feed: str, path: str) -> BlockSpec:
     spec = BlockSpec(f"clock-{digest}", feed, binding, (), text, first=True)
     spec.leaves[path_text(leaf)] = leaf
     return spec
+
+
+#: an event-time path's last step when it is an attribute (``/@name``, ``/attribute::name``) or
+#: ``/text()``, read off the path with its string literals blanked (a predicate's may hold ``/@``)
+_CLOCK_ATTRIBUTE = re.compile(r"\s*/\s*(?:@|attribute\s*::)\s*([A-Za-z_][\w.\-]*)\s*$")
+_CLOCK_TEXT = re.compile(r"\s*/\s*text\s*\(\s*\)\s*$")
+_LITERAL = re.compile(r"\"[^\"]*\"|'[^']*'")
+
+
+def _clock_parts(path: str) -> tuple[str, ast.Tail | None]:
+    """An event-time path as the path to its elements and what it reads of them: an attribute,
+    their text, or (None) their string value."""
+    from feedrouter.errors import SubscriptionError
+
+    blanked = _LITERAL.sub(lambda found: found.group(0)[0] * len(found.group(0)), path)
+    attribute, text = _CLOCK_ATTRIBUTE.search(blanked), _CLOCK_TEXT.search(blanked)
+    last = attribute or text
+    elements = path if last is None else path[: last.start()].rstrip()
+    if not elements.strip() or elements.rstrip().endswith("/"):
+        raise SubscriptionError(
+            f"the event-time path {path!r} reads the attributes or text of every element below a node "
+            "(//@name, //text()): name the element that holds the time, e.g. //item/@date or //date/text()"
+        )
+    if attribute is not None:
+        return elements, ast.AttributeTest(ast.QName("", attribute.group(1)))
+    return elements, None if text is None else ast.TextTest()

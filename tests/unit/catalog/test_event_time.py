@@ -38,6 +38,9 @@ NEW_FIELDS = ("event_time_path", "event_time_format", "max_join_window", "allowe
         "//trade/executed/text()",
         "/a/child::b[1]/@at",
         "//item[@kind = 'a:b$|(x)']/time",  # literals may hold anything
+        "//item[@x = 'a/@b']/pubDate",  # an attribute step in a literal is no attribute step
+        "/ trade / @executed",
+        "//trade/attribute::executed",
         "/" + "a/" * ((MAX_EVENT_TIME_PATH_CHARS - 2) // 2) + "t",
     ],
 )
@@ -66,6 +69,9 @@ def test_absolute_location_paths_are_accepted(path: str) -> None:
         ("/a/date + 1", "giving a float, not a location path"),
         ("/a/date = '2024'", "giving a bool"),
         ("/", "document node"),
+        ("//@date", "not a path the router reads an event time with"),
+        ("//item//@date", "not a path the router reads an event time with"),
+        ("//text()", "not a path the router reads an event time with"),
     ],
 )
 def test_other_paths_are_refused_with_the_reason(path: str, why: str) -> None:

@@ -71,6 +71,22 @@ def test_a_join_the_feeds_cannot_serve_is_invalid_where_the_text_says_why() -> N
     assert not short.joins.plans
 
 
+def test_a_feed_whose_event_time_path_the_router_cannot_read_refuses_its_joins_not_the_build() -> None:
+    """lxml compiles ``//@date``, but the router reads no time with it: the join subscriptions on
+    that feed are invalid where their binding names it, the build goes on (it raised before, for
+    the whole feed), and the feed computes no clock."""
+    for path in ("//@date", "//item//@date", "//text()"):
+        found = compile_joins(feed("news", path=path), [record(1, CROSS)], [], {"blogs": feed("blogs")})
+        outcome = found.outcomes["1"]
+        assert (outcome.status, outcome.error_code, outcome.error_line) == ("invalid", "FR117", 2), path
+        assert "is not a path the router reads an event time with" in (outcome.error_message or "")
+        assert found.joins.clock is None and not found.joins.plans
+        other = compile_joins(
+            feed("blogs"), [], [("news", record(1, CROSS))], {"news": feed("news", path=path)}
+        )
+        assert not other.joins.blocks  # the join is refused: blogs computes no side of it either
+
+
 def test_a_text_that_does_not_parse_is_left_to_the_router_to_report() -> None:
     broken = CROSS.replace("return", "retrun")
     found = compile_joins(feed("news"), [record(1, broken)], [], {"blogs": feed("blogs")})

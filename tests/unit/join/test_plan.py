@@ -4,10 +4,12 @@ fragments, the return assembled from both sides, explain."""
 from __future__ import annotations
 
 import pickle
+import random
 from dataclasses import replace
 from datetime import datetime, timezone
 
 import pytest
+from lxml import etree
 
 from feedrouter import Router
 from feedrouter.join.plan import JoinSet, clock_block, compile_join, path_text
@@ -152,10 +154,49 @@ def test_the_clock_reads_an_element_its_text_or_an_attribute() -> None:
         ("//pubDate", b"<item><pubDate>Mon</pubDate></item>", "Mon"),
         ("//trade/time/text()", b"<trade><time>T1</time><time>T2</time></trade>", "T1"),
         ("/trade/@at", b"<trade at='5'/>", "5"),
+        # the first value the path selects: of the first element that has one (review finding)
+        ("//trade/@at", b"<x><trade/><trade at='6'/></x>", "6"),
+        ("//trade/time/text()", b"<trade><time/><time>T2</time></trade>", "T2"),
+        ("/ x / trade / attribute::at", b"<x><trade/><trade at='7'/></x>", "7"),
+        ("//trade[@k = 'a/@b']/@at", b"<x><trade k='a/@b' at='8'/></x>", "8"),
     ]:
         router, clock = Router(), clock_block("f", path)
         router.add_witness(clock)
         assert router.route_outcome(document).witnesses[clock.id][0].values[0][0] == value, path
+
+
+@pytest.mark.parametrize(
+    "path", ["//trade/@at", "//trade/time/text()", "//time", "/x/trade/@at", "//trade/time"]
+)
+def test_the_clock_reads_the_first_value_lxml_finds_on_generated_documents(path: str) -> None:
+    """The documented rule, the first value the path selects in document order, is what lxml's
+    ``string((path)[1])`` gives: the router's clock agrees on documents where the first elements
+    lack the value (no attribute, an empty element), nest, or repeat."""
+    rng = random.Random(path)
+    router, clock = Router(), clock_block("f", path)
+    router.add_witness(clock)
+    parts = [
+        "<trade/>",
+        "<trade at='{}'/>",
+        "<trade><time/></trade>",
+        "<trade><time>{}</time></trade>",
+        "<time>{}</time>",
+        "<trade at='{}'><time>{}</time></trade>",
+        "<other at='{}'/>",
+    ]
+    agreed = 0
+    for _ in range(300):
+        chosen = [
+            rng.choice(parts).format(rng.randint(0, 9), rng.randint(0, 9)) for _ in range(rng.randint(0, 5))
+        ]
+        document = f"<x>{''.join(chosen)}</x>".encode()
+        tree = etree.fromstring(document)
+        expected = tree.xpath(f"string(({path})[1])") if tree.xpath(f"boolean(({path})[1])") else None
+        rows = router.route_outcome(document).witnesses.get(clock.id, [])
+        found = rows[0].values[0][0] if rows and rows[0].values[0] else None
+        assert found == expected, (path, document, found, expected)
+        agreed += expected is not None
+    assert agreed > 100  # most documents have a time
 
 
 @pytest.mark.parametrize(
