@@ -262,7 +262,7 @@ class Timed:
 
 
 def per_message(
-    routers: Mapping[str, tuple[Router, WitnessPlans | None]],
+    routers: Mapping[str, tuple[Router, WitnessPlans | FiledByBlock | None]],
     messages: Sequence[bytes],
     hour: datetime,
     passes: int,
@@ -310,7 +310,11 @@ def per_message(
 
 
 def _route_turn(
-    router: Router, plans: WitnessPlans | None, block: Sequence[bytes], hour: datetime, python_rows: bool
+    router: Router,
+    plans: WitnessPlans | FiledByBlock | None,
+    block: Sequence[bytes],
+    hour: datetime,
+    python_rows: bool,
 ) -> float:
     """Seconds to route ``block`` and, with ``plans``, file its witnesses as a routing task does
     (:func:`per_message`)."""
@@ -330,25 +334,43 @@ def _route_turn(
 CLOCKS = {clock.id: clock for clock in (clock_block(feed, CLOCK_PATH) for feed in FEEDS)}
 
 
+@dataclass(frozen=True)
+class FiledByBlock:
+    """Witness plans whose rows a routing task files by block itself, as stage 1 did before the
+    state's format 2 (:data:`FORMAT_1`: measured beside it, paired)."""
+
+    plans: WitnessPlans
+
+
 def filed_as_a_task(
-    witnesses: Mapping[str, Sequence[Any]], plans: WitnessPlans, hour: datetime, key: str = "m"
+    witnesses: Mapping[str, Sequence[Any]],
+    plans: WitnessPlans | FiledByBlock,
+    hour: datetime,
+    key: str = "m",
 ) -> MessageWitnesses:
-    """A routed message's witnesses filed as a routing task files them (:class:`feedrouter.spark.
+    """A routed message's witnesses kept as a routing task keeps them (:class:`feedrouter.spark.
     tasks._Filing`): its event time read off its clock's row, parsed and admitted in ``hour``
-    (:func:`~feedrouter.join.collect.joinable_time`), then its rows filed by block. (Filed without
-    its event time, as this bench used to file them, stage 1 looked 2.7 to 3.5 us a message
-    cheaper than it is: parsing an RFC 822 date costs that much.)"""
+    (:func:`~feedrouter.join.collect.joinable_time`), then each witness plan's rows whole (the
+    state's format 2: the join stage files them by block as it reads the hour), or, for
+    :class:`FiledByBlock`, filed by block (format 1). (Filed without its event time, as this bench
+    used to file them, stage 1 looked 2.7 to 3.5 us a message cheaper than it is: parsing an RFC
+    822 date costs that much.)"""
     time_ = None
     for block in witnesses:
         clock = CLOCKS.get(block)
         if clock is not None:
             time_ = joinable_time(witnesses, clock, CLOCK_FORMAT, hour, LATENESS)
             break
-    return message_witnesses(MessageRef(key, 0, time_), witnesses, plans)
+    ref = MessageRef(key, 0, time_)
+    if isinstance(plans, FiledByBlock):
+        return message_witnesses(ref, witnesses, plans.plans)
+    found = MessageWitnesses(ref)
+    plans.collect(witnesses, found.bound, found.rows)
+    return found
 
 
 def writer_seconds(
-    router: Router, plans: WitnessPlans, messages: Sequence[bytes], hour: datetime, passes: int
+    router: Router, plans: WitnessPlans | FiledByBlock, messages: Sequence[bytes], hour: datetime, passes: int
 ) -> float:
     """Seconds a message the hour's writer takes to build its tables from an hour of ``messages``
     (of ``hour``) as routing tasks filed them (:func:`feedrouter.spark.witnesses.tables`: each block's roots,
@@ -401,6 +423,8 @@ WRITER_PASSES = 5
 VARIANTS = {"blocks one by one": sys.maxsize, "selections factored": MIN_SHARED}
 #: the default variant with its rows read in Python (without :mod:`feedrouter.kernel`)
 PYTHON_ROWS = "factored, rows in Python"
+#: the default variant with its rows filed by block in stage 1 (the state's format 1, before 2)
+FORMAT_1 = "factored, filed in stage 1 (format 1)"
 
 
 def rotations(routers: Mapping[str, T]) -> list[dict[str, T]]:
@@ -432,11 +456,13 @@ def stage1(workload: Workload, sizes: Sizes) -> list[dict]:
             artifacts = {"ordinary": artifact((witness_router((), ordinary), None))}
             for name, min_shared in VARIANTS.items():
                 plans = witness_plans(blocks, min_shared)
-                artifacts[name] = artifact((witness_router([*plans.bases.values(), clock], ordinary), plans))
-                if name == "selections factored":  # the same, read without the kernel
+                router = witness_router([*plans.bases.values(), clock], ordinary)
+                artifacts[name] = artifact((router, plans))
+                if name == "selections factored":  # the same, read without the kernel; filed in stage 1
                     artifacts[PYTHON_ROWS] = artifacts[name]
+                    artifacts[FORMAT_1] = artifact((router, FiledByBlock(plans)))
                     witness_bases = len(plans.bases)
-                del plans
+                del plans, router
             compiled = time.perf_counter() - started
             hour = workload.feeds[feed][len(workload.feeds[feed]) // 2]
             messages = [m.data for m in hour.messages[: sizes.stage1_messages]]
@@ -467,7 +493,7 @@ def stage1(workload: Workload, sizes: Sizes) -> list[dict]:
                 "messages": len(messages),
                 "ordinary ms/msg": round(plain, 3),
             }
-            for name in [*VARIANTS, PYTHON_ROWS]:
+            for name in [*VARIANTS, PYTHON_ROWS, FORMAT_1]:
                 added = (timed[name].ratio - 1) * plain + writer[name]
                 row[f"added ms/msg, {name}"] = round(added, 3)
                 row[f"added cost, {name}"] = f"{added / plain:.0%}"
@@ -516,7 +542,7 @@ def time_routers(
     """Load the routers of ``artifacts`` and time them on ``messages`` (:func:`per_message`), and
     the writer's share with each one's plans on ``whole_hour`` (ms a message,
     :func:`writer_seconds`)."""
-    routers: dict[str, tuple[Router, WitnessPlans | None]] = loaded_after_compiling(artifacts)
+    routers: dict[str, tuple[Router, WitnessPlans | FiledByBlock | None]] = loaded_after_compiling(artifacts)
     timed = per_message(routers, messages, hour, PASSES, python_rows={PYTHON_ROWS})
     writer = {}
     for name, (router, plans) in routers.items():
@@ -662,8 +688,10 @@ def stage1_task(workload: Workload, sizes: Sizes, scratch: Path) -> list[dict]:
     from feedrouter.catalog.joins import JoinsOfFeed
     from feedrouter.delivery import PlanRef
     from feedrouter.spark import tasks
+    from feedrouter.spark.batch import witness_roots
     from feedrouter.spark.spec import JobSpec
     from feedrouter.spark.stores import StoreOpener
+    from feedrouter.spark.witnesses import coverage
     from feedrouter.storage import FileStore
 
     rows = []
@@ -725,6 +753,8 @@ def stage1_task(workload: Workload, sizes: Sizes, scratch: Path) -> list[dict]:
                         },
                         state_uri=(folder / "state").as_uri() if with_joins else None,
                         witness_blocks=with_joins.blocks if with_joins else (),
+                        witness_coverage=coverage(with_joins.specs.values()) if with_joins else (),
+                        witness_roots=witness_roots(with_joins) if with_joins else (),  # format 2
                     )
                     tasks.plan_for(spec, artifact)  # decoded before the clock starts, as a worker keeps it
                     started = time.perf_counter()

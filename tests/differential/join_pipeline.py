@@ -6,18 +6,22 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from pathlib import Path
 
 from lxml import etree
 
 from feedrouter import Router
 from feedrouter.join.clock import parse_event_time
 from feedrouter.join.collect import collect_hour
+from feedrouter.join.filing import BlockFiling
 from feedrouter.join.plan import JoinSet, clock_block
 from feedrouter.join.relations import HourWitnesses, admitted
 from feedrouter.join.selections import MIN_SHARED, witness_plans
 from feedrouter.join.stage import JoinDelivery, JoinStage, Pair
 from feedrouter.lang import parse
 from feedrouter.limits import JoinLimits
+from feedrouter.spark.witnesses import coverage, read_hour, read_joinable, write_hour
+from feedrouter.storage import open_store
 from tests.differential.join_oracle import SaxonJoinOracle
 from tests.differential.oracle import canonical
 
@@ -39,6 +43,10 @@ class JoinPipeline:
     min_shared: int = MIN_SHARED  # 1: every block's selections factored out (the most shared bases)
     joins: JoinSet = field(default_factory=JoinSet)
     store: dict[tuple[str, datetime], HourWitnesses] = field(default_factory=dict)
+    #: a folder: stage 1 writes each hour there in the state's format 2 (each witness plan's rows
+    #: whole) and the hour is read back filed by block, as the join stage reads it; None: filed by
+    #: block in memory
+    state: Path | None = None
 
     def __post_init__(self) -> None:
         for sid, (feed, text) in self.subscriptions.items():
@@ -60,7 +68,7 @@ class JoinPipeline:
         return router
 
     def collect(self, feed: str, hour: datetime, messages: Iterable[tuple[str, bytes]]) -> None:
-        self.store[(feed, hour)] = collect_hour(
+        found = collect_hour(
             self.routers[feed],
             feed,
             hour,
@@ -69,7 +77,26 @@ class JoinPipeline:
             self.clocks[feed],
             CLOCK_FORMAT,
             self.lateness,
+            by_block=self.state is None,
         )
+        self.store[(feed, hour)] = found if self.state is None else self._through_the_store(found)
+
+    def _through_the_store(self, found: HourWitnesses) -> HourWitnesses:
+        """An hour of plan rows written in format 2 and read back whole, its roots filed by block
+        where they are read (:class:`~feedrouter.join.filing.BlockFiling`)."""
+        assert self.state is not None
+        plans, specs = self.plans[found.feed], self.joins.specs_for(found.feed)
+        found.blocks = tuple(sorted(spec.id for spec in specs))
+        store = open_store(self.state.as_uri())
+        write_hour(store, found, coverage(specs), plans.roots())
+        back = read_hour(store, found.feed, found.hour)
+        joinable = read_joinable(store, found.feed, found.hour, BlockFiling(self.joins.specs))
+        assert back is not None and joinable is not None
+        runs = joinable._columns.roots  # type: ignore[union-attr]
+        bounds = runs.starts.tolist()
+        nodes = list(zip(runs.messages.tolist(), runs.nodes.tolist(), strict=True))
+        back.roots = {name: nodes[bounds[at] : bounds[at + 1]] for at, name in enumerate(runs.names)}
+        return back
 
     def join(self, hour: datetime) -> dict[str, JoinDelivery]:
         return self.stage.run(hour, lambda feed, h: self.store.get((feed, h)))

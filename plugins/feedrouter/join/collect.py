@@ -14,7 +14,7 @@ from typing import Protocol
 from feedrouter.errors import DocumentError
 from feedrouter.join.clock import parse_event_time
 from feedrouter.join.plan import BlockSpec
-from feedrouter.join.relations import HourWitnesses, MessageRef, admitted
+from feedrouter.join.relations import HourWitnesses, MessageRef, MessageWitnesses, admitted
 from feedrouter.join.selections import WitnessPlans
 from feedrouter.join.witness import WitnessRow
 
@@ -62,17 +62,26 @@ def collect_hour(
     clock: BlockSpec,
     fmt: str,
     lateness: timedelta,
+    by_block: bool = True,
 ) -> HourWitnesses:
     """Route ``(key, bytes)`` messages of ``feed``'s ``hour`` in stream order and keep their
-    witnesses (``router`` compiled ``plans``' bases and ``clock``). A document the router refuses
-    takes part in no join (its delivery path quarantines it); it still has its place in the
-    stream, with no time."""
+    witnesses (``router`` compiled ``plans``' bases and ``clock``): filed by block, or each
+    witness plan's rows whole (not ``by_block``: what stage 1 writes in the state's format 2,
+    :meth:`~feedrouter.join.selections.WitnessPlans.collect`). A document the router refuses takes
+    part in no join (its delivery path quarantines it); it still has its place in the stream,
+    with no time."""
     found = HourWitnesses(feed, hour)
     for key, data in messages:
         try:
             witnesses = router.route_outcome(data, source=key).witnesses
         except DocumentError:
-            found.add(MessageRef(key, 0, None), {}, plans)
-            continue
-        found.add(MessageRef(key, 0, joinable_time(witnesses, clock, fmt, hour, lateness)), witnesses, plans)
+            witnesses, time = {}, None
+        else:
+            time = joinable_time(witnesses, clock, fmt, hour, lateness)
+        if by_block:
+            found.add(MessageRef(key, 0, time), witnesses, plans)
+        else:
+            message = MessageWitnesses(MessageRef(key, 0, time))
+            plans.collect(witnesses, message.bound, message.rows)
+            found.append(message)
     return found

@@ -357,6 +357,8 @@ class NamedColumns:
     items: list[str] | list[bytes]
     messages: npt.NDArray[np.int64]
     nodes: npt.NDArray[np.int64]
+    #: of a leaf's values, how many values the leaf has in the row that gave the value (None: fragments)
+    counts: npt.NDArray[np.int64] | None = None
 
 
 class _NamedColumnsBuilder:
@@ -374,8 +376,9 @@ class _NamedColumnsBuilder:
         self.items: list = []  # every row's item, in order
         self.messages: list[int] = []
         self.nodes: list[int] = []
-        #: the rows before those in the lists, as (name, messages, nodes) arrays
-        self.chunks: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]] = []
+        self.counts: list[int] = []  # per value row added by :meth:`add`, how many values its leaf has
+        #: the rows before those in the lists, as (name, messages, nodes, counts) arrays
+        self.chunks: list[tuple[npt.NDArray[np.int64], ...]] = []
 
     def add(self, m: int, n: int, names: tuple[str, ...], items: Sequence) -> None:
         """Add node ``n`` of message ``m``, the items of each of its ``names`` (per name a tuple
@@ -390,6 +393,7 @@ class _NamedColumnsBuilder:
             for code, values in zip(codes, items, strict=True):
                 self.name += [code] * len(values)
                 self.items += values
+                self.counts += [len(values)] * len(values)
         else:
             self.name += codes
             self.items += items
@@ -407,9 +411,12 @@ class _NamedColumnsBuilder:
             rows = list(filed)
             size = count(rows, side)
             self._close_lists()
-            name, messages, nodes = (np.empty(size, np.int64) for _ in range(3))
-            fill(rows, side, self.codes, self.names, name, self.items, messages, nodes)
-            self.chunks.append((name, messages, nodes))
+            name, messages, nodes, counts = (np.empty(size, np.int64) for _ in range(4))
+            if side == _LEAVES:
+                fill(rows, side, self.codes, self.names, name, self.items, messages, nodes, counts)
+            else:
+                fill(rows, side, self.codes, self.names, name, self.items, messages, nodes)
+            self.chunks.append((name, messages, nodes, counts))
             return
         for m, found in filed:
             for names, row in found:
@@ -419,21 +426,23 @@ class _NamedColumnsBuilder:
     def _close_lists(self) -> None:
         """The rows in the lists become a chunk (rows added later come after them)."""
         if self.name:
-            lists = self.name, self.messages, self.nodes
-            name, messages, nodes = (np.array(column, np.int64) for column in lists)
-            self.chunks.append((name, messages, nodes))
-            self.name, self.messages, self.nodes = [], [], []
+            counts = self.counts if self.side == _LEAVES else self.name  # (fragments': unused)
+            lists = self.name, self.messages, self.nodes, counts
+            self.chunks.append(tuple(np.array(column, np.int64) for column in lists))
+            self.name, self.messages, self.nodes, self.counts = [], [], [], []
 
     def columns(self) -> NamedColumns:
         self._close_lists()
         ordered = sorted(self.names)
         rank = np.zeros(len(ordered), np.int64)
         rank[[self.names[name] for name in ordered]] = np.arange(len(ordered))
-        name, messages, nodes = (
+        name, messages, nodes, counts = (
             np.concatenate([chunk[at] for chunk in self.chunks]) if self.chunks else np.zeros(0, np.int64)
-            for at in range(3)
+            for at in range(4)
         )
-        return NamedColumns(ordered, rank[name], self.items, messages, nodes)
+        return NamedColumns(
+            ordered, rank[name], self.items, messages, nodes, counts if self.side == _LEAVES else None
+        )
 
 
 @dataclass(frozen=True)

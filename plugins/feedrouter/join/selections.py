@@ -592,6 +592,15 @@ class Served:
                     known += found
         return kept
 
+    def blocks(self) -> Iterable[str]:
+        """Every block this plan's rows may bind."""
+        for listed in self.direct.values():
+            yield from listed
+        for keyed in (*self.index.values(), *self.needles.values()):
+            for entries in keyed.values():
+                for grouped, _ in entries:
+                    yield from grouped
+
     def _checks(self) -> _Checks:
         """The tests as functions, built on first use in each process (never pickled)."""
         checks = self.__dict__.get("_compiled")
@@ -777,13 +786,54 @@ class WitnessPlans:
                 names = self.names(plan)
                 filed += [(names, row) for row in kept]
 
+    def collect(
+        self,
+        witnesses: Mapping[str, Sequence[WitnessRow]],
+        bound: dict[int, list[Blocks]],
+        filed: list[tuple[tuple[tuple[str, ...], tuple[str, ...]], WitnessRow]],
+    ) -> None:
+        """Keep a routed message's witness rows as stage 1 writes them (the state's format 2):
+        every row of each plan this build serves, its node filed under the plan itself in ``bound``
+        (a group of one, as :meth:`file` files a block), each row appended to ``filed`` with its
+        plan's names; the join stage files them by block where it reads them
+        (:class:`~feedrouter.join.filing.BlockFiling`). Plans this build does not serve (another
+        build's, a clock) are left out."""
+        served = self.served
+        for plan, rows in witnesses.items():
+            if plan not in served or not rows:
+                continue
+            group = (plan,)
+            for row in rows:
+                known = bound.get(row.node)
+                if known is None:
+                    bound[row.node] = [group]
+                else:  # another plan's rows bound the node too
+                    known.append(group)
+            names = self.names(plan)
+            filed += [(names, row) for row in rows]
+
+    def roots(self) -> dict[str, str]:
+        """Per block this build serves, the witness plan whose rows it is filed from (itself, for a
+        block compiled as it is): what an hour's ``blocks.json`` records for the join stage to file
+        the hour's rows by block (:meth:`collect`)."""
+        found: dict[str, str] | None = self.__dict__.get("_roots")
+        if found is None:
+            found = {}
+            for plan, served in self.served.items():
+                for block in served.blocks():
+                    found[block] = plan
+            self.__dict__["_roots"] = found
+        return found
+
     def _filing_entry(self, plan: str) -> tuple[_Checks, tuple[tuple[str, ...], tuple[str, ...]]] | None:
         """What :meth:`file`'s compiled loop keeps for a plan: its checks and names, or None."""
         served = self.served.get(plan)
         return None if served is None else (served._checks(), self.names(plan))
 
     def __getstate__(self) -> dict[str, object]:
-        return {key: value for key, value in self.__dict__.items() if key not in ("_names", "_filing")}
+        return {
+            key: value for key, value in self.__dict__.items() if key not in ("_names", "_filing", "_roots")
+        }
 
 
 def witness_plans(specs: Iterable[BlockSpec], min_shared: int = MIN_SHARED) -> WitnessPlans:
@@ -868,6 +918,16 @@ def _add_base(plans: WitnessPlans, members: Sequence[tuple[BlockSpec, Factored]]
     served.needles = {at: _grouped_by_test(by) for at, by in by_needle.items()}
     plans.bases[base.id] = base
     plans.served[base.id] = served
+
+
+def shared_base(specs: Sequence[BlockSpec]) -> tuple[BlockSpec, Served]:
+    """One base for ``specs`` (blocks that differ only in their checkable conditions: their
+    :func:`factor` bases are one), as :func:`witness_plans` makes it for a group, whatever its
+    size: what files an hour's base rows by these blocks where the join stage reads them."""
+    plans = WitnessPlans()
+    _add_base(plans, [(spec, factor(spec)) for spec in specs])
+    ((plan, base),) = plans.bases.items()
+    return base, plans.served[plan]
 
 
 #: how a block can be found: ("value", leaf position, value) or ("needle", (leaf position, function), needle)

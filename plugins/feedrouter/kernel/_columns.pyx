@@ -157,13 +157,15 @@ def fill_items(
     list items,
     long long[::1] messages,
     long long[::1] nodes,
+    long long[::1] counts=None,
 ):
     """For each row of ``filed`` (as :func:`count_items` takes it), one side of it (``side``: 0
     the leaves, 1 the fragments), a row per item: its name's number (``names`` numbers a name as
     first seen; ``codes`` caches a tuple of names' numbers), the message's number and the row's node
     written to ``name``, ``messages`` and ``nodes`` (as long as :func:`count_items` counted), the
-    item appended to ``items``; the items of a leaf are its values, of a fragment its bytes.
-    Filling fewer or more rows than the arrays hold raises (indexes are checked)."""
+    item appended to ``items``; the items of a leaf are its values, of a fragment its bytes. With
+    ``counts`` (the leaves only), each value's row also gets how many values its leaf has in the
+    row. Filling fewer or more rows than the arrays hold raises (indexes are checked)."""
     cdef PyObject* known
     cdef tuple code
     cdef Py_ssize_t at, row_at = 0
@@ -172,6 +174,8 @@ def fill_items(
         raise ValueError(f"side is 0 (the leaves) or 1 (the fragments), not {side}")
     if messages.shape[0] != name.shape[0] or nodes.shape[0] != name.shape[0]:
         raise ValueError("fill_items: name, messages and nodes have an entry per row")
+    if counts is not None and (side != 0 or counts.shape[0] != name.shape[0]):
+        raise ValueError("fill_items: counts are the leaves' and have an entry per row")
     for number, found in filed:
         message = number
         for pair in found:
@@ -193,10 +197,13 @@ def fill_items(
             for at in range(len(code)):
                 numbered_as = code[at]
                 if side == 0:
-                    for value in found_items[at]:
+                    values = found_items[at]
+                    for value in values:
                         name[row_at] = numbered_as
                         messages[row_at] = message
                         nodes[row_at] = element
+                        if counts is not None:
+                            counts[row_at] = len(values)
                         items.append(value)
                         row_at += 1
                 else:

@@ -30,8 +30,8 @@ from feedrouter.spark.batchlog import batch_fields, log
 from feedrouter.spark.lease import JobCanceller, hour_lock
 from feedrouter.spark.session import batch_session
 from feedrouter.spark.stores import StoreOpener
-from feedrouter.spark.tasks import WitnessReport
-from feedrouter.spark.witnesses import holds_coverage, write_hour
+from feedrouter.spark.tasks import WitnessReport, write_witness_hour
+from feedrouter.spark.witnesses import holds_coverage
 from feedrouter.storage import ObjectStore
 
 
@@ -67,8 +67,7 @@ def backfill_witnesses(
             keys = list_inputs(stores.open(spec.input_uri))
             if not keys:
                 _check_nothing_was_routed(engine, feed, hour, spec.input_uri)
-                empty = HourWitnesses(feed, hour, spec.witness_blocks)
-                write_hour(state, empty, spec.witness_coverage)
+                write_witness_hour(spec, HourWitnesses(feed, hour, spec.witness_blocks))
                 return WitnessReport(0, 0, 0, 0)
             sessions = session or (lambda: batch_session(None, options.master))
             output = run_routing(spec, loaded, keys, sessions, options, None, cancel)

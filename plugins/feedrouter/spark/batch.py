@@ -35,6 +35,7 @@ from sqlalchemy import Engine
 from feedrouter.catalog import PlanBuildResult, PlanSummary, Target, ledger, repository
 from feedrouter.catalog import lease as leases
 from feedrouter.catalog.artifact import decode_summary
+from feedrouter.catalog.joins import JoinsOfFeed
 from feedrouter.catalog.settings import state_uri
 from feedrouter.delivery import PlanRef, delivery_dir, is_input_key
 from feedrouter.delivery.parts import DEFAULT_MAX_PART_BYTES
@@ -58,8 +59,8 @@ from feedrouter.spark.quarantine import prune
 from feedrouter.spark.session import batch_session, check_no_speculation
 from feedrouter.spark.spec import ArtifactRef, Fault, JobSpec
 from feedrouter.spark.stores import StoreOpener
-from feedrouter.spark.tasks import Undelivered
-from feedrouter.spark.witnesses import coverage, write_hour
+from feedrouter.spark.tasks import Undelivered, write_witness_hour
+from feedrouter.spark.witnesses import coverage
 from feedrouter.storage import ObjectStore
 
 if TYPE_CHECKING:
@@ -226,8 +227,7 @@ def route_batch(
                 if keys:
                     output = run_routing(spec, loaded, keys, sessions, options, progress, cancel)
                 elif spec.state_uri is not None:  # an empty hour has witnesses too: none
-                    empty = HourWitnesses(spec.feed, spec.hour, spec.witness_blocks)
-                    write_hour(stores.open(spec.state_uri), empty, spec.witness_coverage)
+                    write_witness_hour(spec, HourWitnesses(spec.feed, spec.hour, spec.witness_blocks))
                 # before withdrawing anything: a new holder's folders are its own
                 leases.confirm(engine, lease)
                 cleanup = _clean_up(engine, spec, loaded, output, earlier, plans_store)
@@ -300,7 +300,15 @@ def job_spec(loaded: LoadedPlan, hour: datetime, stores: StoreOpener, options: B
         witness_coverage=(
             coverage(joins.specs[b] for b in joins.blocks) if state is not None and joins is not None else ()
         ),
+        witness_roots=witness_roots(joins) if state is not None and joins is not None else (),
     )
+
+
+def witness_roots(joins: JoinsOfFeed) -> tuple[tuple[str, str], ...]:
+    """Per block the feed's router computes, the witness plan it is filed from (:meth:`~feedrouter.
+    join.selections.WitnessPlans.roots`), as an hour of format 2 records it."""
+    roots = joins.witnessing.roots()
+    return tuple(sorted((block, roots[block]) for block in joins.blocks))
 
 
 def list_inputs(store: ObjectStore) -> list[str]:

@@ -41,7 +41,6 @@ from feedrouter.spark.joindelivery import DELIVERY_THREADS, Written, deliver_joi
 from feedrouter.spark.joinsql import WitnessSource
 from feedrouter.spark.session import executor_cores
 from feedrouter.spark.spec import JobSpec
-from feedrouter.spark.witnesses import WitnessHours
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -128,7 +127,7 @@ def _divided(
 ) -> list[list[JoinPlan]]:
     """The population divided by value slice (:func:`divide`) into ``parts`` (None: one per core
     of the session's executors), the slices found from the hour's own witnesses."""
-    read = WitnessHours(source.stores.open(source.state_uri), source.required).joinable
+    read = source.hours().joinable
     own = {feed: read(feed, hour) for feed in {f for plan in plans for f in plan.feeds}}
     slices = JoinStage(plans, {}, lateness=lateness).slices(hour, lambda feed, when: own.get(feed))
     return divide(slices, parts or executor_cores(spark) or _UNKNOWN_CORES_PARTS)
@@ -183,7 +182,7 @@ def pair_parts(
     """The ``mapInArrow`` task: the shared stage over each part's subscriptions, the window's
     witness hours read from the state store as columns (each once per task), a part's pairs in
     rows of bounded size (:func:`_pair_lists`)."""
-    read = WitnessHours(source.stores.open(source.state_uri), source.required).joinable
+    read = source.hours().joinable
     for batch in batches:
         for packed in batch.column("plans").to_pylist():
             with heap.paused():  # tens of thousands of plans, millions of pairs: none garbage yet
@@ -210,7 +209,7 @@ def deliver_parts(
     to deliver."""
     import pyarrow as pa
 
-    witnesses = WitnessHours(source.stores.open(source.state_uri), source.required)
+    witnesses = source.hours()
     schema = pa.schema([("written", pa.binary())])
     for batch in batches:
         for packed in batch.column("plans").to_pylist():

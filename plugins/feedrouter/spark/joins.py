@@ -39,6 +39,7 @@ from feedrouter.catalog.joins import JoinsOfFeed
 from feedrouter.catalog.settings import state_uri
 from feedrouter.errors import error
 from feedrouter.hours import format_hour, to_hour
+from feedrouter.join.filing import BlockFiling
 from feedrouter.join.relations import ONE_HOUR
 from feedrouter.join.stage import JoinDelivery, JoinStage
 from feedrouter.spark.backfill import backfill_witnesses
@@ -59,7 +60,7 @@ from feedrouter.spark.lease import JobCanceller, hour_lock
 from feedrouter.spark.session import batch_session, check_no_speculation
 from feedrouter.spark.spec import JobSpec
 from feedrouter.spark.stores import StoreOpener
-from feedrouter.spark.witnesses import WitnessHours, coverage, coverage_of_hour, covers
+from feedrouter.spark.witnesses import coverage, coverage_of_hour, covers
 from feedrouter.storage import ObjectStore
 
 
@@ -156,7 +157,7 @@ def join_batch(
         joins = loaded.plan.joins
         if joins is None or not joins.plans:
             return JoinReport(feed, format_hour(hour), "no-joins", loaded.build.id)
-        source = WitnessSource(stores, options.state_uri or state_uri())
+        source = WitnessSource(stores, options.state_uri or state_uri(), filing=BlockFiling(joins.specs))
         state = stores.open(source.state_uri)
         start = options.stream_start or _route_start()
         lateness = loaded.plan.feed.allowed_lateness
@@ -233,7 +234,7 @@ def _delivered(
     writes the same bytes), where the other engines, pairing first, write none."""
     hour, cancel = spec.hour, cancel or JobCanceller()
     if options.engine == "python":
-        witnesses = WitnessHours(source.stores.open(source.state_uri), source.required)
+        witnesses = source.hours()
         pairs = stage.pairs(hour, witnesses.joinable)
     elif options.engine in ("spark", "partitioned"):
         with batch_session(spark, options.master) as session:
@@ -246,7 +247,7 @@ def _delivered(
                         return partitioned_deliveries(
                             session, stage, hour, source, spec, targets, options.delivery_threads
                         )
-                    fenced = WitnessHours(source.stores.open(source.state_uri), source.required)
+                    fenced = source.hours()
                     fenced.fence(sorted(source.required))  # the hours it pairs from, as they are now
                     pairs = spark_pairs(session, stage.plans, hour, source, stage.lateness, stage.max_pairs)
             except Exception as exc:

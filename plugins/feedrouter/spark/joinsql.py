@@ -32,6 +32,7 @@ from datetime import datetime, timezone
 from functools import cached_property, partial
 from typing import TYPE_CHECKING, Any
 
+from feedrouter.join.filing import BlockFiling
 from feedrouter.join.plan import JoinPlan
 from feedrouter.join.relations import ONE_HOUR
 from feedrouter.join.stage import Pair, reach_of_feeds
@@ -41,7 +42,7 @@ from feedrouter.limits import DEFAULT_MAX_JOIN_PAIRS
 from feedrouter.spark.frames import arrow_schema
 from feedrouter.spark.session import executor_cores
 from feedrouter.spark.stores import StoreOpener
-from feedrouter.spark.witnesses import read_relation, still_there
+from feedrouter.spark.witnesses import WitnessHours, read_relation, still_there
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -71,6 +72,13 @@ class WitnessSource:
     #: the (feed, hour)s the join stage found written before it began: one gone while it runs (the
     #: retention DAG) fails it with FR609 (retried, back-filled), never pairs without that hour
     required: frozenset[tuple[str, datetime]] = frozenset()
+    #: what files an hour of the state's format 2 by the join's blocks as it is read (None: the
+    #: hours are read as their roots table holds them)
+    filing: BlockFiling | None = None
+
+    def hours(self) -> WitnessHours:
+        """A reader of the witness hours from this source (in the process that calls it)."""
+        return WitnessHours(self.stores.open(self.state_uri), self.required, self.filing)
 
 
 @dataclass(frozen=True)
@@ -212,7 +220,8 @@ def read_window(
             batch.column("feed").to_pylist(), batch.column("hour_s").to_pylist(), strict=True
         ):
             when = datetime.fromtimestamp(hour_s, timezone.utc)
-            table = still_there(partial(read_relation, store, feed, when, name), feed, when, source.required)
+            read = partial(read_relation, store, feed, when, name, source.filing)
+            table = still_there(read, feed, when, source.required)
             if table is None or not table.num_rows:
                 continue
             codes = pc.index_in(table.column(column), value_set=known)

@@ -92,6 +92,9 @@ class JobSpec:
     witness_blocks: tuple[str, ...] = ()  # the join blocks the plan computes (with state_uri)
     #: per block, the names of the leaves and fragments its rows hold (what the hour will cover)
     witness_coverage: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = ()
+    #: per block, the witness plan whose rows the join stage files it from (the state's format 2:
+    #: stage 1 writes the plans' rows whole); empty: stage 1 files them by block (format 1)
+    witness_roots: tuple[tuple[str, str], ...] = ()
     witnesses_only: bool = False  # a back-fill: write the hour's witnesses, deliver nothing
 
     def without_targets(self) -> JobSpec:

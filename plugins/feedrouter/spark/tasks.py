@@ -164,7 +164,11 @@ def route_partition(
     splitter = splitter_for(plan, spec.max_message_bytes)
     inputs = spec.stores.open(spec.input_uri)
     quarantine = Quarantine(spec, inputs)
-    filing = _Filing(plan.joins, spec.hour, plan.feed.allowed_lateness) if plan.joins else None
+    filing = (
+        _Filing(plan.joins, spec.hour, plan.feed.allowed_lateness, by_block=not spec.witness_roots)
+        if plan.joins
+        else None
+    )
     for ordinal, key in items:
         yield from _route_object(
             plan, splitter, inputs, quarantine, ordinal, key, filing, spec.witnesses_only
@@ -209,12 +213,17 @@ FILING_BATCH = 32
 
 
 class _Filing:
-    """A routing task's messages' witnesses, filed by block :data:`FILING_BATCH` messages at a
-    time (:func:`~feedrouter.join.relations.message_witnesses`), with the event time joins may use
-    (none for a refused message). It keeps a message's witnesses until then, not its results."""
+    """A routing task's messages' witnesses, :data:`FILING_BATCH` messages at a time, with the
+    event time joins may use (none for a refused message): each witness plan's rows whole, the
+    join stage filing them by block where it reads them (format 2: :meth:`~feedrouter.join.
+    selections.WitnessPlans.collect`), or, ``by_block``, filed by block here (format 1:
+    :func:`~feedrouter.join.relations.message_witnesses`). It keeps a message's witnesses until
+    then, not its results."""
 
-    def __init__(self, joins: JoinsOfFeed, hour: datetime, lateness: timedelta) -> None:
-        self.joins, self.hour, self.lateness = joins, hour, lateness
+    def __init__(
+        self, joins: JoinsOfFeed, hour: datetime, lateness: timedelta, by_block: bool = False
+    ) -> None:
+        self.joins, self.hour, self.lateness, self.by_block = joins, hour, lateness, by_block
         self.pending: list[tuple[int, Message, bool, dict[str, list[WitnessRow]]]] = []
 
     def add(self, ordinal: int, routed: Routed) -> list[tuple[Key, MessageWitnesses]]:
@@ -237,7 +246,11 @@ class _Filing:
         if routed and joins.clock is not None:
             time = joinable_time(witnesses, joins.clock, joins.event_format, self.hour, self.lateness)
         ref = MessageRef(message.source, message.index, time, message.digest)
-        return message_witnesses(ref, witnesses, joins.witnessing)
+        if self.by_block:
+            return message_witnesses(ref, witnesses, joins.witnessing)
+        found = MessageWitnesses(ref)
+        joins.witnessing.collect(witnesses, found.bound, found.rows)
+        return found
 
 
 def deliver_partition(
@@ -268,12 +281,19 @@ def write_witnesses(spec: JobSpec, messages: Iterable[MessageWitnesses]) -> Witn
     hour = HourWitnesses(spec.feed, spec.hour, spec.witness_blocks)
     for found in messages:
         hour.append(found)
+    written = write_witness_hour(spec, hour)
+    timed = sum(1 for message in hour.messages if message.time is not None)
+    return WitnessReport(len(hour.messages), timed, len(hour.root_columns().blocks), written)
+
+
+def write_witness_hour(spec: JobSpec, witnesses: HourWitnesses) -> int:
+    """Write an hour's witnesses to the spec's state location as its plan computes them: its blocks'
+    coverage and, in format 2, the witness plan each is filed from (:func:`~feedrouter.spark.
+    witnesses.write_hour`); the bytes written."""
     if spec.state_uri is None:
         raise error("FR600", f"the job spec of {spec.feed} {spec.hour_text} names no state location")
-    written = write_hour(spec.stores.open(spec.state_uri), hour, spec.witness_coverage)
-    timed = sum(1 for message in hour.messages if message.time is not None)
-    roots = len(hour.root_columns().blocks)
-    return WitnessReport(len(hour.messages), timed, roots, written)
+    roots = dict(spec.witness_roots) if spec.witness_roots else None
+    return write_hour(spec.stores.open(spec.state_uri), witnesses, spec.witness_coverage, roots)
 
 
 def deliver_one(

@@ -5,15 +5,21 @@ Stage 1 writes, under ``{state prefix}/witnesses/{feed}/dt=YYYY-MM-DD/hour=HH/``
 
 * ``messages.parquet``: ``(message, key, index, time)``, every message of the hour in stream
   order (``time`` null when the message takes part in no join);
-* ``roots.parquet``: ``(block, message, node)``, the nodes each join block bound (paper 001's
-  R_bin, reduced to the bound node);
-* ``values.parquet``: ``(leaf, value, message, node)``, each bound node's leaf values (R_doc),
-  sorted by leaf and value: the file's row groups are the value buckets of paper 001's view cache;
+* ``roots.parquet``: ``(block, message, node)``, the nodes each witness plan bound (format 2), or
+  each join block (format 1: paper 001's R_bin, reduced to the bound node);
+* ``values.parquet``: ``(leaf, value, message, node, count)``, each bound node's leaf values
+  (R_doc; a leaf's values once each, ``count`` how many it has), sorted by leaf and value: the
+  file's row groups are the value buckets of paper 001's view cache;
 * ``fragments.parquet``: ``(message, node, fragment, data)``, the return fragments;
-* ``blocks.json``: the ids of the blocks the hour's plan computed (sorted): a block the join stage
-  needs and does not find here was not looked for, and the hour is back-filled for it;
+* ``blocks.json``: the blocks the hour's plan computed (sorted), each with the leaves and fragments
+  its rows hold and (format 2) the witness plan it is filed from: a block the join stage needs and
+  does not find here was not looked for, and the hour is back-filled for it;
 * ``_SUCCESS`` last: an hour is readable once it is there (stage 2 and the Airflow sensors look for
   it, never for a join result).
+
+In format 2 the join stage files the plans' roots by block as it reads the hour
+(:func:`_filed_roots`, :class:`~feedrouter.join.filing.BlockFiling`): stage 1, in the pass that
+routes every message, keeps each witness plan's rows whole. Hours of both formats are read.
 
 Rows are sorted and the writer's options fixed, so a re-run of the hour writes identical bytes. A
 message costs about 100 bytes in ``messages``, and each bound node 20 bytes per root, its leaf
@@ -42,6 +48,7 @@ from feedrouter.delivery.layout import SUCCESS, witness_dir
 from feedrouter.delivery.parts import Provenance
 from feedrouter.errors import FeedrouterError, ObjectNotFoundError, error
 from feedrouter.hours import HOUR_PATH, HourError, format_hour, hour_path, parse_hour, to_hour
+from feedrouter.join.filing import BlockFiling, LeafRows
 from feedrouter.join.plan import BlockSpec, lookback
 from feedrouter.join.relations import (
     NO_TIME,
@@ -58,6 +65,8 @@ from feedrouter.storage import ObjectStore
 from feedrouter.storage.keys import join_key
 
 if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
     import pyarrow as pa
 
 T = TypeVar("T")
@@ -98,13 +107,21 @@ def coverage(specs: Iterable[BlockSpec]) -> BlockCoverage:
     )
 
 
-def write_hour(store: ObjectStore, witnesses: HourWitnesses, covered: BlockCoverage = ()) -> int:
+def write_hour(
+    store: ObjectStore,
+    witnesses: HourWitnesses,
+    covered: BlockCoverage = (),
+    roots: Mapping[str, str] | None = None,
+) -> int:
     """Write one feed's hour of witnesses (then its ``_SUCCESS``); returns the bytes written.
 
     ``blocks.json`` records the blocks the hour's plan computed, each with the leaves and
     fragments its rows hold (``covered``: every block's; without it, the ids alone, as hours
     written before coverage was recorded have them). A block a later join reads with a leaf or
     fragment the hour does not hold is back-filled (:func:`~feedrouter.spark.joins.check_witnesses`).
+    With ``roots`` (format 2: the roots are the witness plans' own, :meth:`~feedrouter.join.
+    selections.WitnessPlans.collect`), each block also with the plan it is filed from, which the
+    join stage files it by (:class:`~feedrouter.join.filing.BlockFiling`).
     """
     folder = witness_dir(witnesses.feed, witnesses.hour)
     tables = encode(witnesses)
@@ -113,19 +130,30 @@ def write_hour(store: ObjectStore, witnesses: HourWitnesses, covered: BlockCover
         store.delete(join_key(folder, SUCCESS))
     for name, data in tables.items():
         store.put(join_key(folder, f"{name}.parquet"), data)
-    blocks = json.dumps(_blocks_json(witnesses.blocks, covered), sort_keys=True).encode()
+    blocks = json.dumps(_blocks_json(witnesses.blocks, covered, roots), sort_keys=True).encode()
     store.put(join_key(folder, BLOCKS), blocks)
     store.put(join_key(folder, SUCCESS), b"")
     return sum(len(data) for data in tables.values()) + len(blocks)
 
 
-def _blocks_json(blocks: Sequence[str], covered: BlockCoverage) -> list[str] | dict[str, list[list[str]]]:
+def _blocks_json(
+    blocks: Sequence[str], covered: BlockCoverage, roots: Mapping[str, str] | None
+) -> list[str] | dict[str, list[Any]]:
     if not covered:
+        if roots is not None:
+            raise ValueError("an hour of format 2 records its blocks' coverage")
         return sorted(blocks)
-    shapes = {block: [list(leaves), list(fragments)] for block, leaves, fragments in covered}
+    shapes: dict[str, list[Any]] = {
+        block: [list(leaves), list(fragments)] for block, leaves, fragments in covered
+    }
     missing = sorted(set(blocks) - set(shapes))
     if missing:
         raise ValueError(f"no coverage for blocks {missing}")
+    if roots is not None:
+        unfiled = sorted(set(blocks) - set(roots))
+        if unfiled:
+            raise ValueError(f"no witness plan for blocks {unfiled}")
+        return {block: [*shapes[block], roots[block]] for block in sorted(blocks)}
     return {block: shapes[block] for block in sorted(blocks)}
 
 
@@ -198,24 +226,89 @@ def _read_tables(
     return data, store.get(join_key(folder, BLOCKS))
 
 
-def read_joinable(store: ObjectStore, feed: str, hour: datetime) -> HourWitnesses | None:
+def read_joinable(
+    store: ObjectStore, feed: str, hour: datetime, filing: BlockFiling | None = None
+) -> HourWitnesses | None:
     """The hour's witnesses as stage 2 pairs from them (:meth:`HourWitnesses.of_columns
     <feedrouter.join.relations.HourWitnesses.of_columns>`: event times, roots and values as
-    columns, no Python object per row; no fragments), or None when stage 1 has not written them."""
+    columns, no Python object per row; no fragments), or None when stage 1 has not written them.
+    An hour of format 2 is filed by the blocks of ``filing`` as it is read (:func:`_filed_roots`)."""
     read = _read_tables(store, feed, hour, list(_JOINABLE))
-    return None if read is None else _joinable_hour(feed, hour, *read)
+    return None if read is None else _joinable_hour(feed, hour, *read, filing)
 
 
-def _joinable_hour(feed: str, hour: datetime, data: dict[str, bytes], blocks: bytes) -> HourWitnesses:
+def _joinable_hour(
+    feed: str, hour: datetime, data: dict[str, bytes], blocks: bytes, filing: BlockFiling | None
+) -> HourWitnesses:
     import pyarrow.parquet as pq
 
+    hour_roots = _hour_roots(feed, hour, blocks)
     tables = {}
     for name, columns in _JOINABLE.items():
+        wanted = [*columns, "count"] if name == "values" and hour_roots is not None else list(columns)
         with _readable(feed, hour, f"{name}.parquet"):
-            tables[name] = pq.read_table(io.BytesIO(data[name]), columns=list(columns))
+            tables[name] = pq.read_table(io.BytesIO(data[name]), columns=wanted)
+    if hour_roots is not None:
+        tables["roots"] = _filed_roots(feed, hour, tables, hour_roots, filing)
     with _readable(feed, hour, "the tables"):
         joinable = _joinable(tables)
     return HourWitnesses.of_columns(feed, hour, _blocks(feed, hour, blocks), joinable)
+
+
+def _filed_roots(
+    feed: str,
+    hour: datetime,
+    tables: Mapping[str, pa.Table],
+    hour_roots: Mapping[str, str],
+    filing: BlockFiling | None,
+) -> pa.Table:
+    """The roots table of an hour of format 2 (the witness plans' roots) filed by the blocks of
+    ``filing`` (:meth:`~feedrouter.join.filing.BlockFiling.file`): ``(block, message, node)``, as
+    an hour of format 1 holds it."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if filing is None:
+        raise ValueError(
+            f"the join witnesses of {feed} {format_hour(hour)} are filed by block as they are read "
+            "(format 2): reading them needs the join's blocks"
+        )
+    with _readable(feed, hour, "roots.parquet and values.parquet"):
+        roots, values = tables["roots"].combine_chunks(), tables["values"].combine_chunks()
+        _complete(roots, "block", "message", "node")
+        _complete(values, "leaf", "value", "message", "node", "count")
+
+        def numbers(table: pa.Table, column: str) -> npt.NDArray[np.int64]:
+            return table.column(column).to_numpy().astype(np.int64)
+
+        def plan_roots(plan: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]] | None:
+            rows = roots.filter(pc.equal(roots.column("block"), plan))
+            rows = rows.sort_by([("message", "ascending"), ("node", "ascending")])
+            return (numbers(rows, "message"), numbers(rows, "node")) if rows.num_rows else None
+
+        def leaf_rows(leaf: str) -> LeafRows | None:
+            rows = values.filter(pc.equal(values.column("leaf"), leaf))
+            if not rows.num_rows:
+                return None
+            found = [numbers(rows, column) for column in ("message", "node", "count")]
+            return LeafRows(rows.column("value").to_pylist(), *found)
+
+        filed = filing.file(hour_roots, plan_roots, leaf_rows)
+    names = sorted(filed)
+    sizes = [len(filed[name][0]) for name in names]
+    at = np.repeat(np.arange(len(names), dtype=np.int64), sizes)
+    messages, nodes = (
+        np.concatenate([filed[name][side] for name in names]) if names else np.zeros(0, np.int64)
+        for side in (0, 1)
+    )
+    return pa.table(
+        {
+            "block": pa.array(names, pa.string()).take(pa.array(at)),
+            "message": pa.array(messages.astype(np.int32)),
+            "node": pa.array(nodes.astype(np.int32)),
+        }
+    )
 
 
 class WitnessHours:
@@ -223,8 +316,15 @@ class WitnessHours:
     stage 2 pairs from them (:meth:`joinable`), and with what delivering reads of them (the
     provenance and the fragments: :meth:`read`)."""
 
-    def __init__(self, state: ObjectStore, required: Collection[tuple[str, datetime]] = ()) -> None:
+    def __init__(
+        self,
+        state: ObjectStore,
+        required: Collection[tuple[str, datetime]] = (),
+        filing: BlockFiling | None = None,
+    ) -> None:
         self._state = state
+        #: what files an hour of format 2 by block as it is read (the join's blocks)
+        self._filing = filing
         #: the (feed, hour)s the run found written before it began (:func:`~feedrouter.spark.
         #: joins.check_witnesses`): one that is gone now is an error, not an hour without witnesses
         self._required = frozenset(required)
@@ -284,7 +384,7 @@ class WitnessHours:
         if read is None:
             return None
         self._paired[(feed, hour)] = _digest(read[0]["messages"])
-        return _joinable_hour(feed, hour, *read)
+        return _joinable_hour(feed, hour, *read, self._filing)
 
     def _read_delivered(self, feed: str, hour: datetime) -> HourWitnesses | None:
         read = _read_tables(self._state, feed, hour, _DELIVERY_ORDER)
@@ -452,13 +552,16 @@ def _complete(table: pa.Table, *columns: str) -> None:
             raise ValueError(f"the {column} column has nulls")
 
 
-def read_relation(store: ObjectStore, feed: str, hour: datetime, name: str) -> pa.Table | None:
+def read_relation(
+    store: ObjectStore, feed: str, hour: datetime, name: str, filing: BlockFiling | None = None
+) -> pa.Table | None:
     """One of the hour's relations as an Arrow table, for an engine that joins them as relations
     (Spark SQL's executors: no Python object per row), or None when the hour has no witnesses (yet).
 
     ``"roots"``: ``(block, message, node, time_us)``, the event time of each bound node's message in
-    microseconds, the nodes of messages without a usable time left out (they take part in no join);
-    ``"values"``: ``(leaf, value, message, node)`` as stored.
+    microseconds, the nodes of messages without a usable time left out (they take part in no join),
+    an hour of format 2 filed by the blocks of ``filing`` (:func:`_filed_roots`);
+    ``"values"``: ``(leaf, value, message, node)`` as stored (and ``count``, where stored).
     """
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
@@ -473,6 +576,12 @@ def read_relation(store: ObjectStore, feed: str, hour: datetime, name: str) -> p
         table = pq.read_table(io.BytesIO(data))
     if name == "values":
         return table
+    hour_roots = _hour_roots(feed, hour, store.get(join_key(folder, BLOCKS)))
+    if hour_roots is not None:
+        values = store.get(join_key(folder, "values.parquet"))
+        with _readable(feed, hour, "values.parquet"):
+            read = {"roots": table, "values": pq.read_table(io.BytesIO(values))}
+        table = _filed_roots(feed, hour, read, hour_roots, filing)
     data = store.get(join_key(folder, "messages.parquet"))
     with _readable(feed, hour, "messages.parquet"):
         messages = pq.read_table(io.BytesIO(data), columns=["time"])
@@ -517,17 +626,37 @@ def _coverage(feed: str, hour: datetime, data: bytes) -> Coverage | None:
         if not isinstance(blocks, dict):
             return None
         _check_coverage(blocks)
-    return {block: (frozenset(leaves), frozenset(fragments)) for block, (leaves, fragments) in blocks.items()}
+    return {block: (frozenset(shape[0]), frozenset(shape[1])) for block, shape in blocks.items()}
+
+
+def _hour_roots(feed: str, hour: datetime, data: bytes) -> dict[str, str] | None:
+    """Per block, the witness plan whose rows it is filed from, where an hour's ``blocks.json`` says
+    (format 2: its roots table holds the plans' roots); None for an hour whose roots are the
+    blocks' own."""
+    with _readable(feed, hour, BLOCKS):
+        blocks = json.loads(data)
+        if not isinstance(blocks, dict):
+            return None
+        _check_coverage(blocks)
+    shapes = list(blocks.values())
+    if not shapes or len(shapes[0]) == 2:
+        return None
+    return {block: shape[2] for block, shape in blocks.items()}
 
 
 def _check_coverage(blocks: dict[str, Any]) -> None:
+    lengths = set()
     for shape in blocks.values():
         if not (
             isinstance(shape, list)
-            and len(shape) == 2
-            and all(isinstance(names, list) and all(isinstance(n, str) for n in names) for names in shape)
+            and len(shape) in (2, 3)
+            and all(isinstance(names, list) and all(isinstance(n, str) for n in names) for names in shape[:2])
+            and (len(shape) == 2 or isinstance(shape[2], str))
         ):
-            raise ValueError("not block ids with their leaves and fragments")
+            raise ValueError("not block ids with their leaves and fragments (and witness plan)")
+        lengths.add(len(shape))
+    if len(lengths) > 1:
+        raise ValueError("some blocks with their witness plan and some without")
 
 
 def witness_hours(store: ObjectStore, feed: str) -> list[datetime]:
@@ -723,9 +852,10 @@ def _roots(pa: Any, witnesses: HourWitnesses) -> pa.Table:
 
 
 def _values(pa: Any, witnesses: HourWitnesses) -> pa.Table:
-    # a leaf's values are compared as a set: each (leaf, value, node) once
+    # a leaf's values are compared as a set: each (leaf, value, node) once, with how many values
+    # the leaf has (the join stage's filing of format 2 needs it: a string test of several is false)
     key = ["leaf", "value", "message", "node"]
-    return _named_table(pa, witnesses.value_columns(), "leaf", "value", pa.string(), key, key)
+    return _named_table(pa, witnesses.value_columns(), "leaf", "value", pa.string(), key, [*key, "count"])
 
 
 def _fragments(pa: Any, witnesses: HourWitnesses) -> pa.Table:
@@ -778,6 +908,8 @@ def _named_table(
         "message": pa.array(columns.messages[kept].astype("int32")),
         "node": pa.array(columns.nodes[kept].astype("int32")),
     }
+    if columns.counts is not None:
+        built["count"] = pa.array(columns.counts[kept].astype("int32"))
     return pa.table({column: built[column] for column in order})
 
 

@@ -1,0 +1,145 @@
+"""Filing an hour's witness rows by block where the join stage reads it (the state's format 2)."""
+
+from __future__ import annotations
+
+import random
+import sys
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from feedrouter import Router, kernel
+from feedrouter.join import selections
+from feedrouter.join.filing import BlockFiling
+from feedrouter.join.plan import BlockSpec
+from feedrouter.join.relations import HourWitnesses, MessageRef, MessageWitnesses
+from feedrouter.join.selections import WitnessPlans, witness_plans
+from feedrouter.spark.witnesses import coverage, read_joinable, read_relation, write_hour
+from feedrouter.storage import open_store
+from tests.unit.join.test_selections import ITEM_PARTS, generated_blocks
+
+HOUR = datetime(2026, 5, 1, 8, tzinfo=timezone.utc)
+
+
+def message_ref(number: int) -> MessageRef:
+    return MessageRef("m", number, HOUR + timedelta(seconds=number))
+
+
+def generated_items(rng: random.Random) -> bytes:
+    """Items as the selection tests make them, but a child may come twice with the same text (a
+    string test of a leaf with two values is false, however alike they are)."""
+    lang = rng.choice(["", ' lang="de"', ' lang="en"'])
+    parts = "".join(rng.choices(ITEM_PARTS, k=rng.randint(0, 6)))
+    other = "".join(rng.sample(ITEM_PARTS, rng.randint(0, 4)))
+    return f"<rss><channel><item{lang}>{parts}</item><item>{other}</item></channel></rss>".encode()
+
+
+def routed(plans: WitnessPlans, documents: list[bytes]) -> list[dict]:
+    router = Router()
+    for spec in plans.bases.values():
+        router.add_witness(spec)
+    return [router.route_outcome(document).witnesses for document in documents]
+
+
+def hour_filed_in_stage_1(
+    plans: WitnessPlans, witnesses: list[dict], blocks: tuple[str, ...]
+) -> HourWitnesses:
+    hour = HourWitnesses("f", HOUR, blocks)
+    for number, found in enumerate(witnesses):
+        hour.add(message_ref(number), found, plans)
+    return hour
+
+
+def hour_of_plan_rows(plans: WitnessPlans, witnesses: list[dict], blocks: tuple[str, ...]) -> HourWitnesses:
+    hour = HourWitnesses("f", HOUR, blocks)
+    for number, found in enumerate(witnesses):
+        message = MessageWitnesses(message_ref(number))
+        plans.collect(found, message.bound, message.rows)
+        hour.append(message)
+    return hour
+
+
+def roots_read(path: Path, specs: list[BlockSpec], hour: HourWitnesses, roots: dict[str, str] | None):
+    store = open_store(path.as_uri())
+    write_hour(store, hour, coverage(specs), roots)
+    filing = BlockFiling({spec.id: spec for spec in specs})
+    joinable = read_joinable(store, "f", HOUR, filing)
+    assert joinable is not None
+    runs = joinable._columns.roots  # type: ignore[union-attr]
+    by_block = {
+        name: list(
+            zip(
+                runs.messages[runs.starts[at] : runs.starts[at + 1]].tolist(),
+                runs.nodes[runs.starts[at] : runs.starts[at + 1]].tolist(),
+                strict=True,
+            )
+        )
+        for at, name in enumerate(runs.names)
+    }
+    relation = read_relation(store, "f", HOUR, "roots", filing)
+    assert relation is not None
+    assert sorted(
+        zip(*(relation.column(c).to_pylist() for c in ("block", "message", "node")), strict=True)
+    ) == sorted((block, m, n) for block, nodes in by_block.items() for m, n in nodes)
+    return by_block
+
+
+@pytest.fixture(params=["compiled", "python"])
+def filing_loops(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows filed by the compiled kernel's loops where it is built, and by the Python reference."""
+    if request.param == "python":
+        for name in ("Tests", "bind", "file_rows", "file_messages", "fill_items", "count_items"):
+            monkeypatch.setattr(kernel, name, None)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+@pytest.mark.usefixtures("filing_loops")
+def test_an_hour_of_plan_rows_filed_where_it_is_read_binds_what_stage_1_filing_binds(
+    seed: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Format 2 (stage 1 writes each witness plan's rows whole, the join stage files them by block
+    as it reads the hour) gives every block the roots format 1 gives (filed in stage 1), and those
+    each block's own plan binds: through the store, as the in-process engines and Spark SQL's
+    executors read it."""
+    monkeypatch.setattr(selections, "HOT", seed % 2 * selections.HOT)  # buckets cold, or hot at once
+    rng = random.Random(seed)
+    specs = generated_blocks(rng, 60)
+    documents = [generated_items(rng) for _ in range(80)]
+    blocks = tuple(sorted(spec.id for spec in specs))
+    factored = witness_plans(specs, min_shared=1)
+    assert len(factored.bases) < len(specs) // 2  # most blocks share a base
+    one_by_one = witness_plans(specs, min_shared=sys.maxsize)
+    witnesses = routed(factored, documents)
+    roots = factored.roots()
+    assert set(roots) == set(blocks) and set(roots.values()) == set(factored.bases)
+
+    expected = roots_read(
+        tmp_path / "own",
+        specs,
+        hour_filed_in_stage_1(one_by_one, routed(one_by_one, documents), blocks),
+        None,
+    )
+    in_stage_1 = roots_read(tmp_path / "v1", specs, hour_filed_in_stage_1(factored, witnesses, blocks), None)
+    at_read = roots_read(tmp_path / "v2", specs, hour_of_plan_rows(factored, witnesses, blocks), roots)
+    assert at_read == in_stage_1 == expected
+    assert sum(map(len, at_read.values())) > 500  # blocks bound nodes in most documents
+
+
+def test_a_format_2_hour_is_filed_by_the_blocks_the_join_reads(tmp_path: Path) -> None:
+    """Blocks the filing does not know are left out (another feed's joins), and reading an hour of
+    format 2 without the join's blocks is refused rather than read as blocks' roots."""
+    rng = random.Random(7)
+    specs = generated_blocks(rng, 40)
+    plans = witness_plans(specs, min_shared=1)
+    documents = [generated_items(rng) for _ in range(30)]
+    blocks = tuple(sorted(spec.id for spec in specs))
+    hour = hour_of_plan_rows(plans, routed(plans, documents), blocks)
+    store = open_store(tmp_path.as_uri())
+    write_hour(store, hour, coverage(specs), plans.roots())
+    some = specs[: len(specs) // 2]
+    read = read_joinable(store, "f", HOUR, BlockFiling({spec.id: spec for spec in some}))
+    assert read is not None
+    assert set(read._columns.roots.names) <= {spec.id for spec in some}  # type: ignore[union-attr]
+    with pytest.raises(ValueError, match=r"format 2\): reading them needs the join's blocks"):
+        read_joinable(store, "f", HOUR)
