@@ -19,6 +19,10 @@ DEFAULT_MAX_DEPTH = 256
 #: Units of post-NFA evaluation work one document may cost before it is refused (FR205); a unit is
 #: one node visited by one step of one shared operator, so ordinary documents use a tiny fraction.
 DEFAULT_MAX_WORK = 50_000_000
+#: Attribute look-ups that setting a document's internal-subset attribute defaults may take (FR203
+#: past it): lxml looks through an element's attributes to set each one, so defaults set on elements
+#: with many attributes cost the product (30,000 defaults on one element: seconds), not the sum.
+MAX_DEFAULTING_LOOKUPS = 20_000_000
 #: Result bytes one subscription may receive for one document (FR310 past it).
 DEFAULT_MAX_RESULT_BYTES = 16 * MIB
 #: Distinct result bytes one document may produce for all subscriptions together (FR311 past it).

@@ -388,7 +388,7 @@ class Router:
             events = self._parser.events(document, source)
             first = next(events)  # the document element's start: the whole tree is parsed by now
             root = first[1]
-            complete_attribute_defaults(root, document, self._parser.dtd_text)
+            complete_attribute_defaults(root, document, self._parser.dtd_text, source)
             if self.validates_documents and not self._valid(root, source):
                 return self._invalid_document_fallback()._route(document, source, profiler)
             matches = run(

@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterator
-from typing import Protocol
+from typing import Protocol, cast
 
 from lxml import etree
 
@@ -36,6 +36,7 @@ __all__ = [
     "DEFAULT_MAX_DEPTH",
     "DocumentLimits",
     "DocumentParser",
+    "all_attributes",
     "huge_tree_is_safe",
     "locked_down_parser",
     "walk",
@@ -246,13 +247,25 @@ def attribute_items(element: etree._Element, clark: str) -> list[tuple[str, str]
     if not is_attribute_wildcard(clark):
         single = element.get(clark)
         return [] if single is None else [(clark, single)]
-    everything = clark == ANY_ATTRIBUTE
-    found: list[tuple[str, str]] = []
-    for key, value in element.items():
-        name, text = str(key), str(value)  # lxml's stubs allow bytes; parsed documents give str
-        if everything or tag_matches(clark, name):
-            found.append((name, text))
-    return found
+    if clark == ANY_ATTRIBUTE:
+        return all_attributes(element)
+    return [(name, text) for name, text in all_attributes(element) if tag_matches(clark, name)]
+
+
+#: Up to this many attributes lxml's ``items()`` is the fastest read of an element's attributes;
+#: past it, its look-up of each value by name from the first attribute makes it quadratic.
+FEW_ATTRIBUTES = 64
+
+
+def all_attributes(element: etree._Element) -> list[tuple[str, str]]:
+    """The attributes of an element as (Clark name, value), in the document's order, in time linear
+    in their number (a document may give one element 50,000 of them)."""
+    # lxml's stubs allow bytes for names and values; a parsed document gives str only.
+    if len(element.attrib) <= FEW_ATTRIBUTES:
+        return cast(list[tuple[str, str]], element.items())
+    # XPath reads each attribute node's value once, in the order ``keys()`` names them.
+    values = cast(list[str], element.xpath("@*", smart_strings=False))
+    return list(zip(cast(list[str], element.keys()), values, strict=True))
 
 
 def attribute_values(element: etree._Element, clark: str) -> list[str]:

@@ -13,12 +13,15 @@ the limit plus one piece (one node's serialization), never built whole first.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from lxml import etree
+
 from feedrouter.lang import ast
-from feedrouter.output.view import DocumentView, Item, SlotRef, TextRef
+from feedrouter.output.view import DocumentView, Item, SlotRef
 
 
 def escape_text(text: str) -> bytes:
@@ -263,38 +266,28 @@ def _flatten_into(template: Template, ops: list[Op]) -> None:
 
 def render_items(items: Sequence[Item], ctx: DocumentView, default_ns: str = "") -> bytes:
     """Copies of the selected nodes, concatenated (adjacent text nodes merge, as XQuery's do)."""
-    if not default_ns:  # the common case, kept tight: it runs for every distinct slot of a document
-        serialized = ctx.serialized
-        return b"".join([_rendered(ctx, item, serialized) for item in items])
-    out = []
-    for item in items:
-        if isinstance(item, bytes):
-            out.append(item)
-        elif isinstance(item, tuple):
-            out.append(_text_node(ctx, item))
-        else:
-            out.append(_copied_element(ctx, item, default_ns))
-    return b"".join(out)
-
-
-def _rendered(ctx: DocumentView, item: Item, serialized: Any) -> bytes:
-    if isinstance(item, int):
-        return serialized(item)
-    return _text_node(ctx, item) if isinstance(item, tuple) else item
+    return render_items_within(items, ctx, sys.maxsize, default_ns) or b""  # never None: no limit
 
 
 def render_items_within(
     items: Sequence[Item], ctx: DocumentView, limit: int, default_ns: str = ""
 ) -> bytes | None:
     """:func:`render_items`, or None as soon as the copies pass ``limit`` bytes."""
+    # Kept tight: it runs for every distinct slot of a document and binding.
     out = []
     size = 0
     serialized = ctx.serialized
+    tails: _Tails | None = None  # made at the first text node after a child only: most slots hold none
     for item in items:
         if isinstance(item, bytes):
             data = item
         elif isinstance(item, tuple):
-            data = _text_node(ctx, item)
+            if item[1] == 0:  # the element's own text: no child to reach
+                data = escape_text(ctx.nodes[item[0]].text or "")
+            else:
+                if tails is None:
+                    tails = _Tails(ctx)
+                data = escape_text(tails.after(item[0], item[1] - 1) or "")
         elif default_ns:
             data = _copied_element(ctx, item, default_ns)
         else:
@@ -370,10 +363,43 @@ def _build_slot(ref: SlotRef, ctx: DocumentView, bound: int, limit: int) -> byte
     return data
 
 
-def _text_node(ctx: DocumentView, ref: TextRef) -> bytes:
-    element = ctx.nodes[ref[0]]
-    text = element.text if ref[1] == 0 else element[ref[1] - 1].tail
-    return escape_text(text or "")
+class _Tails:
+    """The text nodes of elements after their first, read for one rendering.
+
+    Such a text node is the tail of the element's child before it, and lxml finds the child at an
+    index by walking the children from the first: reading ``element[i]`` for each text node of an
+    element with many children (``<p>t<b/>t<b/>...</p>``) would be quadratic. So the child last
+    reached is kept, and a later text node of the same element is reached from it: an element's
+    text nodes in document order cost one walk over its children.
+    """
+
+    __slots__ = ("_child", "_ctx", "_nid", "_position")
+
+    def __init__(self, ctx: DocumentView) -> None:
+        self._ctx = ctx
+        self._nid = -1
+        self._position = 0
+        self._child: etree._Element | None = None
+
+    def after(self, nid: int, position: int) -> str | None:
+        """The text after child ``position`` of element ``nid`` (its tail)."""
+        child = self._child
+        if child is not None and nid == self._nid and position >= self._position:
+            child = _following(child, position - self._position)
+        else:  # another element, or back in this one (never in document order): from its first child
+            child = self._ctx.nodes[nid][position]
+        self._child, self._nid, self._position = child, nid, position
+        return child.tail
+
+
+def _following(child: etree._Element, steps: int) -> etree._Element:
+    """The sibling ``steps`` after ``child``, counted as ``element[i]`` counts children."""
+    for _ in range(steps):
+        sibling = child.getnext()
+        if sibling is None:
+            raise IndexError("a text node reference past the last child of its element")
+        child = sibling
+    return child
 
 
 def _copied_element(ctx: DocumentView, nid: int, default_ns: str) -> bytes:

@@ -402,12 +402,23 @@ def _order_key(ctx: DocumentContext, nid: int, spec: ast.OrderSpec) -> tuple[int
     return 2, found[0]
 
 
+def _least_prefixes(element: etree._Element) -> dict[str, str]:
+    """Per namespace in scope of ``element``, the least of its prefixes (a copy's prefix is one
+    the document declares, the same whichever copy asks)."""
+    least: dict[str, str] = {}
+    for prefix, uri in element.nsmap.items():
+        if prefix and (uri not in least or prefix < least[uri]):
+            least[uri] = prefix
+    return least
+
+
 def copied_attributes(element: etree._Element, clark: str) -> list[bytes]:
     """``{ $v/@id }``, ``{ $v/@* }``: the attributes as written on the constructed element. One in a
     namespace other than ``xml:`` keeps the document's prefix and brings its declaration (the parser
     keeps such copies off elements whose own names use prefixes)."""
     copies: list[bytes] = []
     declared: set[str] = set()
+    prefixes: dict[str, str] | None = None  # uri -> its least prefix in scope, built once
     for key, value in attribute_items(element, clark):
         uri, _, local = key[1:].partition("}") if key.startswith("{") else ("", "", key)
         if not uri:
@@ -415,7 +426,9 @@ def copied_attributes(element: etree._Element, clark: str) -> list[bytes]:
         elif uri == XML_NAMESPACE:
             copies.append(attribute_node("xml:" + local, value))
         else:
-            prefix = min(p for p, u in element.nsmap.items() if p and u == uri)
+            if prefixes is None:  # lxml builds nsmap anew on every read: once, not per attribute
+                prefixes = _least_prefixes(element)
+            prefix = prefixes[uri]
             declaration = b"" if prefix in declared else namespace_declaration(prefix, uri)
             declared.add(prefix)
             copies.append(declaration + attribute_node(f"{prefix}:{local}", value))

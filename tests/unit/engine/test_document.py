@@ -7,8 +7,15 @@ import threading
 from pathlib import Path
 
 import pytest
+from lxml import etree
 
-from feedrouter.engine.document import DocumentLimits, DocumentParser
+from feedrouter.engine.document import (
+    DocumentLimits,
+    DocumentParser,
+    attribute_items,
+    attribute_values,
+    locked_down_parser,
+)
 from feedrouter.errors import DocumentError
 
 NEWS_ENTITIES = '<!ENTITY nbsp "&#160;"><!ENTITY mdash "&#8212;"><!ELEMENT story (#PCDATA)>'
@@ -165,3 +172,43 @@ def test_an_invalid_feed_dtd_is_a_compile_error() -> None:
 
     with pytest.raises(CompileError):
         DocumentParser("<!ENTITY broken")
+
+
+# -- attribute name tests read every attribute once, however many an element has ---------------------
+
+XML_NS = "{http://www.w3.org/XML/1998/namespace}"
+
+
+def wide_element(count: int) -> tuple[etree._Element, list[tuple[str, str]]]:
+    """An element with ``count`` plain attributes after a few special ones (entities, references,
+    namespaces, normalized whitespace), and its attributes as (Clark name, value) in document order."""
+    plain = " ".join(f'k{i}="v{i}"' for i in range(count))
+    document = (
+        '<!DOCTYPE r [<!ENTITY e "E&#38;#38;x">]><r xmlns:p="urn:p">'
+        f'<a x="1&e;2" z="&#10;&lt;&amp;&#9;" p:q="n" {plain} p:w="w" xml:lang="en"/></r>'
+    )
+    element = parse_tree(document.encode())[0]
+    expected = [("x", "1E&x2"), ("z", "\n<&\t"), ("{urn:p}q", "n")]
+    expected += [(f"k{i}", f"v{i}") for i in range(count)]
+    expected += [("{urn:p}w", "w"), (XML_NS + "lang", "en")]
+    return element, expected
+
+
+def parse_tree(data: bytes) -> etree._Element:
+    return etree.fromstring(data, locked_down_parser(None))
+
+
+@pytest.mark.parametrize("count", [0, 5, 200])
+def test_attribute_name_tests_select_the_attributes_of_an_element_in_document_order(count: int) -> None:
+    element, expected = wide_element(count)
+    assert attribute_items(element, "{*}*") == expected == element.items()
+    assert attribute_items(element, "{urn:p}*") == [("{urn:p}q", "n"), ("{urn:p}w", "w")]
+    assert attribute_items(element, "{*}lang") == [(XML_NS + "lang", "en")]
+    assert attribute_items(element, "x") == [("x", "1E&x2")]
+    assert attribute_values(element, "{*}*") == [value for _, value in expected]
+
+
+def test_an_element_with_fifty_thousand_attributes_has_them_all_selected() -> None:
+    element, expected = wide_element(50_000)  # reading each by name from the first took 10 s
+    assert attribute_items(element, "{*}*") == expected
+    assert attribute_values(element, "{urn:p}*") == ["n", "w"]

@@ -14,6 +14,7 @@ from feedrouter.output.factory import (
     compile_constructor,
     escape_text,
     flatten,
+    render_items,
     render_items_within,
     wrapper_template,
 )
@@ -141,3 +142,28 @@ def test_items_are_rendered_within_a_limit_from_a_document_view() -> None:
     view = _View(b"<r><a>x &amp; y</a><b/></r>")
     assert render_items_within([1, (1, 0), 2], view, limit=100) == b"<a>x &amp; y</a>x &amp; y<b/>"
     assert render_items_within([1, 2], view, limit=10) is None
+
+
+# -- text nodes: each reached from the one before, not by indexing the children from the first -------
+
+
+def _inline(count: int) -> bytes:
+    """``<r><p>t<b>x</b>0<b>x</b>1...</p></r>``: one element with ``count`` element children."""
+    return b"<r><p>t" + b"".join(b"<b>x</b>%d" % i for i in range(count)) + b"</p></r>"
+
+
+def test_the_text_nodes_of_an_element_with_many_children_render_in_document_order() -> None:
+    count = 30_000  # quadratic reading took seconds here; linear takes milliseconds
+    view = _View(_inline(count))
+    items: list[Item] = [(1, index) for index in range(count + 1)]
+    expected = b"t" + b"".join(b"%d" % i for i in range(count))
+    assert render_items_within(items, view, limit=1 << 30) == expected
+    assert render_items(items, view) == expected
+    assert render_items(items, view, default_ns="urn:d") == expected
+
+
+def test_text_nodes_in_any_order_of_several_elements_render_as_asked() -> None:
+    view = _View(b"<r><p>a<b/>b<!--c-->c<?pi?>d<b/></p><q>e<b/>f</q></r>")
+    items: list[Item] = [(1, 3), (1, 1), (4, 1), (1, 2), (4, 0), (1, 0), (1, 3), (1, 3)]
+    assert render_items_within(items, view, limit=100) == b"dbfceadd"
+    assert render_items(items, view) == b"dbfceadd"
