@@ -12,9 +12,11 @@ or network access at all (:func:`load_dtd`). A DTD that refers to an external pa
 refused (FR303) without anything being fetched, so it can neither read a file nor tell whether one
 exists.
 
-Namespaced names are kept exactly as the DTD writes them (``prefix:local``); a DTD knows no
-namespace URIs, except the ones it fixes with ``xmlns:prefix`` attributes (see
-:meth:`DtdGraph.namespaces`).
+Namespaced names are kept exactly as the DTD writes them (``prefix:local``), in content models too; a
+DTD knows no namespace URIs, except the ones it fixes with ``xmlns:prefix`` attributes (see
+:meth:`DtdGraph.namespaces`). :meth:`DtdGraph.element_tag` and :meth:`DtdGraph.declared_name` tell
+which tag (namespace and local name) a declared element has in every valid document, where the DTD
+fixes it.
 
 Example:
     >>> graph = DtdGraph.from_text("<!ELEMENT r (a+)> <!ELEMENT a (b*)> <!ELEMENT b (#PCDATA|a)*>")
@@ -26,7 +28,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Set
+from collections.abc import Iterable, Iterator, Set
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Literal
@@ -146,8 +148,8 @@ class DtdGraph:
         name = source
         dtd = _parse(raw, name)
         elements = list(dtd.elements())  # type: ignore[attr-defined]  # lxml-stubs 0.5 lacks DTD.elements()
-        by_local = _names_by_local(elements)
-        decls = {decl.name: decl for decl in (_element_decl(el, by_local) for el in elements)}
+        names = _ModelNames(_written_models(raw), _names_by_local(elements), name)
+        decls = {decl.name: decl for decl in (_element_decl(el, names) for el in elements)}
         if not decls:
             raise _error(name, "it declares no element")
         child_map = {n: _children_of(decl, decls) for n, decl in decls.items()}
@@ -290,6 +292,39 @@ class DtdGraph:
         between |= {n for s in between for n in self.reach[s] if n == b or b in self.reach[n]}
         return any(n in self.reach[n] for n in between)
 
+    # ----------------------------------------------------------------------------- element tags
+
+    def element_tag(self, name: str) -> str | None:
+        """The tag (``{uri}local``, or ``local`` in no namespace) of every ``name`` element of a valid
+        document; None when valid documents may put it in different namespaces."""
+        return self._tags[self.declaration(name).name]
+
+    def declared_name(self, tag: str) -> str | None:
+        """The declaration every element with ``tag`` in a valid document matches; None when no
+        declared element or several may have that tag (``*`` included)."""
+        uri, local = _split_tag(tag)
+        found = [name for name in self._by_local.get(local, ()) if self._may_have(name, uri)]
+        return found[0] if len(found) == 1 else None
+
+    def _may_have(self, name: str, uri: str) -> bool:
+        """Whether a ``name`` element of a valid document may be in namespace ``uri``."""
+        tag = self._tags[name]
+        if tag is not None:
+            return _split_tag(tag)[0] == uri
+        return ":" not in name or uri != ""  # a prefixed element is never in no namespace
+
+    @cached_property
+    def _tags(self) -> dict[str, str | None]:
+        bindings = _fixed_bindings(self.declarations.values())
+        return {name: _tag(name, bindings) for name in self.declarations}
+
+    @cached_property
+    def _by_local(self) -> dict[str, tuple[str, ...]]:
+        found: dict[str, list[str]] = {}
+        for name in self.declarations:
+            found.setdefault(name.rpartition(":")[2], []).append(name)
+        return {local: tuple(names) for local, names in found.items()}
+
     # ----------------------------------------------------------------------------- entities, namespaces
 
     def entity_declarations(self) -> str:
@@ -346,6 +381,12 @@ class _OnlyThisDtd(etree.Resolver):
         return self.resolve_string(b"", context)
 
 
+def _resolving_parser(resolver: _OnlyThisDtd) -> etree.XMLParser:
+    parser = etree.XMLParser(load_dtd=True, no_network=True, resolve_entities=False, huge_tree=False)
+    parser.resolvers.add(resolver)
+    return parser
+
+
 def load_dtd(raw: bytes, source: str | None = None) -> etree.DTD:
     """Parse DTD text (external-subset syntax) into lxml's DTD object, touching no file or network.
 
@@ -353,8 +394,7 @@ def load_dtd(raw: bytes, source: str | None = None) -> etree.DTD:
         CompileError: [FR303] when the text is not a DTD, or it refers to an external entity.
     """
     resolver = _OnlyThisDtd(raw)
-    parser = etree.XMLParser(load_dtd=True, no_network=True, resolve_entities=False, huge_tree=False)
-    parser.resolvers.add(resolver)
+    parser = _resolving_parser(resolver)
     try:
         host = etree.fromstring(_HOST, parser)
     except etree.XMLSyntaxError as exc:
@@ -385,18 +425,93 @@ def _qualified(prefix: str | None, name: str) -> str:
 
 
 def _names_by_local(elements: list[etree._DTDElementDecl]) -> dict[str, list[str]]:
-    """Local name -> declared qualified names, to restore the prefixes lxml drops in content models."""
+    """Local name -> declared qualified names."""
     found: dict[str, list[str]] = {}
     for el in elements:
         found.setdefault(el.name, []).append(_qualified(el.prefix, el.name))
-    return {local: sorted(names, key=lambda n: (":" in n, n)) for local, names in found.items()}
+    return found
 
 
-def _element_decl(el: etree._DTDElementDecl, by_local: dict[str, list[str]]) -> ElementDecl:
+#: The DTD read as an external parameter entity of an internal subset, which libxml2 serializes whole.
+_SUBSET_HOST = (
+    f'<!DOCTYPE feedrouter-dtd-host [<!ENTITY % feed SYSTEM "{_DTD_ID}"> %feed;]><feedrouter-dtd-host/>'
+).encode()
+# Comments and processing instructions first, so that a declaration written inside one is skipped;
+# quoted literals (attribute defaults, entity values) may hold '>'.
+_DECLARATION = re.compile(
+    r"<!--.*?-->|<\?.*?\?>|<!ELEMENT\s+(?P<name>[^\s>]+)\s+(?P<model>[^>]*)>"
+    r"|<!(?:[^>\"']|\"[^\"]*\"|'[^']*')*>",
+    re.S,
+)
+_MODEL_TOKEN = re.compile(r"[^\s()|,?*+]+")
+
+
+def _written_models(raw: bytes) -> dict[str, tuple[str, ...]] | None:
+    """Element name -> the element names its content model uses, in order, prefixes included.
+
+    lxml's content-model nodes carry local names only, and with both ``title`` and ``dc:title``
+    declared a guess picks the wrong one for some valid documents. libxml2 keeps the prefixes and
+    writes them when it serializes a DTD, which it does for an internal subset only: so the DTD is read
+    again as an external parameter entity of one (parameter entities expanded, nothing fetched).
+    None when that fails.
+    """
+    resolver = _OnlyThisDtd(raw)
+    try:
+        host = etree.fromstring(_SUBSET_HOST, _resolving_parser(resolver))
+    except etree.XMLSyntaxError:
+        return None
+    if resolver.refused or not resolver.served:
+        return None
+    text = etree.tostring(host.getroottree(), encoding="unicode")
+    subset = text[text.index("[") + 1 :]  # past the host's own DOCTYPE opening
+    found: dict[str, tuple[str, ...]] = {}
+    for match in _DECLARATION.finditer(subset):
+        if match["name"] is not None:
+            tokens = _MODEL_TOKEN.findall(match["model"])
+            found.setdefault(match["name"], tuple(t for t in tokens if t != "#PCDATA"))
+    return found
+
+
+@dataclass(frozen=True)
+class _ModelNames:
+    """The qualified names a content model uses: as libxml2 writes them, or else inferred."""
+
+    written: dict[str, tuple[str, ...]] | None
+    by_local: dict[str, list[str]]
+    source: str | None
+
+    def of(self, element: str, content: etree._DTDElementContentDecl) -> Iterator[str]:
+        """The names of ``element``'s content model, in the order :func:`_particle` visits them."""
+        local = _local_names(content)
+        written = self.written.get(element) if self.written is not None else None
+        if written is not None and [n.rpartition(":")[2] for n in written] == local:
+            return iter(written)
+        return iter([self._inferred(element, name) for name in local])
+
+    def _inferred(self, element: str, local: str) -> str:
+        # One declaration with this local name: any other name used is undeclared, so no valid
+        # document has it, and taking this one only adds a child that never occurs.
+        candidates = self.by_local.get(local, [local])
+        if len(candidates) > 1:
+            found = ", ".join(sorted(candidates))
+            raise _error(self.source, f"cannot tell which of {found} the content model of {element} uses")
+        return candidates[0]
+
+
+def _local_names(node: etree._DTDElementContentDecl | None) -> list[str]:
+    if node is None:
+        return []
+    if node.type == "element":
+        return [node.name]
+    return _local_names(node.left) + _local_names(node.right)
+
+
+def _element_decl(el: etree._DTDElementDecl, names: _ModelNames) -> ElementDecl:
     kind: ContentKind = el.type if el.type in ("empty", "any", "mixed") else "element"
-    model = _particle(el.content, by_local) if el.content is not None else None
+    qualified = _qualified(el.prefix, el.name)
+    model = _particle(el.content, names.of(qualified, el.content)) if el.content is not None else None
     attrs = tuple(_attribute_decl(a) for a in el.attributes())
-    return ElementDecl(_qualified(el.prefix, el.name), kind, model, attrs)
+    return ElementDecl(qualified, kind, model, attrs)
 
 
 def _attribute_decl(attr: etree._DTDAttributeDecl) -> AttributeDecl:
@@ -406,27 +521,28 @@ def _attribute_decl(attr: etree._DTDAttributeDecl) -> AttributeDecl:
     )
 
 
-def _particle(node: etree._DTDElementContentDecl, by_local: dict[str, list[str]]) -> Particle:
-    """Copy lxml's binary content tree, flattening the nested once-groups lxml uses for lists."""
+def _particle(node: etree._DTDElementContentDecl, names: Iterator[str]) -> Particle:
+    """Copy lxml's binary content tree, flattening the nested once-groups lxml uses for lists.
+
+    ``names`` gives the qualified element names in the order of the tree's leaves, left to right
+    (lxml gives only their local names).
+    """
     occur: Occur = node.occur
     if node.type == "element":
-        # lxml gives only the local name here; an unprefixed declaration wins, then the first prefixed.
-        return Particle("name", occur, by_local.get(node.name, [node.name])[0])
+        return Particle("name", occur, next(names))
     if node.type == "pcdata":
         return Particle("pcdata", occur)
-    items = tuple(_flatten(node.type, node.left, by_local) + _flatten(node.type, node.right, by_local))
+    items = tuple(_flatten(node.type, node.left, names) + _flatten(node.type, node.right, names))
     return Particle("seq" if node.type == "seq" else "or", occur, None, items)
 
 
-def _flatten(
-    kind: str, node: etree._DTDElementContentDecl | None, by_local: dict[str, list[str]]
-) -> list[Particle]:
+def _flatten(kind: str, node: etree._DTDElementContentDecl | None, names: Iterator[str]) -> list[Particle]:
     # lxml nests (a, b, c) as seq(a, seq(b, c)); a once-group of the same kind adds nothing.
     if node is None:
         return []
     if node.type == kind and node.occur == "once":
-        return _flatten(kind, node.left, by_local) + _flatten(kind, node.right, by_local)
-    return [_particle(node, by_local)]
+        return _flatten(kind, node.left, names) + _flatten(kind, node.right, names)
+    return [_particle(node, names)]
 
 
 def _names_in(particle: Particle | None) -> set[str]:
@@ -442,6 +558,51 @@ def _children_of(decl: ElementDecl, decls: dict[str, ElementDecl]) -> frozenset[
     if decl.kind == "any":
         return frozenset(decls)
     return frozenset(n for n in _names_in(decl.model) if n in decls)
+
+
+def _split_tag(tag: str) -> tuple[str, str]:
+    """``{uri}local`` -> (uri, local); a tag in no namespace has the URI ""."""
+    if tag.startswith("{"):
+        uri, _, local = tag[1:].partition("}")
+        return uri, local
+    return "", tag
+
+
+def _tag(name: str, bindings: dict[str, str | None]) -> str | None:
+    prefix, _, local = name.rpartition(":")
+    uri = bindings.get(prefix)
+    if uri is None:
+        return None
+    return f"{{{uri}}}{local}" if uri else local
+
+
+def _fixed_bindings(decls: Iterable[ElementDecl]) -> dict[str, str | None]:
+    """Prefix ("" the default namespace) -> the URI it has wherever valid documents use it; None when
+    it may have several. Documents are validated with their namespace declarations as attributes, so
+    only the ``xmlns`` attributes the DTD declares can bind a prefix."""
+    declared: dict[str, list[AttributeDecl]] = {}
+    for decl in decls:
+        for attr in decl.attributes:
+            if attr.name == "xmlns" or attr.name.startswith("xmlns:"):
+                declared.setdefault(attr.name[6:], []).append(attr)
+    bindings = {prefix: _fixed_uri(prefix, attrs) for prefix, attrs in declared.items()}
+    bindings.setdefault("", "")  # no element may declare a default namespace: it is none
+    return bindings
+
+
+def _fixed_uri(prefix: str, attrs: list[AttributeDecl]) -> str | None:
+    # Only a CDATA #FIXED value is the URI: a default may be overridden, and validation compares other
+    # types after normalizing spaces the namespace URI keeps.
+    if any(a.type != "cdata" or a.default != "fixed" for a in attrs):
+        return None
+    values = {a.default_value or "" for a in attrs}
+    if len(values) != 1:
+        return None
+    (uri,) = values
+    if prefix == "":
+        # a fixed attribute may be left out, leaving the element in no namespace
+        return "" if not uri else None
+    return uri or None
 
 
 def _closure(child_map: dict[str, frozenset[str]]) -> dict[str, frozenset[str]]:

@@ -1,10 +1,13 @@
-"""Resolve ``*`` child steps the DTD fixes to one element name (paper 003 §3)."""
+"""Resolve ``*`` child steps the DTD fixes to one element name (paper 003 §3).
+
+The name is written with the namespace every valid document gives that element; where the DTD leaves
+it open (a default namespace documents may leave out, a prefix it does not fix) the ``*`` stays.
+"""
 
 from __future__ import annotations
 
 from feedrouter.engine.nfa import WILDCARD, NavPath, NavStep
 from feedrouter.lang.ast import Axis
-from feedrouter.plan.dtd_names import dtd_name
 from feedrouter.plan.optimize import RuleContext
 from feedrouter.plan.patterns import Branch, PathPattern
 from feedrouter.schema import DtdGraph
@@ -34,16 +37,28 @@ def _resolved_nav(nav: NavPath, graph: DtdGraph) -> tuple[NavPath, list[str]]:
     for i, step in enumerate(steps):
         if step.tag != WILDCARD or step.axis is not Axis.CHILD:
             continue
-        if i == 0:
-            candidates = frozenset({graph.root})
-        else:
-            parent = dtd_name(graph, steps[i - 1].tag)
-            if parent is None:
-                continue
-            candidates = graph.children(parent)
-        if len(candidates) == 1:
-            (only,) = candidates
-            if ":" not in only:
-                steps[i] = NavStep(Axis.CHILD, only)
-                notes.append(f"rewrite: /* -> /{only} (the only element the DTD allows there)")
+        tag = _only_child_tag(graph, steps[i - 1].tag if i else None)
+        if tag is not None:
+            steps[i] = NavStep(Axis.CHILD, tag)
+            notes.append(f"rewrite: /* -> /{tag} (the only element the DTD allows there)")
     return tuple(steps), notes
+
+
+def _only_child_tag(graph: DtdGraph, parent_tag: str | None) -> str | None:
+    """The tag of the one element the DTD allows as a child of ``parent_tag`` (None: the document).
+
+    None also when valid documents may give that element different namespaces (a DTD fixing a default
+    namespace, which a document may leave out; a prefix it does not fix): a name without its namespace
+    would select nothing there.
+    """
+    if parent_tag is None:
+        candidates = frozenset({graph.root})
+    else:
+        parent = graph.declared_name(parent_tag)
+        if parent is None:
+            return None
+        candidates = graph.children(parent)
+    if len(candidates) != 1:
+        return None
+    (only,) = candidates
+    return graph.element_tag(only)

@@ -4,14 +4,15 @@
 ``t`` (``k = 0``: ``t`` occurs below ``p`` only as a child). Equivalent paths then share one NFA path
 and one stream, child-only paths enumerate their path-tuples without search, and Claims 1-5 see fewer
 ``//`` steps. The chain adds steps, so the tests, branches and base of the pattern that refer to
-fields are renumbered.
+fields are renumbered. The chain's elements are written with the namespace every valid document gives
+them; where the DTD leaves that open (a default namespace documents may leave out, a prefix it does not
+fix) the step stays.
 """
 
 from __future__ import annotations
 
 from feedrouter.engine.nfa import NavPath, NavStep
 from feedrouter.lang.ast import Axis
-from feedrouter.plan.dtd_names import dtd_name
 from feedrouter.plan.optimize import RuleContext
 from feedrouter.plan.patterns import Branch, PathPattern, renumbered
 from feedrouter.schema import DtdGraph
@@ -53,25 +54,36 @@ def _expanded(nav: NavPath, graph: DtdGraph) -> tuple[NavPath, tuple[int, ...], 
 
 
 def _context(graph: DtdGraph, done: list[NavStep]) -> str | bool | None:
-    """The element the last step so far binds (None: the document node; False: not known)."""
+    """The declared element the last step so far binds (None: the document node; False: not known)."""
     if not done:
         return None
-    name = dtd_name(graph, done[-1].tag)
+    name = graph.declared_name(done[-1].tag)
     return False if name is None else name
 
 
 def _only_chain(graph: DtdGraph, context: str | bool | None, step: NavStep) -> tuple[str, ...] | None:
-    """The one chain of element names from ``context`` down to the step's element, if only one."""
-    name = dtd_name(graph, step.tag)
+    """The tags of the one chain of elements from ``context`` down to the step's element, if only one."""
+    name = graph.declared_name(step.tag)
     if name is None or isinstance(context, bool):  # False: the context element is not known
         return None
     chains = graph.child_chains(context, name)
     if chains is None or len(chains) != 1:
         return None  # a loop between them, several chains, or none (never-match warns about that)
     (chain,) = chains
-    if any(":" in element for element in chain):
-        return None  # prefixed DTD names: the namespace they stand for is not known here
-    return chain
+    between = _tags(graph, chain[:-1])
+    return None if between is None else (*between, step.tag)
+
+
+def _tags(graph: DtdGraph, names: tuple[str, ...]) -> tuple[str, ...] | None:
+    """The tags of ``names``; None when valid documents may put one of them in different namespaces
+    (a default namespace the DTD fixes but documents may leave out, a prefix it does not fix)."""
+    tags: list[str] = []
+    for name in names:
+        tag = graph.element_tag(name)
+        if tag is None:
+            return None
+        tags.append(tag)
+    return tuple(tags)
 
 
 def _note(chain: tuple[str, ...], context: str | bool | None) -> str:
