@@ -27,6 +27,11 @@ _INVALID_CHAR = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010f
 _CHAR_REF = re.compile(r"&#(?:([0-9]+)|x([0-9a-fA-F]+));")
 _ENTITY_REF = re.compile(r"&(lt|gt|amp|quot|apos);")
 _CONTENT_SPECIAL = re.compile("[<{}]")  # what ends a run of plain character data
+# An attribute value ends at the first lone quote outside its enclosed expressions (a doubled quote
+# and "{{" are XQuery's escapes of a quote and a brace); '<' may not stand in it (XPST0003).
+_ATTRIBUTE_SPECIAL = {
+    q: re.compile("|".join(re.escape(s) for s in (q + q, q, "{{", "{", "<"))) for q in ("'", '"')
+}
 ENTITIES = {"lt": "<", "gt": ">", "amp": "&", "quot": '"', "apos": "'"}
 XML_WHITESPACE = " \t\r\n"
 
@@ -295,13 +300,15 @@ class Lexer:
         i = 0
         while (amp := chunk.find("&", i)) >= 0:
             out.append(chunk[i:amp])
-            resolved, length = self._reference(chunk, amp, offset + amp)
+            resolved, length = self.reference(chunk, amp, offset + amp)
             out.append(resolved)
             i = amp + length
         out.append(chunk[i:])
         return "".join(out)
 
-    def _reference(self, chunk: str, amp: int, offset: int) -> tuple[str, int]:
+    def reference(self, chunk: str, amp: int, offset: int) -> tuple[str, int]:
+        """The character of the reference at ``amp`` in ``chunk`` (which is at ``offset`` in the text)
+        and its length; a bad one is reported and stands for itself."""
         entity = _ENTITY_REF.match(chunk, amp)
         if entity:
             return ENTITIES[entity.group(1)], entity.end() - amp
@@ -333,8 +340,9 @@ class Lexer:
         return pos
 
     def attribute_value(self, pos: int) -> tuple[str, int, int]:
-        """``= "value"`` of an attribute in a start tag: the text between the quotes (a doubled quote
-        read as one), where it starts, and the end."""
+        """``= "value"`` of an attribute in a start tag: the value as written between its quotes
+        (doubled quotes, ``{{``, references and enclosed expressions are left to the parser), where
+        it starts, and the end."""
         pos = self.skip_space(pos)
         if not self.text.startswith("=", pos):
             raise self.diag.fail("FR100", "expected '=' after the attribute name", pos)
@@ -342,15 +350,39 @@ class Lexer:
         quote = self.text[pos : pos + 1]
         if quote not in ("'", '"'):
             raise self.diag.fail("FR100", "expected a quoted attribute value", pos)
-        end = pos + 1
+        special = _ATTRIBUTE_SPECIAL[quote]
+        end, less_than = pos + 1, -1
         while True:
-            end = self.text.find(quote, end)
-            if end < 0:
+            found = special.search(self.text, end)
+            if found is None:  # a missing quote is the problem then, more likely than the '<'
                 raise self.diag.fail("FR102", "unterminated attribute value", pos)
-            if not self.text.startswith(quote * 2, end):
+            at, end = found.start(), found.end()
+            if found.group() == quote:
                 break
-            end += 2
-        return self.text[pos + 1 : end].replace(quote * 2, quote), pos + 1, end + 1
+            if found.group() == "<" and less_than < 0:
+                less_than = at
+            elif found.group() == "{":
+                end = self.enclosed_end(at)
+        if less_than >= 0:
+            self.diag.add("FR100", "'<' is not allowed in an attribute value; write '&lt;'", less_than)
+        return self.text[pos + 1 : at], pos + 1, end
+
+    def enclosed_end(self, brace: int) -> int:
+        """The end (after its ``}``) of the enclosed expression opening at ``brace``, found by reading
+        its tokens: in an attribute value, XQuery reads the expression's strings and comments as
+        its own, so they may hold the attribute's quote or a brace."""
+        depth, pos = 0, brace + 1
+        while True:
+            token = self.token_at(pos)
+            if token.kind == "eof":
+                raise self.diag.fail("FR103", "missing '}' to close the enclosed expression", brace)
+            if token.is_punct("{"):
+                depth += 1
+            elif token.is_punct("}"):
+                if depth == 0:
+                    return token.end
+                depth -= 1
+            pos = token.end
 
     def content_at(self, pos: int) -> Content:
         """The next piece of element content at ``pos``."""

@@ -571,6 +571,10 @@ class _Parser:
     def stream_binding(self, name: Token) -> StreamBinding:
         """``fr:stream()//book[@lang = "en"]`` or ``fr:stream("blogs")//item`` after ``$v in``."""
         call = self.advance()
+        if not self.tok.is_punct("("):
+            # the caller checked the name only; taking any token for the '(' read fr:stream+'x') as a call
+            message = f"expected '(' after '{call.text}': a stream binding calls it, fr:stream(\"feed\")//y"
+            raise self.diag.fail("FR100", message, self.tok.start)
         opener = self.advance()
         feed = ""
         if self.tok.kind == "string":
@@ -663,6 +667,8 @@ class _Parser:
 
     def local_condition(self, term: Condition, sides: tuple[list[Condition], list[Condition]]) -> None:
         """A where term that reads one variable goes to that side's block; join terms stand alone."""
+        if mentions(term, _Reported):  # what it reads is unknown: any problem found would be an echo
+            return
         if mentions(term, ValueJoin) or mentions(term, Temporal):
             message = "value joins and the temporal term are where-clause terms of their own, joined by 'and'"
             self.diag.add("FR104", message, term.span.offset if term.span else 0)
@@ -713,17 +719,20 @@ class _Parser:
         """The clauses between the binding and ``return``: at most one ``where``."""
         where: list[Condition] = []
         seen = False
+        last = "for"  # the clause before: a ',' continues a for or let clause, and no other
         while not self.tok.is_name("return"):
             tok = self.tok
             if tok.is_name("let") and self.peek().is_punct("$"):
                 if seen:
                     self.diag.add("FR104", "a let clause must come before 'where'", tok.start)
                 self.let_clause()
+                last = "let"
                 continue
             if (tok.is_name("order") and self.peek().is_name("by")) or (
                 tok.is_name("stable") and self.peek().is_name("order")
             ):
                 self.order_clause()
+                last = "order"
                 continue
             if self.order:
                 raise self.unexpected(tok, "'return' after 'order by'", "clause")
@@ -735,8 +744,14 @@ class _Parser:
                 seen = True
                 self.advance()
                 where.extend(self.conditions("where"))
+                last = "where"
                 continue
+            if tok.is_punct(",") and last == "where":  # XQuery's where takes one ExprSingle
+                one = "a where clause holds one condition: join its terms with 'and', not ','"
+                raise self.diag.fail("FR100", one, tok.start)
             message = _clause_message(tok, self.peek())
+            if tok.is_punct(",") and last == "for" and self.join_vars:
+                message = "a join subscription binds two streams; a third binding is not supported"
             if message is None:
                 raise self.unexpected(tok, "'where' or 'return'", "clause")
             self.diag.add("FR104", message, tok.start)
@@ -1264,16 +1279,23 @@ class _Parser:
 
     def let_clause(self) -> None:
         """``let $t := $s/title``: an alias of a path from the bound variable (or an earlier alias),
-        substituted where it is used, which gives the same nodes as XQuery's binding of the sequence."""
-        self.advance()
+        substituted where it is used, which gives the same nodes as XQuery's binding of the sequence.
+        ``let $x := ..., $y := ...`` is XQuery's spelling of two let clauses."""
+        after = self.advance()
+        self.let_binding(after)
+        while self.tok.is_punct(","):
+            self.let_binding(self.advance())
+
+    def let_binding(self, after: Token) -> None:
         dollar = self.tok
         if not dollar.is_punct("$"):
-            raise self.diag.fail("FR100", "expected a variable after 'let'", dollar.start)
+            raise self.diag.fail("FR100", f"expected a variable after '{after.text}'", dollar.start)
         self.advance()
         name = self.advance()
         if not _plain(name):
             raise self.diag.fail("FR100", "expected a variable name after '$'", name.start)
-        if name.text == self.var or name.text in self.aliases:
+        bound = name.text == self.var or name.text in self.aliases or name.text in self.join_vars
+        if bound:
             message = f"'${name.text}' is already bound; give the let variable another name"
             self.diag.add("FR104", message, dollar.start)
         if not self.tok.is_punct(":="):
@@ -1282,7 +1304,9 @@ class _Parser:
         if not self.tok.is_punct("$"):
             message = f"a let clause may only name a path from ${self.var}, e.g. let $t := ${self.var}/title"
             raise self.diag.fail("FR104", message, self.tok.start)
-        self.aliases[name.text] = self.var_path("let")
+        path = self.var_path("let")
+        if not bound:  # the name keeps its first meaning: problems of other terms are not its echoes
+            self.aliases[name.text] = path
 
     # -- conditions --------------------------------------------------------------------------------
 
@@ -1335,7 +1359,7 @@ class _Parser:
                 break
             self.advance()
         if not terms:  # every term was reported; the subscription fails, the tree is never used
-            return Exists(RelPath())
+            return _Reported(RelPath(), self.span(start.start))
         return terms[0] if len(terms) == 1 else And(_flattened(terms, And), self.span(start.start))
 
     def condition(self, where: Where) -> Condition:
@@ -1613,17 +1637,30 @@ class _Parser:
         """``("a", "b")``: compared with a path it is an ``or`` of comparisons."""
         opener = self.advance()
         found: list[Literal] = []
+        refused = False
         while not self.tok.is_punct(")"):
-            found.append(self.literal())
+            try:
+                found.append(self.literal())
+            except Recover:  # read on to the ')': the condition's recovery stops at the first one
+                refused = True
+                self.skip_until(lambda t: t.is_punct(","))
             if not self.tok.is_punct(","):
                 break
-            self.advance()
+            self.no_trailing_comma(self.advance(), ")")
         self.close(")", opener, "the sequence")
         self.advance()
+        if refused:
+            raise Recover()
         if not found:
             message = "the empty sequence '()' compares false; leave it out"
             raise self.diag.recover("FR104", message, opener.start)
         return tuple(found)
+
+    def no_trailing_comma(self, comma: Token, closer: str) -> None:
+        """XQuery has no empty item after a ',' (XPST0003): ``('x', )`` is no sequence of one."""
+        if self.tok.is_punct(closer):
+            message = "a trailing ',' is not allowed: write another item after it, or remove it"
+            self.diag.add("FR100", message, comma.start)
 
     def literal(self) -> Literal:
         start = self.tok
@@ -1690,7 +1727,7 @@ class _Parser:
                 self.skip_until(lambda t: t.is_punct(","))
             if not self.tok.is_punct(","):
                 break
-            self.advance()
+            self.no_trailing_comma(self.advance(), "}")
         end = self.close("}", opener, "the enclosed expression").end
         return Enclosed(tuple(paths), self.span(brace)), end
 
@@ -1781,11 +1818,18 @@ class _Parser:
                 if not isinstance(path.tail, AttributeTest):
                     content_seen = True
                     continue
+                var = path.var or self.var
                 if content_seen:
                     message = "attributes must come before the element's other content (XQTY0024)"
                     self.diag.add("FR111", message, offset)
-                elif path.steps or (_foreign(path.tail.name) and not is_wildcard(path.tail.name)):
-                    message = f"only the bound node's own attributes go here, e.g. {{ ${self.var}/@id }}"
+                elif path.steps:
+                    message = f"only the bound node's own attributes go here, e.g. {{ ${var}/@id }}"
+                    self.diag.add("FR111", message, offset)
+                elif _foreign(path.tail.name) and not is_wildcard(path.tail.name):
+                    message = (
+                        f"copying an attribute in a namespace other than xml: ('@{path.tail.name}') is not "
+                        f"supported; copy attributes in no namespace, or all of them with {{ ${var}/@* }}"
+                    )
                     self.diag.add("FR111", message, offset)
                 elif path.tail.name in names or ((wildcard or is_wildcard(path.tail.name)) and names):
                     message = (
@@ -1886,16 +1930,18 @@ class _Parser:
         attributes.append(AttributeConstructor(name, parts))
 
     def attribute_parts(self, value: str, start: int) -> tuple[str | Enclosed, ...]:
-        """An attribute value template: literal runs and ``{ $v/... }`` enclosed paths, in order."""
+        """An attribute value template, ``value`` as written at ``start``: literal runs and
+        ``{ $v/... }`` enclosed paths, in order."""
+        quote = self.text[start - 1]
         parts: list[str | Enclosed] = []
         literal: list[str] = []
         i = 0
         while i < len(value):
-            if value.startswith(("{{", "}}"), i):
+            if value.startswith(("{{", "}}", quote * 2), i):
                 literal.append(value[i])
                 i += 2
             elif value[i] == "{":
-                self.flush_literal(literal, parts, start + i)
+                self.flush_literal(literal, parts)
                 enclosed, end = self.enclosed(start + i)
                 if len(enclosed.paths) != 1:
                     message = "write one path per '{ }' in an attribute value: '{ $v/a } { $v/b }'"
@@ -1904,17 +1950,21 @@ class _Parser:
                 i = end - start
             elif value[i] == "}":
                 raise self.diag.fail("FR100", "write a '}' in an attribute value as '}}'", start + i)
+            elif value[i] == "&":
+                # resolved here, not per run, so that a bad reference is reported where it stands
+                char, length = self.lexer.reference(value, i, start + i)
+                literal.append(char)
+                i += length
             else:
                 # XQuery normalizes literal whitespace in the value to spaces; references stay
                 literal.append(" " if value[i] in "\t\n" else value[i])
                 i += 1
-        self.flush_literal(literal, parts, start + len(value))
+        self.flush_literal(literal, parts)
         return tuple(parts) if parts else ("",)
 
-    def flush_literal(self, literal: list[str], parts: list[str | Enclosed], offset: int) -> None:
+    def flush_literal(self, literal: list[str], parts: list[str | Enclosed]) -> None:
         if literal:
-            text = "".join(literal)
-            parts.append(self.lexer.resolve_references(text, offset))
+            parts.append("".join(literal))
             literal.clear()
 
     def end_tag(self, pos: int, raw: RawName, lt: int) -> int:
@@ -1973,6 +2023,12 @@ class _Parser:
         if role_message:
             return self.diag.fail("FR104", role_message, tok.start)
         return self.diag.fail("FR100", f"expected {expected}, found {tok.describe()}", tok.start)
+
+
+@dataclass(frozen=True)
+class _Reported(Exists):
+    """Stands for conditions already reported and skipped (the subscription fails, so it is never
+    evaluated); kept apart so that no later check reports on what it cannot read."""
 
 
 @dataclass(frozen=True)
