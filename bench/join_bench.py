@@ -68,6 +68,7 @@ from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -674,6 +675,77 @@ class _Shipped:
     value: bytes
 
 
+#: reads of an hour per figure of :func:`filing_at_read` (the median)
+FILING_READS = 5
+
+
+def filing_at_read(workload: Workload, scratch: Path) -> list[dict]:
+    """What the state's format 2 moves into the join stage: per feed, its middle hour written both
+    ways (stage 1 filing by block, format 1; each witness plan's rows whole, format 2) to a store
+    in ``scratch``, then read as the join stage reads an hour of its window (``read_joinable``):
+    format 1 as stored, format 2 filed by block as it is read, with a new filing (a run's first
+    hour: its bases built) and with the filing of the hour before (every later hour of the run);
+    the medians of :data:`FILING_READS` reads, and the tables' bytes."""
+    from feedrouter.join.filing import BlockFiling
+    from feedrouter.spark.witnesses import coverage, encode, read_joinable, write_hour
+    from feedrouter.storage import FileStore
+
+    rows = []
+    for feed in FEEDS:
+        specs = workload.joins.specs_for(feed)
+        plans = witness_plans(specs, MIN_SHARED)
+        clock = clock_block(feed, CLOCK_PATH)
+        router = witness_router([*plans.bases.values(), clock])
+        batch = workload.feeds[feed][len(workload.feeds[feed]) // 2]
+        messages = [(m.key, m.data) for m in batch.messages]
+        blocks = tuple(sorted(spec.id for spec in specs))
+        stores, written = {}, {}
+        for label, by_block in (("format 1", True), ("format 2", False)):
+            hour = collect_hour(
+                router, feed, batch.hour, messages, plans, clock, CLOCK_FORMAT, LATENESS, by_block
+            )
+            hour.blocks = blocks
+            stores[label] = FileStore(scratch / feed / label.replace(" ", "-"))
+            write_hour(stores[label], hour, coverage(specs), None if by_block else plans.roots())
+            written[label] = sum(len(data) for data in encode(hour).values())
+        read = partial(read_joinable, feed=feed, hour=batch.hour)
+        plain = _median_seconds(partial(read, stores["format 1"]))
+        first = _median_seconds(partial(_filed_afresh, read, stores["format 2"], workload.joins.specs))
+        later = _median_seconds(partial(read, stores["format 2"], filing=BlockFiling(workload.joins.specs)))
+        rows.append(
+            {
+                "population": workload.population.name,
+                "feed": feed,
+                "messages": len(messages),
+                "distinct blocks": len(specs),
+                "witness plans": len(plans.bases),
+                "read, format 1 s": round(plain, 4),
+                "read and filed, format 2, a run's first hour s": round(first, 4),
+                "read and filed, format 2, later hours s": round(later, 4),
+                "filing at read ms/msg (later hours)": round((later - plain) / len(messages) * 1e3, 4),
+                "tables KB, format 1 / format 2": " / ".join(f"{written[f] / 1024:.0f}" for f in written),
+            }
+        )
+    return rows
+
+
+def _filed_afresh(read: Callable[..., object], store: object, specs: Mapping[str, BlockSpec]) -> object:
+    """An hour read with a new filing: a join stage run's first hour (it builds its bases)."""
+    from feedrouter.join.filing import BlockFiling
+
+    return read(store, filing=BlockFiling(specs))
+
+
+def _median_seconds(work: Callable[[], object]) -> float:
+    """The median of :data:`FILING_READS` timings of ``work``."""
+    spent = []
+    for _ in range(FILING_READS):
+        started = time.perf_counter()
+        work()
+        spent.append(time.perf_counter() - started)
+    return statistics.median(spent)
+
+
 def stage1_task(workload: Workload, sizes: Sizes, scratch: Path) -> list[dict]:
     """Stage 1 inside the routing task a batch runs (:mod:`feedrouter.spark.tasks`, in process):
     a whole hour of one feed as input objects (its witnesses are written once per hour),
@@ -1156,18 +1228,19 @@ them."""
 STAGE1_TEXT = """\
 One hour's first messages of each feed (hour 12), `route_outcome` by a router with the ordinary
 population only, then by routers with the same population plus the feed's blocks and its clock,
-each message's witnesses also filed by block with its event time (its `pubDate` parsed and
-admitted in the hour, then `message_witnesses`: what a routing task does before it sends them to
-the hour's writer; runs before 96f11d0 filed them without the time, 2.7 to 3.5 us a
-message less), the routers taking turns every 25 messages over 9 passes, in
+each message's witnesses also kept as a routing task keeps them with its event time (its `pubDate`
+parsed and admitted in the hour, then each witness plan's rows whole, the state's format 2:
+`WitnessPlans.collect`, what a routing task does before it sends them to the hour's writer; the join
+stage files them by block as it reads the hour, measured below; runs before 96f11d0 kept them
+without the time, 2.7 to 3.5 us a message less), the routers taking turns every 25 messages over 9 passes, in
 an order shuffled every turn (a router finds the caches as the router before it left them; a fixed
 rotation had the factored router always follow the one-by-one router, whose plans evict
 everything); the one-by-one router takes turns with the ordinary router alone, the two default
 variants with it apart, each set in a fresh process that loads their artifacts and nothing else,
 as a worker does (A's news feed at 93,207 ordinary subscriptions measured a few points either side
 of the same figure in the bench's own process: rows move by that much from run to run). To that,
-the hour's writer: the whole hour's messages routed and filed, then the writer's tables built from them
-(`HourWitnesses.settle` and `feedrouter.spark.witnesses.tables`: each block's roots, each leaf's
+the hour's writer: the whole hour's messages routed and kept, then the writer's tables built from them
+(`HourWitnesses.settle` and `feedrouter.spark.witnesses.tables`: each plan's roots, each leaf's
 values and each fragment, sorted), the median of 5 builds divided by the hour's messages; writing
 them as Parquet is left out, as writing delivery parts is left out of the ordinary router's time
 (`of which writer`). `ordinary ms/msg`: the median of the passes' means; `added ms/msg`: the median
@@ -1181,7 +1254,9 @@ that differ only in them share one base witness plan, and filing finds a block b
 leaf value or by a needle); `witness plans` counts the latter's compiled plans. Both read a bound
 node's row (its plain children's values and copies, its own attributes) with one call of the
 compiled kernel (`feedrouter.kernel`), and the writer's loops over the hour's filed messages and
-rows are compiled too; `factored, rows in Python` is the default without the kernels. Every
+rows are compiled too; `factored, rows in Python` is the default without the kernels, and
+`factored, filed in stage 1 (format 1)` the default as it was before format 2: each message's rows
+filed by block in the routing task (`message_witnesses`), the writer's roots by block. Every
 router is measured as a routing worker has it, unpickled from its artifact, each its own copy (so
 that none finds another's structures warm). The ordinary population: `//item` filters on one
 author, category, ticker or title word (some with `@lang`), values uniform over the vocabulary: what
@@ -1219,6 +1294,20 @@ the feed's join blocks: reading and splitting objects, routing, the subscribers'
 witnesses' shuffle records and Parquet tables. Most of the task's cost is its deliveries (nearly
 every one of the 10,000 subscriptions gets a folder in the hour, three files each); the table above,
 without deliveries, is the figure stage 1's target is judged on."""
+
+FILING_TEXT = """\
+Stage 1 writes each witness plan's rows whole (the state's format 2), and the join stage files them
+by block as it reads an hour (`feedrouter.join.filing`): the selections stage 1 ran per message in
+the pass that routes it (format 1: `factored, filed in stage 1` in the table above, measured beside
+the default) now run once per hour read. `filing_at_read`: each feed's middle hour written both ways,
+then read as an engine reads an hour of its window (`read_joinable`), the median of 5 reads; a run's
+first hour builds the bases it files by, later hours reuse them. A join stage run reads its hour and
+its lookback (up to window plus lateness: 25 hours here), so it pays the first figure once and the
+later one for every other hour; stage 2's table above was measured on hours filed in memory, so its
+shared times leave this out (compare them with the lookback times the later figure). The tables'
+bytes: format 2 keeps every node a base binds (its blocks' values and fragments), format 1 only
+those some block bound.
+"""
 
 TEMPLATES_TEXT = """\
 Distinct `plan.template.key` per number of value joins, against paper 001's Table 3 (all possible
@@ -1271,6 +1360,11 @@ def report(out: Path, sizes: Sizes, tables: dict[str, list[dict]], wall: float, 
         STAGE1_TASK_TEXT,
         "",
         markdown_table(tables["stage1_task"], columns(tables["stage1_task"])),
+        "### What the join stage takes over: filing at read",
+        "",
+        FILING_TEXT,
+        "",
+        markdown_table(tables["filing"], columns(tables["filing"])),
         "## Templates against paper 001",
         "",
         TEMPLATES_TEXT,
@@ -1306,6 +1400,7 @@ def main() -> None:
         "populations": [],
         "stage1": [],
         "stage1_task": [],
+        "filing": [],
         "stage2": [],
         "templates": [],
     }
@@ -1318,6 +1413,8 @@ def main() -> None:
             log(started, f"{population.name}: stage 1 {tables['stage1'][-2:]}")
             with tempfile.TemporaryDirectory(prefix="join-bench-", dir=in_memory_scratch()) as scratch:
                 tables["stage1_task"] += stage1_task(workload, sizes, Path(scratch))
+            with tempfile.TemporaryDirectory(prefix="join-bench-", dir=in_memory_scratch()) as scratch:
+                tables["filing"] += filing_at_read(workload, Path(scratch))
             log(started, f"{population.name}: stage 1 in the task {tables['stage1_task'][-2:]}")
         if "2" in stages:
             tables["stage2"] += stage2(workload, sizes)
@@ -1325,7 +1422,7 @@ def main() -> None:
         print(tables["populations"][-1], tables["stage2"][-1:], flush=True)
     info["load average at end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     out = args.out or (RESULTS / "quick" if args.quick else RESULTS)
-    for row in tables["stage1"] + tables["stage1_task"] + tables["stage2"]:
+    for row in tables["stage1"] + tables["stage1_task"] + tables["filing"] + tables["stage2"]:
         # rows of an earlier run kept below say which code measured them, on which machine
         row["code"], row["cpu"] = info["code"], info["cpu"]
     tables = {

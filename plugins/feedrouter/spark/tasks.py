@@ -96,7 +96,7 @@ class WitnessReport:
 
     messages: int
     timed: int  # messages with an event time joins may use
-    roots: int  # bound nodes of all blocks
+    roots: int  # the roots table's rows: nodes of every witness plan (format 2), of every block (format 1)
     bytes: int  # the relations' Parquet bytes
 
 
