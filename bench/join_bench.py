@@ -76,7 +76,14 @@ from common import RESULTS, markdown_table, write_csv
 from feedrouter import Router, heap, kernel
 from feedrouter.join.collect import collect_hour, joinable_time
 from feedrouter.join.plan import BlockSpec, JoinPlan, JoinSet, clock_block, lookback
-from feedrouter.join.relations import ONE_HOUR, HourWitnesses, MessageRef, MessageWitnesses, message_witnesses
+from feedrouter.join.relations import (
+    ONE_HOUR,
+    HourWitnesses,
+    MessageRef,
+    MessageWitnesses,
+    message_rows,
+    message_witnesses,
+)
 from feedrouter.join.selections import MIN_SHARED, WitnessPlans, witness_plans
 from feedrouter.join.stage import JoinStage, Pair
 from feedrouter.lang import parse
@@ -365,9 +372,7 @@ def filed_as_a_task(
     ref = MessageRef(key, 0, time_)
     if isinstance(plans, FiledByBlock):
         return message_witnesses(ref, witnesses, plans.plans)
-    found = MessageWitnesses(ref)
-    plans.collect(witnesses, found.bound, found.rows)
-    return found
+    return message_rows(ref, witnesses, plans)
 
 
 def writer_seconds(

@@ -14,7 +14,7 @@ from typing import Protocol
 from feedrouter.errors import DocumentError
 from feedrouter.join.clock import parse_event_time
 from feedrouter.join.plan import BlockSpec
-from feedrouter.join.relations import HourWitnesses, MessageRef, MessageWitnesses, admitted
+from feedrouter.join.relations import HourWitnesses, MessageRef, admitted, message_rows, message_witnesses
 from feedrouter.join.selections import WitnessPlans
 from feedrouter.join.witness import WitnessRow
 
@@ -78,10 +78,6 @@ def collect_hour(
             witnesses, time = {}, None
         else:
             time = joinable_time(witnesses, clock, fmt, hour, lateness)
-        if by_block:
-            found.add(MessageRef(key, 0, time), witnesses, plans)
-        else:
-            message = MessageWitnesses(MessageRef(key, 0, time))
-            plans.collect(witnesses, message.bound, message.rows)
-            found.append(message)
+        keep = message_witnesses if by_block else message_rows
+        found.append(keep(MessageRef(key, 0, time), witnesses, plans))
     return found

@@ -134,6 +134,19 @@ def message_witnesses(
     return found
 
 
+def message_rows(
+    message: MessageRef, witnesses: Mapping[str, Sequence[WitnessRow]], plans: WitnessPlans
+) -> MessageWitnesses:
+    """A routed message's witnesses as stage 1 keeps them in the state's format 2: each witness
+    plan's rows whole, its nodes filed under the plan (:meth:`~feedrouter.join.selections.
+    WitnessPlans.collect`); the join stage files them by block where it reads the hour
+    (:class:`~feedrouter.join.filing.BlockFiling`). Plans not in ``plans`` are left out, as
+    :func:`message_witnesses` leaves them out."""
+    found = MessageWitnesses(message)
+    plans.collect(witnesses, found.bound, found.rows)
+    return found
+
+
 @dataclass
 class HourWitnesses:
     """The witness relations of one feed's hour (messages in stream order).

@@ -41,7 +41,13 @@ from feedrouter.delivery.messages import Message
 from feedrouter.delivery.routing import Routed, route_objects
 from feedrouter.errors import StorageError, TransientStorageError, error
 from feedrouter.join.collect import joinable_time
-from feedrouter.join.relations import HourWitnesses, MessageRef, MessageWitnesses, message_witnesses
+from feedrouter.join.relations import (
+    HourWitnesses,
+    MessageRef,
+    MessageWitnesses,
+    message_rows,
+    message_witnesses,
+)
 from feedrouter.join.witness import WitnessRow
 from feedrouter.spark.publish import Delivered, publish
 from feedrouter.spark.quarantine import Quarantine
@@ -246,11 +252,8 @@ class _Filing:
         if routed and joins.clock is not None:
             time = joinable_time(witnesses, joins.clock, joins.event_format, self.hour, self.lateness)
         ref = MessageRef(message.source, message.index, time, message.digest)
-        if self.by_block:
-            return message_witnesses(ref, witnesses, joins.witnessing)
-        found = MessageWitnesses(ref)
-        joins.witnessing.collect(witnesses, found.bound, found.rows)
-        return found
+        keep = message_witnesses if self.by_block else message_rows
+        return keep(ref, witnesses, joins.witnessing)
 
 
 def deliver_partition(

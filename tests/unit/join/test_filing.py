@@ -13,7 +13,7 @@ from feedrouter import Router, kernel
 from feedrouter.join import selections
 from feedrouter.join.filing import BlockFiling
 from feedrouter.join.plan import BlockSpec
-from feedrouter.join.relations import HourWitnesses, MessageRef, MessageWitnesses
+from feedrouter.join.relations import HourWitnesses, MessageRef, message_rows
 from feedrouter.join.selections import WitnessPlans, witness_plans
 from feedrouter.spark.witnesses import coverage, read_joinable, read_relation, write_hour
 from feedrouter.storage import open_store
@@ -54,9 +54,7 @@ def hour_filed_in_stage_1(
 def hour_of_plan_rows(plans: WitnessPlans, witnesses: list[dict], blocks: tuple[str, ...]) -> HourWitnesses:
     hour = HourWitnesses("f", HOUR, blocks)
     for number, found in enumerate(witnesses):
-        message = MessageWitnesses(message_ref(number))
-        plans.collect(found, message.bound, message.rows)
-        hour.append(message)
+        hour.append(message_rows(message_ref(number), found, plans))
     return hour
 
 
