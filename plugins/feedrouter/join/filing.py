@@ -20,6 +20,7 @@ count, decide every test as the row itself did.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -54,8 +55,8 @@ class BlockFiling:
     """Files format-2 hours by the blocks of ``specs`` (the blocks a join stage's plans read).
 
     Picklable (it travels to Spark's executors with the tasks that read witness hours); the bases
-    it builds to file by (:func:`~feedrouter.join.selections.shared_base`) are built on first use
-    in each process and kept for the hours that follow.
+    it files by (:func:`~feedrouter.join.selections.shared_base`) are built on first use in each
+    process and kept for the hours and the tasks that follow (:data:`_BUILT`).
     """
 
     def __init__(self, specs: Mapping[str, BlockSpec]) -> None:
@@ -138,8 +139,33 @@ class BlockFiling:
     def _base(self, blocks: tuple[str, ...]) -> tuple[BlockSpec, Served]:
         found = self._bases.get(blocks)
         if found is None:
-            found = self._bases[blocks] = shared_base([self.specs[block] for block in blocks])
+            found = self._bases[blocks] = _shared_base(blocks, self.specs)
         return found
+
+
+#: the bases this process built, by their blocks, the most recently used last: a block's id is the
+#: digest of its feed and text (:func:`~feedrouter.join.plan.block_spec`), so a tuple of ids names
+#: one base whichever filing asks for it. Spark's executors unpickle a new :class:`BlockFiling` for
+#: every task that reads witness hours, in Python workers that outlive the task; a base of 30,738
+#: blocks (the join bench's population C) takes 8 s to build
+_BUILT: OrderedDict[tuple[str, ...], tuple[BlockSpec, Served]] = OrderedDict()
+#: the most bases :data:`_BUILT` keeps (a join stage files by one base a witness plan; a worker
+#: serves the join stages of a few feeds)
+KEPT_BASES = 8
+
+
+def _shared_base(blocks: tuple[str, ...], specs: Mapping[str, BlockSpec]) -> tuple[BlockSpec, Served]:
+    """The base :func:`~feedrouter.join.selections.shared_base` makes of ``blocks``, built once a
+    process (:data:`_BUILT`)."""
+    found = _BUILT.get(blocks)
+    if found is None:
+        found = shared_base([specs[block] for block in blocks])
+        _BUILT[blocks] = found
+        while len(_BUILT) > KEPT_BASES:
+            _BUILT.popitem(last=False)
+    else:
+        _BUILT.move_to_end(blocks)
+    return found
 
 
 def _keys(messages: npt.NDArray[np.int64], nodes: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import pickle
 import random
 import sys
+from collections import OrderedDict
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 
 from feedrouter import Router, kernel
-from feedrouter.join import selections
+from feedrouter.join import filing, selections
 from feedrouter.join.filing import BlockFiling
 from feedrouter.join.plan import BlockSpec
 from feedrouter.join.relations import HourWitnesses, MessageRef, message_rows
@@ -141,3 +143,35 @@ def test_a_format_2_hour_is_filed_by_the_blocks_the_join_reads(tmp_path: Path) -
     assert set(read._columns.roots.names) <= {spec.id for spec in some}  # type: ignore[union-attr]
     with pytest.raises(ValueError, match=r"format 2\): reading them needs the join's blocks"):
         read_joinable(store, "f", HOUR)
+
+
+def test_a_process_builds_a_base_once_for_every_filing_that_files_by_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Spark's executors unpickle a new filing for each task that reads witness hours: the bases
+    are kept by the process (a block's id names its text) as well as by the filing, as many as
+    :data:`~feedrouter.join.filing.KEPT_BASES`, the least recently used dropped first (a filing
+    keeps its own for the hours it files)."""
+    monkeypatch.setattr(filing, "_BUILT", OrderedDict())
+    monkeypatch.setattr(filing, "KEPT_BASES", 2)
+    built: list[tuple[str, ...]] = []
+    real = filing.shared_base
+
+    def counted(specs: list[BlockSpec]) -> tuple[BlockSpec, selections.Served]:
+        built.append(tuple(spec.id for spec in specs))
+        return real(specs)
+
+    monkeypatch.setattr(filing, "shared_base", counted)
+    specs = generated_blocks(random.Random(11), 12)
+    first = BlockFiling({spec.id: spec for spec in specs})
+    groups = [tuple(sorted(spec.id for spec in specs[at : at + 4])) for at in (0, 4, 8)]
+    base = first._base(groups[0])
+    task = pickle.loads(pickle.dumps(first))  # what a task's executor gets
+    assert task._base(groups[0]) is base and built == [groups[0]]
+    task._base(groups[1])
+    pickle.loads(pickle.dumps(first))._base(groups[0])  # another task's: the most recent
+    task._base(groups[2])  # a third: the least recently used goes
+    assert list(filing._BUILT) == [groups[0], groups[2]]
+    pickle.loads(pickle.dumps(first))._base(groups[1])
+    assert built == [groups[0], groups[1], groups[2], groups[1]]
+    assert len(filing._BUILT) == 2
