@@ -47,6 +47,9 @@ class JoinPipeline:
     #: whole) and the hour is read back filed by block, as the join stage reads it; None: filed by
     #: block in memory
     state: Path | None = None
+    #: with a ``state`` folder, the hours stage 1 writes in format 1 (filed by block in stage 1, as
+    #: hours written before format 2 were): a window that reads both formats
+    format_1_hours: frozenset[datetime] = frozenset()
 
     def __post_init__(self) -> None:
         for sid, (feed, text) in self.subscriptions.items():
@@ -77,18 +80,21 @@ class JoinPipeline:
             self.clocks[feed],
             CLOCK_FORMAT,
             self.lateness,
-            by_block=self.state is None,
+            by_block=self.state is None or hour in self.format_1_hours,
         )
-        self.store[(feed, hour)] = found if self.state is None else self._through_the_store(found)
+        if self.state is not None:
+            found = self._through_the_store(found, hour not in self.format_1_hours)
+        self.store[(feed, hour)] = found
 
-    def _through_the_store(self, found: HourWitnesses) -> HourWitnesses:
-        """An hour of plan rows written in format 2 and read back whole, its roots filed by block
-        where they are read (:class:`~feedrouter.join.filing.BlockFiling`)."""
+    def _through_the_store(self, found: HourWitnesses, format_2: bool) -> HourWitnesses:
+        """An hour written to the witness store and read back whole as the join stage reads it:
+        in format 2, plan rows whose roots are filed by block where they are read
+        (:class:`~feedrouter.join.filing.BlockFiling`); in format 1, filed by block already."""
         assert self.state is not None
         plans, specs = self.plans[found.feed], self.joins.specs_for(found.feed)
         found.blocks = tuple(sorted(spec.id for spec in specs))
         store = open_store(self.state.as_uri())
-        write_hour(store, found, coverage(specs), plans.roots())
+        write_hour(store, found, coverage(specs), plans.roots() if format_2 else None)
         back = read_hour(store, found.feed, found.hour)
         joinable = read_joinable(store, found.feed, found.hour, BlockFiling(self.joins.specs))
         assert back is not None and joinable is not None

@@ -8,7 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from feedrouter.delivery.layout import witness_dir
 from feedrouter.join.selections import MIN_SHARED
+from feedrouter.spark.witnesses import BLOCKS, _hour_roots
+from feedrouter.storage import open_store
+from feedrouter.storage.keys import join_key
 from tests.differential.join_oracle import SaxonJoinOracle
 from tests.differential.join_pipeline import JoinPipeline, compare_with_saxon
 
@@ -183,17 +187,25 @@ def test_blocks_differing_only_in_a_line_break_or_a_space_of_a_literal_stay_apar
 
 
 @pytest.mark.parametrize(
-    ("seed", "min_shared", "format_2"),
-    [(41, MIN_SHARED, False), (42, 1, False), (43, 1, True), (44, 1, True)],
+    ("seed", "min_shared", "state"),
+    [
+        (41, MIN_SHARED, "memory"),
+        (42, 1, "memory"),
+        (43, 1, "format 2"),
+        (44, 1, "format 2"),
+        (45, 1, "both formats"),
+    ],
 )
 def test_generated_joins_agree_with_saxon(
-    oracle: SaxonJoinOracle, seed: int, min_shared: int, format_2: bool, tmp_path: Path
+    oracle: SaxonJoinOracle, seed: int, min_shared: int, state: str, tmp_path: Path
 ) -> None:
     """Generated join subscriptions (1-4 value joins, both temporal kinds, cross-feed) over three
     generated hours of two feeds, the hours collected out of order; with ``min_shared`` 1 every
-    block's equality selections are factored out into shared witness plans; in ``format_2``
-    stage 1 keeps each witness plan's rows whole, and they are filed by block as the hour is
-    read back from the witness store."""
+    block's equality selections are factored out into shared witness plans. The hours are kept
+    filed by block in memory, or written to the witness store and read back as the join stage
+    reads them: in ``format 2`` stage 1 keeps each witness plan's rows whole, and they are filed
+    by block as the hour is read; in ``both formats`` the middle hour is written in format 1 (as
+    an hour written before format 2 was), so every window reads both."""
     from feedrouter.workload.joins import generate_feed_hours, generate_join_subscriptions
 
     feeds = ("news", "blogs")
@@ -205,12 +217,25 @@ def test_generated_joins_agree_with_saxon(
         for feed, batches in generated.items()
     }
     hours = sorted(by_feed["news"])
-    pipeline = JoinPipeline(subscriptions, feeds, min_shared=min_shared, state=tmp_path if format_2 else None)
+    pipeline = JoinPipeline(
+        subscriptions,
+        feeds,
+        min_shared=min_shared,
+        state=None if state == "memory" else tmp_path,
+        format_1_hours=frozenset(hours[1:2] if state == "both formats" else ()),
+    )
     if min_shared == 1:  # the factored path is taken: bases serving several blocks through selections
         assert any(served.index for plans in pipeline.plans.values() for served in plans.served.values())
     for hour in (hours[2], hours[0], hours[1]):
         for feed in feeds:
             pipeline.collect(feed, hour, by_feed[feed][hour])
+    if state == "both formats":  # the store holds both: plan rows (a plan per block) and filed rows
+        store = open_store(tmp_path.as_uri())
+        formats = [
+            _hour_roots("news", hour, store.get(join_key(witness_dir("news", hour), BLOCKS))) is None
+            for hour in hours
+        ]
+        assert formats == [False, True, False]
     delivered = {hour: pipeline.join(hour) for hour in (hours[1], hours[2], hours[0])}
     counts = compare_with_saxon(oracle, pipeline, by_feed, delivered)
     with_pairs = sum(1 for sid in subscriptions if any(delivered[h][sid].results for h in hours))
