@@ -95,7 +95,7 @@ class JoinPipeline:
         found.blocks = tuple(sorted(spec.id for spec in specs))
         store = open_store(self.state.as_uri())
         write_hour(store, found, coverage(specs), plans.roots() if format_2 else None)
-        back = read_hour(store, found.feed, found.hour)
+        back = read_hour(store, found.feed, found.hour, ("messages", "values", "fragments"))
         joinable = read_joinable(store, found.feed, found.hour, BlockFiling(self.joins.specs))
         assert back is not None and joinable is not None
         runs = joinable._columns.roots  # type: ignore[union-attr]

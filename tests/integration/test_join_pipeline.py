@@ -21,6 +21,7 @@ from sqlalchemy import Engine, text
 
 from feedrouter.catalog import build_plan, load_plan
 from feedrouter.delivery import read_part
+from feedrouter.delivery.layout import witness_dir
 from feedrouter.hours import batch_prefix
 from feedrouter.limits import JoinLimits
 from feedrouter.spark import BatchOptions, joins, route_batch
@@ -285,6 +286,82 @@ def test_a_new_join_subscription_is_back_filled_over_its_window(
         catalog, "news", hours[0], plans_store=plans, options=BatchOptions(inline=True, state_uri=state)
     )
     assert again == WitnessReport(0, 0, 0, 0)
+
+
+def test_a_join_subscription_sharing_a_base_is_back_filled_without_routing_again(
+    spark: Any, catalog: Engine, s3_bucket: str, plans_dir: Path
+) -> None:
+    """Hours routed with blocks that share one base witness plan keep the plan's rows whole and
+    record what they hold. A join subscription added later whose block the base serves, with
+    leaves and fragments the rows hold, is back-filled over its window by rewriting each hour's
+    ``blocks.json``: with the window's inputs deleted (routing again would fail, FR612), its
+    first join stage delivers exactly the pairs Saxon gives, and the hours' tables are unchanged."""
+    from lxml import etree
+
+    from feedrouter.spark.witnesses import blocks_of_hour
+
+    generated = generate_feed_hours(seed=24, feeds=FEEDS, hours=2, items_per_hour=15, lateness=LATENESS)
+    feeds = {
+        f: {b.hour: [(m.key, m.data) for m in b.messages] for b in batches}
+        for f, batches in generated.items()
+    }
+    hours = sorted(feeds["news"])
+    prolog = 'import module namespace fr = "urn:feedrouter:stream:1";\n'
+
+    def query(binding: str) -> str:
+        return prolog + (
+            f'for $a in fr:stream(){binding}, $b in fr:stream("blogs")//item\n'
+            'where $a/author = $b/author and fr:within($a, $b, "PT3H")\n'
+            "return <pair>{ $a/guid }{ $b/guid }</pair>"
+        )
+
+    # one broad block and 16 selective ones on the news feed: one base serves them (MIN_SHARED)
+    earlier = {"broad": ("news", query("//item"))}
+    earlier |= {f"c{i}": ("news", query(f'//item[category = "none-{i}"]')) for i in range(16)}
+    _catalog(catalog, s3_bucket, earlier)
+    _upload(generated, s3_bucket)
+    plans, state = FileStore(plans_dir), f"s3://{s3_bucket}/state"
+    for feed in FEEDS:
+        build_plan(catalog, feed, plans)
+        for hour in hours:
+            route_batch(
+                catalog, feed, hour, plans_store=plans, options=BatchOptions(state_uri=state, inline=True)
+            )
+    oracle = SaxonJoinOracle()
+    categories = sorted(
+        {c.text or "" for _, data in feeds["news"][hours[1]] for c in etree.fromstring(data).iter("category")}
+    )
+    for category in categories:  # one whose subscription has pairs in hour 1
+        added = query(f'//item[category = "{category}"]')
+        up_to = [oracle.run(saxon_messages(feeds, hour, LATENESS), "news", added) for hour in hours]
+        expected = _after(up_to[1], up_to[0])
+        if expected:
+            break
+    assert expected, "no category of the generated hour pairs"
+    with catalog.begin() as conn:
+        add_subscription(conn, "ada", "news", "added", added)
+    for feed in FEEDS:
+        build_plan(catalog, feed, plans)
+    store = open_store(state)
+    tables = {
+        hour: {name: store.get(f"{witness_dir('news', hour)}/{name}.parquet") for name in ("roots", "values")}
+        for hour in hours
+    }
+    for hour in hours:  # routing the window again is impossible now
+        gone = open_store(batch_prefix(LAYOUT, f"s3://{s3_bucket}/in/news", hour))
+        for key in gone.list(""):
+            gone.delete(key)
+    before = {hour: blocks_of_hour(store, "news", hour) for hour in hours}
+    backfilling = JoinOptions(state_uri=state, stream_start=hours[0], backfill=BatchOptions(inline=True))
+    join_batch(catalog, "news", hours[1], plans_store=plans, options=backfilling, spark=spark)
+    for hour in hours:
+        after = blocks_of_hour(store, "news", hour)
+        assert after is not None and before[hour] is not None and len(after - before[hour]) == 1
+        assert {
+            name: store.get(f"{witness_dir('news', hour)}/{name}.parquet") for name in ("roots", "values")
+        } == tables[hour]
+    delivered = [body for _, body, _ in sorted(_delivered(catalog, s3_bucket).get("added", []))]
+    assert [canonical(item) for item in delivered] == [canonical(item) for item in expected]
 
 
 def test_an_hour_to_back_fill_whose_inputs_are_gone_fails_the_stage_naming_it(

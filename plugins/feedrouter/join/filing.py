@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from feedrouter.join.plan import BlockSpec
-from feedrouter.join.selections import Served, shared_base
+from feedrouter.join.selections import Served, filed_from, shared_base
 from feedrouter.join.witness import WitnessRow
 
 #: A node's key while filing: its message's number above, its element id (plus one: the document
@@ -62,13 +62,14 @@ class BlockFiling:
     def __init__(self, specs: Mapping[str, BlockSpec]) -> None:
         self.specs = dict(specs)
         self._bases: dict[tuple[str, ...], tuple[BlockSpec, Served]] = {}
+        self._plans: dict[str, str] = {}  # per block, the base it is filed from (selections.filed_from)
 
     def __getstate__(self) -> dict[str, object]:
         return {"specs": self.specs}
 
     def __setstate__(self, state: dict[str, object]) -> None:
         self.__dict__.update(state)
-        self._bases = {}
+        self._bases, self._plans = {}, {}
 
     def file(
         self,
@@ -86,6 +87,11 @@ class BlockFiling:
         members: dict[str, list[str]] = {}
         for block, plan in hour_roots.items():
             if block in self.specs:
+                if plan != block and plan != self._filed_from(block):
+                    raise ValueError(
+                        f"block {block} is filed from witness plan {plan}, a base this code does not "
+                        "file it from (the hour was written by code that factors it otherwise)"
+                    )
                 members.setdefault(plan, []).append(block)
         found: Roots = {}
         for plan, blocks in sorted(members.items()):
@@ -135,6 +141,12 @@ class BlockFiling:
                 for block in group:
                     by_block.setdefault(block, []).append(key)
         return {block: _nodes(np.array(filed, np.int64)) for block, filed in by_block.items()}
+
+    def _filed_from(self, block: str) -> str:
+        known = self._plans.get(block)
+        if known is None:
+            known = self._plans[block] = filed_from(self.specs[block])
+        return known
 
     def _base(self, blocks: tuple[str, ...]) -> tuple[BlockSpec, Served]:
         found = self._bases.get(blocks)

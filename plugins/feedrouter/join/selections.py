@@ -885,10 +885,7 @@ def _add_base(plans: WitnessPlans, members: Sequence[tuple[BlockSpec, Factored]]
     leaves: dict[str, ast.RelPath] = {}
     fragments: dict[str, Fragment] = {}
     for spec, factored in members:
-        leaves.update(spec.leaves)
-        leaves.update(
-            (path_text(p), replace(p, var="", span=None)) for c in factored.conditions for p in _paths(c)
-        )
+        leaves.update(_leaves_read(spec, factored))
         fragments.update(spec.fragments)
     base.leaves = {text: leaves[text] for text in sorted(leaves)}
     base.fragments = {key: fragments[key] for key in sorted(fragments)}
@@ -918,6 +915,32 @@ def _add_base(plans: WitnessPlans, members: Sequence[tuple[BlockSpec, Factored]]
     served.needles = {at: _grouped_by_test(by) for at, by in by_needle.items()}
     plans.bases[base.id] = base
     plans.served[base.id] = served
+
+
+def _leaves_read(spec: BlockSpec, factored: Factored) -> dict[str, ast.RelPath]:
+    """The leaves a base's rows hold for ``spec``: its own and those its factored conditions read."""
+    leaves = dict(spec.leaves)
+    leaves.update(
+        (path_text(p), replace(p, var="", span=None)) for c in factored.conditions for p in _paths(c)
+    )
+    return leaves
+
+
+def filed_from(spec: BlockSpec) -> str:
+    """The witness plan this code files ``spec`` from when it shares one: its :func:`factor`
+    base (the block itself, when nothing factors out). A block is filed from the rows of its own
+    plan or of this plan only: a base's id is the digest of its binding and the conditions left in
+    it, so rows of another plan (one that factored the block otherwise, written by other code)
+    hold other nodes, or lack the leaves the tests read."""
+    return factor(spec).base.id
+
+
+def rows_needed(spec: BlockSpec) -> tuple[frozenset[str], frozenset[str]]:
+    """The leaves and fragments a witness plan's rows must hold for ``spec`` to be filed from them
+    (:func:`shared_base`): what a base holds for each of its blocks. A block added later whose
+    needs an hour's rows of its plan hold is filed from them without routing the hour again
+    (:func:`~feedrouter.spark.witnesses.adopt_blocks`)."""
+    return frozenset(_leaves_read(spec, factor(spec))), frozenset(spec.fragments)
 
 
 def shared_base(specs: Sequence[BlockSpec]) -> tuple[BlockSpec, Served]:

@@ -5,6 +5,12 @@ back to, which were routed before its blocks existed. Those hours are routed aga
 still in the store, with the feed's latest plan build, writing only the hour's witness relations:
 no delivery folder, quarantine entry or ledger row changes. Something no streaming engine can do:
 the state is rebuilt from the retained inputs instead of starting empty.
+
+Most joins added later select on values their feed's other joins select on too: their blocks are
+served by a base witness plan whose rows an hour of format 2 keeps whole. Where the hour records
+what those rows hold and it is all a lacking block needs, the block is filed from them: only the
+hour's ``blocks.json`` is rewritten, no input is read (:func:`~feedrouter.spark.witnesses.
+adopt_blocks`).
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from sqlalchemy import Engine
 from feedrouter.catalog import ledger
 from feedrouter.errors import error
 from feedrouter.hours import format_hour, to_hour
+from feedrouter.join.plan import BlockSpec
 from feedrouter.join.relations import HourWitnesses
 from feedrouter.spark.batch import (
     BatchOptions,
@@ -29,9 +36,10 @@ from feedrouter.spark.batch import (
 from feedrouter.spark.batchlog import batch_fields, log
 from feedrouter.spark.lease import JobCanceller, hour_lock
 from feedrouter.spark.session import batch_session
+from feedrouter.spark.spec import JobSpec
 from feedrouter.spark.stores import StoreOpener
 from feedrouter.spark.tasks import WitnessReport, write_witness_hour
-from feedrouter.spark.witnesses import holds_coverage
+from feedrouter.spark.witnesses import adopt_blocks, blocks_json_of_hour, holds
 from feedrouter.storage import ObjectStore
 
 
@@ -60,10 +68,16 @@ def backfill_witnesses(
         ttl = timedelta(seconds=options.lease_seconds)
         with hour_lock(engine, feed, hour, ttl, on_lost=cancel):
             state = stores.open(spec.state_uri)
-            if holds_coverage(state, feed, hour, spec.witness_coverage):
+            found = blocks_json_of_hour(state, feed, hour)
+            joins = loaded.plan.joins
+            specs = [joins.specs[block] for block in spec.witness_blocks] if joins is not None else []
+            if found is not None and holds(found, specs):
                 # another join stage back-filled it while this one waited for the lease
                 log.info("the join witnesses of %s %s hold every block already", feed, format_hour(hour))
                 return WitnessReport(0, 0, 0, 0)
+            adopted = _adopted(state, spec, specs)
+            if adopted is not None:
+                return adopted
             keys = list_inputs(stores.open(spec.input_uri))
             if not keys:
                 _check_nothing_was_routed(engine, feed, hour, spec.input_uri)
@@ -73,6 +87,25 @@ def backfill_witnesses(
             output = run_routing(spec, loaded, keys, sessions, options, None, cancel)
         log.info("back-filled the join witnesses of %s %s: %s", feed, format_hour(hour), output.witnesses)
         return output.witnesses
+
+
+def _adopted(state: ObjectStore, spec: JobSpec, specs: list[BlockSpec]) -> WitnessReport | None:
+    """Cover the blocks the hour lacks from the witness plans' rows it keeps (format 2), where
+    they hold what filing each block needs (:func:`~feedrouter.spark.witnesses.adopt_blocks`): a
+    join subscription added later whose blocks share a base with earlier ones costs its window's
+    hours a rewrite of their ``blocks.json``, not a routing. None: the hour is routed again."""
+    if not spec.witness_roots:
+        return None
+    adopted = adopt_blocks(state, spec.feed, spec.hour, specs, dict(spec.witness_roots))
+    if adopted is None:
+        return None
+    log.info(
+        "the join witnesses of %s %s cover %d more blocks from the witness plans' rows they keep",
+        spec.feed,
+        spec.hour_text,
+        len(adopted),
+    )
+    return WitnessReport(0, 0, 0, 0)
 
 
 def _check_nothing_was_routed(engine: Engine, feed: str, hour: datetime, inputs: str) -> None:

@@ -60,7 +60,7 @@ from feedrouter.spark.session import batch_session, check_no_speculation
 from feedrouter.spark.spec import ArtifactRef, Fault, JobSpec
 from feedrouter.spark.stores import StoreOpener
 from feedrouter.spark.tasks import Undelivered, write_witness_hour
-from feedrouter.spark.witnesses import coverage
+from feedrouter.spark.witnesses import coverage, plan_coverage
 from feedrouter.storage import ObjectStore
 
 if TYPE_CHECKING:
@@ -301,6 +301,7 @@ def job_spec(loaded: LoadedPlan, hour: datetime, stores: StoreOpener, options: B
             coverage(joins.specs[b] for b in joins.blocks) if state is not None and joins is not None else ()
         ),
         witness_roots=witness_roots(joins) if state is not None and joins is not None else (),
+        witness_plans=plan_coverage(joins.witnessing) if state is not None and joins is not None else (),
     )
 
 

@@ -60,7 +60,7 @@ from feedrouter.spark.lease import JobCanceller, hour_lock
 from feedrouter.spark.session import batch_session, check_no_speculation
 from feedrouter.spark.spec import JobSpec
 from feedrouter.spark.stores import StoreOpener
-from feedrouter.spark.witnesses import coverage, coverage_of_hour, covers
+from feedrouter.spark.witnesses import blocks_json_of_hour, holds
 from feedrouter.storage import ObjectStore
 
 
@@ -338,13 +338,13 @@ def check_witnesses(
     for (feed, when), blocks in sorted(window_hours(joins, lateness, hour).items()):
         if when < start:
             continue  # before the stream: never routed, nothing to wait for
-        found = coverage_of_hour(state, feed, when)
+        found = blocks_json_of_hour(state, feed, when)
         if found is None:
             if routed(feed, when):
                 lacking.append((feed, when))
             elif awaited(feed, when, start, routed, unlisted):
                 missing.append(f"{feed} {format_hour(when)}")
-        elif not covers(found, coverage(joins.specs[block] for block in blocks)):
+        elif not holds(found, [joins.specs[block] for block in blocks]):
             lacking.append((feed, when))
     if missing:
         raise error(

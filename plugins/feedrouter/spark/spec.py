@@ -95,6 +95,9 @@ class JobSpec:
     #: per block, the witness plan whose rows the join stage files it from (the state's format 2:
     #: stage 1 writes the plans' rows whole); empty: stage 1 files them by block (format 1)
     witness_roots: tuple[tuple[str, str], ...] = ()
+    #: per witness plan, the names of the leaves and fragments its rows hold (format 2: recorded
+    #: with the hour, so that a block added later is filed from them without routing it again)
+    witness_plans: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = ()
     witnesses_only: bool = False  # a back-fill: write the hour's witnesses, deliver nothing
 
     def without_targets(self) -> JobSpec:

@@ -296,7 +296,8 @@ def write_witness_hour(spec: JobSpec, witnesses: HourWitnesses) -> int:
     if spec.state_uri is None:
         raise error("FR600", f"the job spec of {spec.feed} {spec.hour_text} names no state location")
     roots = dict(spec.witness_roots) if spec.witness_roots else None
-    return write_hour(spec.stores.open(spec.state_uri), witnesses, spec.witness_coverage, roots)
+    plans = spec.witness_plans if roots is not None else ()
+    return write_hour(spec.stores.open(spec.state_uri), witnesses, spec.witness_coverage, roots, plans)
 
 
 def deliver_one(

@@ -39,7 +39,7 @@ import json
 import re
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -60,6 +60,7 @@ from feedrouter.join.relations import (
     Runs,
     microseconds,
 )
+from feedrouter.join.selections import WitnessPlans, filed_from, rows_needed
 from feedrouter.join.stage import NodeRef
 from feedrouter.storage import ObjectStore
 from feedrouter.storage.keys import join_key
@@ -98,6 +99,9 @@ _HOUR_FOLDER = re.compile(
 BlockCoverage = tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...]
 #: the same as an hour's ``blocks.json`` records it, by block
 Coverage = dict[str, tuple[frozenset[str], frozenset[str]]]
+#: per witness plan, the names of the leaves and fragments its rows hold (format 2), as a job spec
+#: carries it
+PlanCoverage = tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...]
 
 
 def coverage(specs: Iterable[BlockSpec]) -> BlockCoverage:
@@ -107,11 +111,17 @@ def coverage(specs: Iterable[BlockSpec]) -> BlockCoverage:
     )
 
 
+def plan_coverage(plans: WitnessPlans) -> PlanCoverage:
+    """What the rows of each of ``plans``' witness plans hold, as :func:`write_hour` records it."""
+    return coverage(plans.bases.values())
+
+
 def write_hour(
     store: ObjectStore,
     witnesses: HourWitnesses,
     covered: BlockCoverage = (),
     roots: Mapping[str, str] | None = None,
+    plans: PlanCoverage = (),
 ) -> int:
     """Write one feed's hour of witnesses (then its ``_SUCCESS``); returns the bytes written.
 
@@ -121,7 +131,9 @@ def write_hour(
     fragment the hour does not hold is back-filled (:func:`~feedrouter.spark.joins.check_witnesses`).
     With ``roots`` (format 2: the roots are the witness plans' own, :meth:`~feedrouter.join.
     selections.WitnessPlans.collect`), each block also with the plan it is filed from, which the
-    join stage files it by (:class:`~feedrouter.join.filing.BlockFiling`).
+    join stage files it by (:class:`~feedrouter.join.filing.BlockFiling`); with ``plans`` too,
+    what each of those plans' rows hold, so that a block added later is filed from them where they
+    hold what it needs, without routing the hour again (:func:`adopt_blocks`).
     """
     folder = witness_dir(witnesses.feed, witnesses.hour)
     tables = encode(witnesses)
@@ -130,19 +142,21 @@ def write_hour(
         store.delete(join_key(folder, SUCCESS))
     for name, data in tables.items():
         store.put(join_key(folder, f"{name}.parquet"), data)
-    blocks = json.dumps(_blocks_json(witnesses.blocks, covered, roots), sort_keys=True).encode()
+    blocks = json.dumps(_blocks_json(witnesses.blocks, covered, roots, plans), sort_keys=True).encode()
     store.put(join_key(folder, BLOCKS), blocks)
     store.put(join_key(folder, SUCCESS), b"")
     return sum(len(data) for data in tables.values()) + len(blocks)
 
 
 def _blocks_json(
-    blocks: Sequence[str], covered: BlockCoverage, roots: Mapping[str, str] | None
-) -> list[str] | dict[str, list[Any]]:
+    blocks: Sequence[str], covered: BlockCoverage, roots: Mapping[str, str] | None, plans: PlanCoverage = ()
+) -> list[str] | dict[str, Any]:
     if not covered:
         if roots is not None:
             raise ValueError("an hour of format 2 records its blocks' coverage")
         return sorted(blocks)
+    if plans and roots is None:
+        raise ValueError("an hour of format 1 has no witness plans' rows")
     shapes: dict[str, list[Any]] = {
         block: [list(leaves), list(fragments)] for block, leaves, fragments in covered
     }
@@ -153,8 +167,21 @@ def _blocks_json(
         unfiled = sorted(set(blocks) - set(roots))
         if unfiled:
             raise ValueError(f"no witness plan for blocks {unfiled}")
-        return {block: [*shapes[block], roots[block]] for block in sorted(blocks)}
+        entries = {block: [*shapes[block], roots[block]] for block in sorted(blocks)}
+        return entries if not plans else _with_plans(entries, {p: (ls, fs) for p, ls, fs in plans})
     return {block: shapes[block] for block in sorted(blocks)}
+
+
+def _with_plans(
+    entries: dict[str, list[Any]], plans: Mapping[str, tuple[Collection[str], Collection[str]]]
+) -> dict[str, Any]:
+    """A ``blocks.json`` of format 2 that also records what each witness plan's rows hold."""
+    used = sorted({entry[2] for entry in entries.values()})
+    unknown = [plan for plan in used if plan not in plans]
+    if unknown:
+        raise ValueError(f"no coverage for witness plans {unknown}")
+    held = {plan: [sorted(plans[plan][0]), sorted(plans[plan][1])] for plan in used}
+    return {"blocks": entries, "plans": held}
 
 
 def blocks_of_hour(store: ObjectStore, feed: str, hour: datetime) -> frozenset[str] | None:
@@ -168,17 +195,53 @@ def coverage_of_hour(
 ) -> tuple[frozenset[str], Coverage | None] | None:
     """The blocks an hour's witnesses cover and what their rows hold (None: an hour written before
     that was recorded), or None when the hour has none (yet)."""
+    found = blocks_json_of_hour(store, feed, hour)
+    return None if found is None else (frozenset(found.blocks), found.coverage)
+
+
+def blocks_json_of_hour(store: ObjectStore, feed: str, hour: datetime) -> BlocksJson | None:
+    """What an hour's ``blocks.json`` says, or None when the hour has no witnesses (yet)."""
     if not has_hour(store, feed, hour):
         return None
-    data = store.get(join_key(witness_dir(feed, hour), BLOCKS))
-    return frozenset(_blocks(feed, hour, data)), _coverage(feed, hour, data)
+    return _read_blocks_json(feed, hour, store.get(join_key(witness_dir(feed, hour), BLOCKS)))
 
 
-def holds_coverage(store: ObjectStore, feed: str, hour: datetime, wanted: BlockCoverage) -> bool:
-    """Whether an hour's witnesses are written and hold every block of ``wanted`` with its leaves
-    and fragments."""
-    found = coverage_of_hour(store, feed, hour)
-    return found is not None and covers(found, wanted)
+def holds(found: BlocksJson, specs: Collection[BlockSpec]) -> bool:
+    """Whether an hour (its ``blocks.json``) holds every block of ``specs`` with its leaves and
+    fragments, each filed from a plan this code files it from (:func:`misfiled`)."""
+    return covers((frozenset(found.blocks), found.coverage), coverage(specs)) and not misfiled(found, specs)
+
+
+def misfiled(found: BlocksJson, specs: Iterable[BlockSpec]) -> list[str]:
+    """The blocks of ``specs`` an hour of format 2 files from a base witness plan this code does not
+    file them from (:func:`~feedrouter.join.selections.filed_from`): the hour was written by code
+    that factored them otherwise, and its plan's rows hold other nodes or lack leaves the tests
+    read. Such an hour is back-filled as one that lacks the blocks."""
+    roots = found.roots
+    if roots is None:
+        return []
+    wrong = []
+    for spec in specs:
+        plan = roots.get(spec.id)
+        if plan is not None and plan != spec.id and plan != _filed_from(spec):
+            wrong.append(spec.id)
+    return wrong
+
+
+#: per block id (the digest of its feed and text), the plan :func:`misfiled` expects it filed from:
+#: a join stage checks every block of its window's hours (thousands, an hour each), and factoring a
+#: block's conditions again for each is seconds a run
+_FILED_FROM: dict[str, str] = {}
+_FILED_FROM_KEPT = 1 << 18
+
+
+def _filed_from(spec: BlockSpec) -> str:
+    known = _FILED_FROM.get(spec.id)
+    if known is None:
+        if len(_FILED_FROM) >= _FILED_FROM_KEPT:
+            _FILED_FROM.clear()
+        known = _FILED_FROM[spec.id] = filed_from(spec)
+    return known
 
 
 def covers(found: tuple[frozenset[str], Coverage | None], wanted: BlockCoverage) -> bool:
@@ -205,11 +268,18 @@ def read_hour(
     store: ObjectStore, feed: str, hour: datetime, tables: Sequence[str] = TABLES
 ) -> HourWitnesses | None:
     """The hour's witnesses, or None when stage 1 has not written them (yet); only ``tables`` of
-    them (delivering pairs that another engine found needs ``messages`` and ``fragments`` only)."""
+    them (delivering pairs that another engine found needs ``messages`` and ``fragments`` only).
+    The roots of an hour of format 2 are its witness plans', not its blocks': reading them here is
+    refused (:func:`read_joinable` files them by block)."""
     read = _read_tables(store, feed, hour, tables)
     if read is None:
         return None
     data, blocks = read
+    if "roots" in data and _hour_roots(feed, hour, blocks) is not None:
+        raise ValueError(
+            f"the roots of the join witnesses of {feed} {format_hour(hour)} are the witness plans' "
+            "(format 2): read_joinable files them by the join's blocks"
+        )
     found = decode(feed, hour, data)
     found.blocks = _blocks(feed, hour, blocks)
     return found
@@ -607,49 +677,117 @@ def _readable(feed: str, hour: datetime, name: str) -> Iterator[None]:
         ) from exc
 
 
+@dataclass(frozen=True)
+class BlocksJson:
+    """What an hour's ``blocks.json`` says, in any of the forms hours were written in: the block
+    ids alone (a list); each block with its leaves and fragments (format 1); each also with the
+    witness plan it is filed from (format 2); and that with what each plan's rows hold
+    (``{"blocks": ..., "plans": ...}``)."""
+
+    blocks: tuple[str, ...]
+    #: per block, the leaves and fragments its rows hold (None: the ids alone)
+    coverage: Coverage | None = None
+    #: per block, the witness plan it is filed from (None: its roots are its own, format 1)
+    roots: dict[str, str] | None = None
+    #: per witness plan, the leaves and fragments its rows hold (None: not recorded)
+    plans: Coverage | None = None
+
+
+def _read_blocks_json(feed: str, hour: datetime, data: bytes) -> BlocksJson:
+    with _readable(feed, hour, BLOCKS):
+        document = json.loads(data)
+        plans = None
+        if isinstance(document, dict) and set(document) == {"blocks", "plans"}:
+            document, plans = document["blocks"], document["plans"]
+            if not isinstance(document, dict) or not isinstance(plans, dict):
+                raise ValueError("not blocks and witness plans by id")
+            _check_coverage(plans, sizes=(2,))
+            _check_coverage(document, sizes=(3,))
+            unknown = sorted({shape[2] for shape in document.values()} - set(plans))
+            if unknown:
+                raise ValueError(f"no coverage for witness plans {unknown[:3]}")
+        if isinstance(document, list):
+            if not all(isinstance(block, str) for block in document):
+                raise ValueError("not a list of block ids")
+            return BlocksJson(tuple(document))
+        if not isinstance(document, dict):
+            raise ValueError("not a list of block ids")
+        _check_coverage(document)
+    found = {block: (frozenset(shape[0]), frozenset(shape[1])) for block, shape in document.items()}
+    shapes = list(document.values())
+    roots = None
+    if shapes and len(shapes[0]) == 3:
+        roots = {block: shape[2] for block, shape in document.items()}
+    held = None if plans is None else {plan: (frozenset(s[0]), frozenset(s[1])) for plan, s in plans.items()}
+    return BlocksJson(tuple(document), found, roots, held)
+
+
 def _blocks(feed: str, hour: datetime, data: bytes) -> tuple[str, ...]:
     """The block ids of an hour's ``blocks.json``."""
-    with _readable(feed, hour, BLOCKS):
-        blocks = json.loads(data)
-        if isinstance(blocks, dict):
-            _check_coverage(blocks)
-            return tuple(blocks)
-        if not isinstance(blocks, list) or not all(isinstance(block, str) for block in blocks):
-            raise ValueError("not a list of block ids")
-    return tuple(blocks)
+    return _read_blocks_json(feed, hour, data).blocks
 
 
 def _coverage(feed: str, hour: datetime, data: bytes) -> Coverage | None:
     """What an hour's ``blocks.json`` says each block's rows hold (None: it says only the ids)."""
-    with _readable(feed, hour, BLOCKS):
-        blocks = json.loads(data)
-        if not isinstance(blocks, dict):
-            return None
-        _check_coverage(blocks)
-    return {block: (frozenset(shape[0]), frozenset(shape[1])) for block, shape in blocks.items()}
+    return _read_blocks_json(feed, hour, data).coverage
 
 
 def _hour_roots(feed: str, hour: datetime, data: bytes) -> dict[str, str] | None:
     """Per block, the witness plan whose rows it is filed from, where an hour's ``blocks.json`` says
     (format 2: its roots table holds the plans' roots); None for an hour whose roots are the
     blocks' own."""
-    with _readable(feed, hour, BLOCKS):
-        blocks = json.loads(data)
-        if not isinstance(blocks, dict):
-            return None
-        _check_coverage(blocks)
-    shapes = list(blocks.values())
-    if not shapes or len(shapes[0]) == 2:
+    return _read_blocks_json(feed, hour, data).roots
+
+
+def adopt_blocks(
+    store: ObjectStore, feed: str, hour: datetime, specs: Collection[BlockSpec], roots: Mapping[str, str]
+) -> tuple[str, ...] | None:
+    """Cover the blocks of ``specs`` an hour lacks (holds with fewer leaves or fragments, or files
+    from a plan this code does not: :func:`misfiled`) without routing it again, where the hour
+    keeps each witness plan's rows whole (format 2) and records what they hold: a block is filed
+    from the rows of its plan (``roots``, the plan build's) when they hold the leaves and
+    fragments filing it needs (:func:`~feedrouter.join.selections.rows_needed`). Only
+    ``blocks.json`` is rewritten: the tables stay as they are, so a reader finds the hour whole
+    before and after.
+
+    Returns the blocks it covered (none, when the hour held them all), or None when some block
+    cannot be covered so (the hour must be routed again) or the hour has no witnesses.
+    """
+    found = blocks_json_of_hour(store, feed, hour)
+    if found is None or found.coverage is None or found.roots is None or found.plans is None:
         return None
-    return {block: shape[2] for block, shape in blocks.items()}
+    entries = {
+        block: [sorted(leaves), sorted(fragments), found.roots[block]]
+        for block, (leaves, fragments) in found.coverage.items()
+    }
+    wrong = set(misfiled(found, specs))
+    adopted = []
+    for spec in specs:
+        block, held = spec.id, found.coverage.get(spec.id)
+        covered = held is not None and held[0].issuperset(spec.leaves) and held[1].issuperset(spec.fragments)
+        if covered and block not in wrong:  # held, and filed as this code files it
+            continue
+        plan = roots.get(block)
+        rows = None if plan is None else found.plans.get(plan)
+        if plan is None or rows is None or (plan != block and plan != _filed_from(spec)):
+            return None
+        leaves, fragments = rows_needed(spec)
+        if not (rows[0].issuperset(leaves) and rows[1].issuperset(fragments)):
+            return None
+        entries[block] = [sorted(spec.leaves), sorted(spec.fragments), plan]
+        adopted.append(block)
+    if adopted:
+        document = _with_plans(entries, found.plans)
+        store.put(join_key(witness_dir(feed, hour), BLOCKS), json.dumps(document, sort_keys=True).encode())
+    return tuple(adopted)
 
 
-def _check_coverage(blocks: dict[str, Any]) -> None:
+def _check_coverage(blocks: dict[str, Any], sizes: tuple[int, ...] = (2, 3)) -> None:
     lengths = set()
     for shape in blocks.values():
         if not (
             isinstance(shape, list)
-            and len(shape) in (2, 3)
+            and len(shape) in sizes
             and all(isinstance(names, list) and all(isinstance(n, str) for n in names) for names in shape[:2])
             and (len(shape) == 2 or isinstance(shape[2], str))
         ):

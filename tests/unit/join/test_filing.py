@@ -17,9 +17,9 @@ from feedrouter.join.filing import BlockFiling
 from feedrouter.join.plan import BlockSpec
 from feedrouter.join.relations import HourWitnesses, MessageRef, message_rows
 from feedrouter.join.selections import WitnessPlans, witness_plans
-from feedrouter.spark.witnesses import coverage, read_joinable, read_relation, write_hour
-from feedrouter.storage import open_store
-from tests.unit.join.test_selections import ITEM_PARTS, generated_blocks
+from feedrouter.spark.witnesses import coverage, read_hour, read_joinable, read_relation, write_hour
+from feedrouter.storage import ObjectStore, open_store
+from tests.unit.join.test_selections import ITEM_PARTS, block, generated_blocks
 
 HOUR = datetime(2026, 5, 1, 8, tzinfo=timezone.utc)
 
@@ -63,6 +63,12 @@ def hour_of_plan_rows(plans: WitnessPlans, witnesses: list[dict], blocks: tuple[
 def roots_read(path: Path, specs: list[BlockSpec], hour: HourWitnesses, roots: dict[str, str] | None):
     store = open_store(path.as_uri())
     write_hour(store, hour, coverage(specs), roots)
+    return roots_in_store(store, specs)
+
+
+def roots_in_store(store: ObjectStore, specs: list[BlockSpec]) -> dict[str, list[tuple[int, int]]]:
+    """Per block of ``specs``, its roots in the stored hour as the in-process engines read them
+    (and Spark SQL's executors, checked to agree)."""
     filing = BlockFiling({spec.id: spec for spec in specs})
     joinable = read_joinable(store, "f", HOUR, filing)
     assert joinable is not None
@@ -143,6 +149,10 @@ def test_a_format_2_hour_is_filed_by_the_blocks_the_join_reads(tmp_path: Path) -
     assert set(read._columns.roots.names) <= {spec.id for spec in some}  # type: ignore[union-attr]
     with pytest.raises(ValueError, match=r"format 2\): reading them needs the join's blocks"):
         read_joinable(store, "f", HOUR)
+    with pytest.raises(ValueError, match=r"witness plans' \(format 2\): read_joinable files them"):
+        read_hour(store, "f", HOUR)  # as the blocks' own roots
+    back = read_hour(store, "f", HOUR, ("messages", "values", "fragments"))
+    assert back is not None and len(back.messages) == 30 and back.values
 
 
 def test_a_process_builds_a_base_once_for_every_filing_that_files_by_it(
@@ -175,3 +185,86 @@ def test_a_process_builds_a_base_once_for_every_filing_that_files_by_it(
     pickle.loads(pickle.dumps(first))._base(groups[1])
     assert built == [groups[0], groups[1], groups[2], groups[1]]
     assert len(filing._BUILT) == 2
+
+
+def test_a_block_added_later_is_filed_from_the_plan_rows_an_hour_keeps(tmp_path: Path) -> None:
+    """A join subscription added after an hour was routed needs its blocks there. Where the hour
+    keeps its witness plans' rows whole (format 2) and records what they hold, a block whose plan
+    holds what filing it needs is covered by rewriting ``blocks.json`` alone: read back, its roots
+    are those of the hour routed again with it. A block that reads a leaf the plan's rows do not
+    hold cannot be, and then nothing is rewritten (the hour is routed again)."""
+    from feedrouter.spark.witnesses import adopt_blocks, coverage_of_hour, plan_coverage
+
+    earlier = [
+        block("//item"),
+        block("//item", '$a/author = "A1"'),
+        block("//item", '$a/category = "c1"'),
+        block('//item[@lang = "de"]'),
+    ]
+    added = [block("//item", '$a/author = "A2"'), block("//item", 'not($a/category = "c2")')]
+    rng = random.Random(5)
+    documents = [generated_items(rng) for _ in range(60)]
+
+    def written(path: Path, specs: list[BlockSpec]) -> ObjectStore:
+        plans = witness_plans(specs, min_shared=1)
+        assert len(plans.bases) == 1  # one base serves them all
+        hour = hour_of_plan_rows(plans, routed(plans, documents), tuple(sorted(s.id for s in specs)))
+        store = open_store(path.as_uri())
+        write_hour(store, hour, coverage(specs), plans.roots(), plan_coverage(plans))
+        return store
+
+    def adopt(store: ObjectStore, specs: list[BlockSpec]) -> tuple[str, ...] | None:
+        return adopt_blocks(store, "f", HOUR, specs, witness_plans(specs, min_shared=1).roots())
+
+    store = written(tmp_path / "earlier", earlier)
+    assert adopt(store, earlier) == ()  # nothing lacking: nothing rewritten
+    everything = [*earlier, *added]
+    assert set(adopt(store, everything) or ()) == {spec.id for spec in added}
+    found = coverage_of_hour(store, "f", HOUR)
+    assert found is not None and found[0] == {spec.id for spec in everything}
+    again = roots_in_store(written(tmp_path / "routed again", everything), everything)
+    assert roots_in_store(store, everything) == again
+    assert all(again[spec.id] for spec in added)  # the added blocks bind nodes
+
+    reading_more = [*everything, block("//item", '$a/ticker = "T"')]  # ticker: not in the rows
+    before = store.get("witnesses/f/dt=2026-05-01/hour=08/blocks.json")
+    assert adopt(store, reading_more) is None
+    assert store.get("witnesses/f/dt=2026-05-01/hour=08/blocks.json") == before
+    # an hour of format 2 that does not record what its plans' rows hold: routed again
+    plans = witness_plans(earlier, min_shared=1)
+    hour = hour_of_plan_rows(plans, routed(plans, documents), tuple(sorted(s.id for s in earlier)))
+    bare = open_store((tmp_path / "bare").as_uri())
+    write_hour(bare, hour, coverage(earlier), plans.roots())
+    assert adopt(bare, everything) is None
+
+
+def test_an_hour_whose_blocks_code_factored_otherwise_is_back_filled_not_misread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hours outlive the code that wrote them. Where the code reading a format-2 hour factors a
+    block otherwise than the code that wrote it (here: ``matches`` becomes a test a base's rows
+    decide), the block's plan in the hour holds other nodes or lacks a leaf the tests read: the
+    join stage takes the hour as one lacking the block (it is routed again), and filing it is
+    refused, naming the block, rather than binding the wrong nodes."""
+    from feedrouter.errors import WitnessesUnreadable
+    from feedrouter.spark import witnesses
+    from feedrouter.spark.witnesses import adopt_blocks, blocks_json_of_hour, holds, misfiled, plan_coverage
+
+    specs = [block('//item[matches(category, "c")]'), block('//item[matches(category, "c")][author = "A1"]')]
+    plans = witness_plans(specs, min_shared=1)
+    documents = [b"<rss><item><category>c1</category><author>A1</author><title>t</title></item></rss>"]
+    hour = hour_of_plan_rows(plans, routed(plans, documents), tuple(sorted(s.id for s in specs)))
+    store = open_store(tmp_path.as_uri())
+    write_hour(store, hour, coverage(specs), plans.roots(), plan_coverage(plans))
+    found = blocks_json_of_hour(store, "f", HOUR)
+    assert found is not None and holds(found, specs) and not misfiled(found, specs)
+    assert roots_in_store(store, specs)[specs[1].id] == [(0, 1)]
+
+    monkeypatch.setattr(selections, "_STRING_MATCHES", (*selections._STRING_MATCHES, "matches"))
+    monkeypatch.setattr(witnesses, "_FILED_FROM", {})
+    monkeypatch.setattr(filing, "_BUILT", OrderedDict())
+    assert misfiled(found, specs) == [specs[1].id] and not holds(found, specs)
+    with pytest.raises(WitnessesUnreadable, match=rf"block {specs[1].id} is filed from witness plan"):
+        read_joinable(store, "f", HOUR, BlockFiling({spec.id: spec for spec in specs}))
+    # its plan now is a base the hour has no rows of: routed again, nothing rewritten
+    assert adopt_blocks(store, "f", HOUR, specs, witness_plans(specs, min_shared=1).roots()) is None

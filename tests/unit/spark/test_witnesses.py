@@ -446,7 +446,18 @@ def test_an_hour_records_what_each_blocks_rows_hold(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "data", [b"{not json", b'{"a": 1}', b'["block-1", 2]', b'{"a": [["x"]]}', b'{"a": [["x"], [1]]}']
+    "data",
+    [
+        b"{not json",
+        b'{"a": 1}',
+        b'["block-1", 2]',
+        b'{"a": [["x"]]}',
+        b'{"a": [["x"], [1]]}',
+        b'{"blocks": {"a": [["x"], [], "p"]}, "plans": {}}',  # a plan whose rows' coverage is missing
+        b'{"blocks": {"a": [["x"], []]}, "plans": {"p": [[], []]}}',  # plans, but no plan per block
+        b'{"blocks": {"a": [["x"], [], "p"]}, "plans": {"p": [["x"]]}}',
+        b'{"blocks": ["a"], "plans": {}}',
+    ],
 )
 def test_a_damaged_block_list_is_refused(tmp_path: Path, data: bytes) -> None:
     store = open_store(tmp_path.as_uri())
