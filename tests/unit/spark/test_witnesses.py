@@ -453,10 +453,13 @@ def test_an_hour_records_what_each_blocks_rows_hold(tmp_path: Path) -> None:
         b'["block-1", 2]',
         b'{"a": [["x"]]}',
         b'{"a": [["x"], [1]]}',
-        b'{"blocks": {"a": [["x"], [], "p"]}, "plans": {}}',  # a plan whose rows' coverage is missing
-        b'{"blocks": {"a": [["x"], []]}, "plans": {"p": [[], []]}}',  # plans, but no plan per block
-        b'{"blocks": {"a": [["x"], [], "p"]}, "plans": {"p": [["x"]]}}',
-        b'{"blocks": ["a"], "plans": {}}',
+        b'{"format": 2, "shapes": [[["x"], []]], "plans": [["p", 1]], "blocks": {"a": [0, 0]}}',
+        b'{"format": 2, "shapes": [[["x"], []]], "plans": [["p", 0]], "blocks": {"a": [0, 1]}}',
+        b'{"format": 2, "shapes": [[["x"], []]], "plans": [["p", 0]], "blocks": {"a": [0, true]}}',
+        b'{"format": 2, "shapes": [[["x"]]], "plans": [["p", 0]], "blocks": {"a": [0, 0]}}',
+        b'{"format": 2, "shapes": [[["x"], [1]]], "plans": [["p", 0]], "blocks": {"a": [0, 0]}}',
+        b'{"format": 2, "shapes": [], "plans": [], "blocks": ["a"]}',
+        b'{"format": 2, "plans": [], "blocks": {}}',
     ],
 )
 def test_a_damaged_block_list_is_refused(tmp_path: Path, data: bytes) -> None:
@@ -560,3 +563,37 @@ def by_value(entries: LeafEntries) -> dict[str, list[int]]:
         found[value] = entries.positions[first : first + count].tolist()
         first += count
     return found
+
+
+def test_an_hour_of_plan_rows_records_each_shape_and_plan_once(tmp_path: Path) -> None:
+    """Format 2 with what each witness plan's rows hold: a feed's thousands of blocks name a few
+    distinct pairs of leaves and fragments and a few plans, each written once and named by number
+    (the join stage reads this of every hour of its window); read back as written."""
+    import json
+
+    from feedrouter.spark.witnesses import blocks_json_of_hour
+
+    store = open_store(tmp_path.as_uri())
+    written = hour_of_witnesses()
+    blocks = [f"block-{i}" for i in range(40)]
+    written.blocks = tuple(blocks)
+
+    def shape(i: int) -> tuple[str, ...]:
+        return ("author",) if i % 2 else ("@id", "author")
+
+    covered = tuple((block, shape(i), ()) for i, block in enumerate(blocks))
+    roots = {block: "base-1" if i < 30 else block for i, block in enumerate(blocks)}
+    own = tuple((block, shape(i), ()) for i, block in enumerate(blocks) if i >= 30)
+    plans = (("base-1", ("@id", "author", "title"), ("nodes  title",)), *own)
+    write_hour(store, written, covered, roots, plans)
+    document = json.loads(store.get("witnesses/books/dt=2026-05-01/hour=08/blocks.json"))
+    assert document["format"] == 2 and len(document["shapes"]) == 3 and len(document["plans"]) == 11
+    found = blocks_json_of_hour(store, "books", HOUR)
+    assert found is not None and found.blocks == tuple(sorted(blocks)) and found.roots == roots
+    assert found.coverage == {block: (frozenset(leaves), frozenset()) for block, leaves, _ in covered}
+    assert found.plans is not None and found.plans["base-1"] == (
+        frozenset({"@id", "author", "title"}),
+        frozenset({"nodes  title"}),
+    )
+    with pytest.raises(ValueError, match=r"no coverage for witness plans \['block-39'\]"):
+        write_hour(store, written, covered, roots, plans[:-1])
