@@ -62,14 +62,13 @@ class BlockFiling:
     def __init__(self, specs: Mapping[str, BlockSpec]) -> None:
         self.specs = dict(specs)
         self._bases: dict[tuple[str, ...], tuple[BlockSpec, Served]] = {}
-        self._plans: dict[str, str] = {}  # per block, the base it is filed from (selections.filed_from)
 
     def __getstate__(self) -> dict[str, object]:
         return {"specs": self.specs}
 
     def __setstate__(self, state: dict[str, object]) -> None:
         self.__dict__.update(state)
-        self._bases, self._plans = {}, {}
+        self._bases = {}
 
     def file(
         self,
@@ -87,7 +86,7 @@ class BlockFiling:
         members: dict[str, list[str]] = {}
         for block, plan in hour_roots.items():
             if block in self.specs:
-                if plan != block and plan != self._filed_from(block):
+                if plan != block and plan != filed_from(self.specs[block]):
                     raise ValueError(
                         f"block {block} is filed from witness plan {plan}, a base this code does not "
                         "file it from (the hour was written by code that factors it otherwise)"
@@ -141,12 +140,6 @@ class BlockFiling:
                 for block in group:
                     by_block.setdefault(block, []).append(key)
         return {block: _nodes(np.array(filed, np.int64)) for block, filed in by_block.items()}
-
-    def _filed_from(self, block: str) -> str:
-        known = self._plans.get(block)
-        if known is None:
-            known = self._plans[block] = filed_from(self.specs[block])
-        return known
 
     def _base(self, blocks: tuple[str, ...]) -> tuple[BlockSpec, Served]:
         found = self._bases.get(blocks)

@@ -238,25 +238,9 @@ def misfiled(found: BlocksJson, specs: Iterable[BlockSpec]) -> list[str]:
     wrong = []
     for spec in specs:
         plan = roots.get(spec.id)
-        if plan is not None and plan != spec.id and plan != _filed_from(spec):
+        if plan is not None and plan != spec.id and plan != filed_from(spec):
             wrong.append(spec.id)
     return wrong
-
-
-#: per block id (the digest of its feed and text), the plan :func:`misfiled` expects it filed from:
-#: a join stage checks every block of its window's hours (thousands, an hour each), and factoring a
-#: block's conditions again for each is seconds a run
-_FILED_FROM: dict[str, str] = {}
-_FILED_FROM_KEPT = 1 << 18
-
-
-def _filed_from(spec: BlockSpec) -> str:
-    known = _FILED_FROM.get(spec.id)
-    if known is None:
-        if len(_FILED_FROM) >= _FILED_FROM_KEPT:
-            _FILED_FROM.clear()
-        known = _FILED_FROM[spec.id] = filed_from(spec)
-    return known
 
 
 def covers(found: tuple[frozenset[str], Coverage | None], wanted: BlockCoverage) -> bool:
@@ -830,7 +814,7 @@ def adopt_blocks(
             continue
         plan = roots.get(block)
         rows = None if plan is None else found.plans.get(plan)
-        if plan is None or rows is None or (plan != block and plan != _filed_from(spec)):
+        if plan is None or rows is None or (plan != block and plan != filed_from(spec)):
             return None
         leaves, fragments = rows_needed(spec)
         if not (rows[0].issuperset(leaves) and rows[1].issuperset(fragments)):

@@ -247,7 +247,6 @@ def test_an_hour_whose_blocks_code_factored_otherwise_is_back_filled_not_misread
     join stage takes the hour as one lacking the block (it is routed again), and filing it is
     refused, naming the block, rather than binding the wrong nodes."""
     from feedrouter.errors import WitnessesUnreadable
-    from feedrouter.spark import witnesses
     from feedrouter.spark.witnesses import adopt_blocks, blocks_json_of_hour, holds, misfiled, plan_coverage
 
     specs = [block('//item[matches(category, "c")]'), block('//item[matches(category, "c")][author = "A1"]')]
@@ -261,7 +260,7 @@ def test_an_hour_whose_blocks_code_factored_otherwise_is_back_filled_not_misread
     assert roots_in_store(store, specs)[specs[1].id] == [(0, 1)]
 
     monkeypatch.setattr(selections, "_STRING_MATCHES", (*selections._STRING_MATCHES, "matches"))
-    monkeypatch.setattr(witnesses, "_FILED_FROM", {})
+    monkeypatch.setattr(selections, "_FILED_FROM", {})
     monkeypatch.setattr(filing, "_BUILT", OrderedDict())
     assert misfiled(found, specs) == [specs[1].id] and not holds(found, specs)
     with pytest.raises(WitnessesUnreadable, match=rf"block {specs[1].id} is filed from witness plan"):
