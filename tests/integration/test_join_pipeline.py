@@ -289,13 +289,14 @@ def test_a_new_join_subscription_is_back_filled_over_its_window(
 
 
 def test_a_join_subscription_sharing_a_base_is_back_filled_without_routing_again(
-    spark: Any, catalog: Engine, s3_bucket: str, plans_dir: Path
+    spark: Any, catalog: Engine, s3_bucket: str, plans_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Hours routed with blocks that share one base witness plan keep the plan's rows whole and
     record what they hold. A join subscription added later whose block the base serves, with
     leaves and fragments the rows hold, is back-filled over its window by rewriting each hour's
     ``blocks.json``: with the window's inputs deleted (routing again would fail, FR612), its
-    first join stage delivers exactly the pairs Saxon gives, and the hours' tables are unchanged."""
+    first join stage delivers exactly the pairs Saxon gives, and the hours' tables are unchanged.
+    The feed's plan build is loaded once for the stage and all the hours it back-fills."""
     from lxml import etree
 
     from feedrouter.spark.witnesses import blocks_of_hour
@@ -353,7 +354,19 @@ def test_a_join_subscription_sharing_a_base_is_back_filled_without_routing_again
             gone.delete(key)
     before = {hour: blocks_of_hour(store, "news", hour) for hour in hours}
     backfilling = JoinOptions(state_uri=state, stream_start=hours[0], backfill=BatchOptions(inline=True))
+    from feedrouter.spark import backfill
+
+    loads: list[str] = []
+    real = joins.load_plan_build
+
+    def counted(engine: Engine, feed: str, store: ObjectStore) -> Any:
+        loads.append(feed)
+        return real(engine, feed, store)
+
+    monkeypatch.setattr(joins, "load_plan_build", counted)
+    monkeypatch.setattr(backfill, "load_plan_build", counted)
     join_batch(catalog, "news", hours[1], plans_store=plans, options=backfilling, spark=spark)
+    assert loads == ["news"]  # the stage's, and its back-fill of both hours reads no other
     for hour in hours:
         after = blocks_of_hour(store, "news", hour)
         assert after is not None and before[hour] is not None and len(after - before[hour]) == 1

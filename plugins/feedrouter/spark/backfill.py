@@ -27,6 +27,7 @@ from feedrouter.join.plan import BlockSpec
 from feedrouter.join.relations import HourWitnesses
 from feedrouter.spark.batch import (
     BatchOptions,
+    LoadedPlan,
     SessionFactory,
     job_spec,
     list_inputs,
@@ -52,15 +53,17 @@ def backfill_witnesses(
     options: BatchOptions | None = None,
     stores: StoreOpener | None = None,
     session: SessionFactory | None = None,
+    loaded: LoadedPlan | None = None,
 ) -> WitnessReport | None:
-    """Write ``feed``'s ``hour`` of witnesses again with its latest plan build (None: the plan has
-    no join block). Runs under the hour's lease, so it never overlaps a routing of the hour; an
-    hour that holds every block of the plan by then (another join stage back-filled it) is left
-    as it is (a report of nothing routed)."""
+    """Write ``feed``'s ``hour`` of witnesses again with its latest plan build (``loaded``: that
+    build, loaded already for the other hours of a window; None: the plan has no join block). Runs
+    under the hour's lease, so it never overlaps a routing of the hour; an hour that holds every
+    block of the plan by then (another join stage back-filled it) is left as it is (a report of
+    nothing routed)."""
     hour = to_hour(hour, strict=True)
     options, stores = options or BatchOptions(), stores or StoreOpener.from_env()
     with batch_fields(feed, format_hour(hour)):
-        loaded = load_plan_build(engine, feed, plans_store)
+        loaded = loaded or load_plan_build(engine, feed, plans_store)
         spec = replace(job_spec(loaded, hour, stores, options), witnesses_only=True)
         if spec.state_uri is None:
             return None
