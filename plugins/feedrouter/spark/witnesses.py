@@ -42,7 +42,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from functools import cached_property, partial
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from feedrouter.delivery.layout import SUCCESS, witness_dir
 from feedrouter.delivery.parts import Provenance
@@ -799,32 +799,55 @@ def adopt_blocks(
     cannot be covered so (the hour must be routed again) or the hour has no witnesses.
     """
     found = blocks_json_of_hour(store, feed, hour)
-    if found is None or found.coverage is None or found.roots is None or found.plans is None:
+    if found is None or found.roots is None or found._shapes is None or found._plans is None:
         return None
-    entries = {
-        block: [sorted(leaves), sorted(fragments), found.roots[block]]
-        for block, (leaves, fragments) in found.coverage.items()
-    }
+    shapes = [_held(shape) for shape in found._shapes]  # a few, however many blocks
+    entries, plans = cast(dict[str, int], found._entries), found._plans
     wrong = set(misfiled(found, specs))
-    adopted = []
+    adopted: dict[str, tuple[tuple[str, ...], tuple[str, ...], str]] = {}
     for spec in specs:
-        block, held = spec.id, found.coverage.get(spec.id)
-        covered = held is not None and held[0].issuperset(spec.leaves) and held[1].issuperset(spec.fragments)
-        if covered and block not in wrong:  # held, and filed as this code files it
-            continue
-        plan = roots.get(block)
-        rows = None if plan is None else found.plans.get(plan)
-        if plan is None or rows is None or (plan != block and plan != filed_from(spec)):
+        number = entries.get(spec.id)
+        if number is not None and spec.id not in wrong:
+            leaves, fragments = shapes[number]
+            if leaves.issuperset(spec.leaves) and fragments.issuperset(spec.fragments):
+                continue  # held, and filed as this code files it
+        plan = roots.get(spec.id)
+        if plan is None or plan not in plans or (plan != spec.id and plan != filed_from(spec)):
             return None
-        leaves, fragments = rows_needed(spec)
-        if not (rows[0].issuperset(leaves) and rows[1].issuperset(fragments)):
+        rows, (needed_leaves, needed_fragments) = shapes[plans[plan]], rows_needed(spec)
+        if not (rows[0].issuperset(needed_leaves) and rows[1].issuperset(needed_fragments)):
             return None
-        entries[block] = [sorted(spec.leaves), sorted(spec.fragments), plan]
-        adopted.append(block)
+        adopted[spec.id] = (tuple(sorted(spec.leaves)), tuple(sorted(spec.fragments)), plan)
     if adopted:
-        document = _with_plans(entries, found.plans)
-        store.put(join_key(witness_dir(feed, hour), BLOCKS), json.dumps(document, sort_keys=True).encode())
+        document = json.dumps(_numbered_with(found, adopted), sort_keys=True).encode()
+        store.put(join_key(witness_dir(feed, hour), BLOCKS), document)
     return tuple(adopted)
+
+
+def _numbered_with(
+    found: BlocksJson, added: Mapping[str, tuple[tuple[str, ...], tuple[str, ...], str]]
+) -> dict[str, Any]:
+    """``found`` (a ``blocks.json`` with its shapes and plans numbered) with the blocks of ``added``
+    (each with its leaves, fragments and plan), as :func:`_with_plans` writes the whole: the shapes
+    sorted, the blocks renumbered, none of their entries made again."""
+    assert found.roots is not None and found._shapes is not None and found._plans is not None
+    entries = cast(dict[str, int], found._entries)
+    written = [(tuple(shape[0]), tuple(shape[1])) for shape in found._shapes]
+    shapes = sorted({*written, *((leaves, fragments) for leaves, fragments, _ in added.values())})
+    number = {shape: n for n, shape in enumerate(shapes)}
+    renumbered = [number[shape] for shape in written]
+    names = sorted(found._plans)
+    plan_number = {plan: n for n, plan in enumerate(names)}
+    roots = found.roots
+    blocks = {block: [renumbered[shape], plan_number[roots[block]]] for block, shape in entries.items()}
+    for block, (leaves, fragments, plan) in added.items():
+        blocks[block] = [number[(leaves, fragments)], plan_number[plan]]
+    return {
+        "format": 2,
+        "shapes": [[list(leaves), list(fragments)] for leaves, fragments in shapes],
+        "plans": [[plan, renumbered[found._plans[plan]]] for plan in names],
+        "blocks": blocks,
+    }
 
 
 def _check_coverage(blocks: dict[str, Any], sizes: tuple[int, ...] = (2, 3)) -> None:

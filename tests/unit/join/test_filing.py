@@ -225,6 +225,14 @@ def test_a_block_added_later_is_filed_from_the_plan_rows_an_hour_keeps(tmp_path:
     again = roots_in_store(written(tmp_path / "routed again", everything), everything)
     assert roots_in_store(store, everything) == again
     assert all(again[spec.id] for spec in added)  # the added blocks bind nodes
+    # what the hour says now is what writing it with the added blocks filed so says, byte for byte
+    plans = witness_plans(earlier, min_shared=1)
+    filed_so = {**plans.roots(), **{spec.id: plans.roots()[earlier[0].id] for spec in added}}
+    hour = hour_of_plan_rows(plans, routed(plans, documents), tuple(sorted(s.id for s in everything)))
+    direct = open_store((tmp_path / "direct").as_uri())
+    write_hour(direct, hour, coverage(everything), filed_so, plan_coverage(plans))
+    key = "witnesses/f/dt=2026-05-01/hour=08/blocks.json"
+    assert store.get(key) == direct.get(key)
 
     reading_more = [*everything, block("//item", '$a/ticker = "T"')]  # ticker: not in the rows
     before = store.get("witnesses/f/dt=2026-05-01/hour=08/blocks.json")
