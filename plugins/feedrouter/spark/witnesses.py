@@ -186,15 +186,27 @@ def _with_plans(
         raise ValueError(f"no coverage for witness plans {unknown}")
     held = {plan: (tuple(sorted(plans[plan][0])), tuple(sorted(plans[plan][1]))) for plan in used}
     of_block = {block: (tuple(entry[0]), tuple(entry[1])) for block, entry in entries.items()}
+    return _numbered_document(of_block, {block: entry[2] for block, entry in entries.items()}, held)
+
+
+Shape = tuple[tuple[str, ...], tuple[str, ...]]
+
+
+def _numbered_document(
+    of_block: Mapping[str, Shape], roots: Mapping[str, str], held: Mapping[str, Shape]
+) -> dict[str, Any]:
+    """``blocks.json`` of format 2 with its shapes sorted and numbered, its plans sorted by id: per
+    block its shape and plan (``roots``), per plan the shape its rows hold (``held``)."""
     shapes = sorted({*held.values(), *of_block.values()})
     shape_number = {shape: n for n, shape in enumerate(shapes)}
-    plan_number = {plan: n for n, plan in enumerate(used)}
+    names = sorted(held)
+    plan_number = {plan: n for n, plan in enumerate(names)}
     return {
         "format": 2,
         "shapes": [[list(leaves), list(fragments)] for leaves, fragments in shapes],
-        "plans": [[plan, shape_number[held[plan]]] for plan in used],
+        "plans": [[plan, shape_number[held[plan]]] for plan in names],
         "blocks": {
-            block: [shape_number[of_block[block]], plan_number[entry[2]]] for block, entry in entries.items()
+            block: [shape_number[shape], plan_number[roots[block]]] for block, shape in of_block.items()
         },
     }
 
@@ -828,26 +840,15 @@ def _numbered_with(
     found: BlocksJson, added: Mapping[str, tuple[tuple[str, ...], tuple[str, ...], str]]
 ) -> dict[str, Any]:
     """``found`` (a ``blocks.json`` with its shapes and plans numbered) with the blocks of ``added``
-    (each with its leaves, fragments and plan), as :func:`_with_plans` writes the whole: the shapes
-    sorted, the blocks renumbered, none of their entries made again."""
+    (each with its leaves, fragments and plan), as :func:`_with_plans` writes the whole: a block's
+    shape is looked up by its number, not made again."""
     assert found.roots is not None and found._shapes is not None and found._plans is not None
-    entries = cast(dict[str, int], found._entries)
-    written = [(tuple(shape[0]), tuple(shape[1])) for shape in found._shapes]
-    shapes = sorted({*written, *((leaves, fragments) for leaves, fragments, _ in added.values())})
-    number = {shape: n for n, shape in enumerate(shapes)}
-    renumbered = [number[shape] for shape in written]
-    names = sorted(found._plans)
-    plan_number = {plan: n for n, plan in enumerate(names)}
-    roots = found.roots
-    blocks = {block: [renumbered[shape], plan_number[roots[block]]] for block, shape in entries.items()}
+    written: list[Shape] = [(tuple(shape[0]), tuple(shape[1])) for shape in found._shapes]
+    of_block = {block: written[number] for block, number in cast(dict[str, int], found._entries).items()}
+    roots = dict(found.roots)
     for block, (leaves, fragments, plan) in added.items():
-        blocks[block] = [number[(leaves, fragments)], plan_number[plan]]
-    return {
-        "format": 2,
-        "shapes": [[list(leaves), list(fragments)] for leaves, fragments in shapes],
-        "plans": [[plan, renumbered[found._plans[plan]]] for plan in names],
-        "blocks": blocks,
-    }
+        of_block[block], roots[block] = (leaves, fragments), plan
+    return _numbered_document(of_block, roots, {plan: written[n] for plan, n in found._plans.items()})
 
 
 def _check_coverage(blocks: dict[str, Any], sizes: tuple[int, ...] = (2, 3)) -> None:
