@@ -679,8 +679,17 @@ def _readable(feed: str, hour: datetime, name: str) -> Iterator[None]:
     try:
         yield
     # (pyarrow's errors are of these classes: ArrowInvalid a ValueError, ArrowNotImplementedError a
-    # NotImplementedError, ...)
-    except (ValueError, KeyError, TypeError, IndexError, AttributeError, OSError, NotImplementedError) as exc:
+    # NotImplementedError, ...; RecursionError: json's parser on a document nested a thousand deep)
+    except (
+        ValueError,
+        KeyError,
+        TypeError,
+        IndexError,
+        AttributeError,
+        OSError,
+        NotImplementedError,
+        RecursionError,
+    ) as exc:
         problem = f"{type(exc).__name__}: {exc}"[:300]
         folder = witness_dir(feed, hour)
         raise error(
@@ -763,6 +772,8 @@ def _numbered_blocks_json(document: dict[str, Any]) -> BlocksJson:
     for entry in plans:
         if not (_pair(entry) and type(entry[0]) is str and _number(entry[1], shapes)):
             raise ValueError("not witness plans with the number of their shape")
+        if entry[0] in of_plan:  # a plan's rows have one shape: which of two would be a guess
+            raise ValueError(f"witness plan {entry[0]!r} listed twice")
         names.append(entry[0])
         of_plan[entry[0]] = entry[1]
     entries: dict[str, int] = {}

@@ -460,6 +460,10 @@ def test_an_hour_records_what_each_blocks_rows_hold(tmp_path: Path) -> None:
         b'{"format": 2, "shapes": [[["x"], [1]]], "plans": [["p", 0]], "blocks": {"a": [0, 0]}}',
         b'{"format": 2, "shapes": [], "plans": [], "blocks": ["a"]}',
         b'{"format": 2, "plans": [], "blocks": {}}',
+        # one plan with two shapes: which its rows have would be a guess (adopting trusted the last)
+        b'{"format": 2, "shapes": [[["x"], []], [["x", "y"], []]], "plans": [["p", 0], ["p", 1]],'
+        b' "blocks": {"a": [0, 0]}}',
+        b"[" * 5000 + b"]" * 5000,  # json's parser recurses: RecursionError, not a crash without a code
     ],
 )
 def test_a_damaged_block_list_is_refused(tmp_path: Path, data: bytes) -> None:
