@@ -416,6 +416,70 @@ def test_an_hour_to_back_fill_whose_inputs_are_gone_fails_the_stage_naming_it(
     assert not has_hour(open_store(state), "news", hours[0])
 
 
+def test_a_join_whose_lost_hour_cannot_be_back_filled_costs_the_other_joins_nothing(
+    spark: Any, catalog: Engine, s3_bucket: str, plans_dir: Path
+) -> None:
+    """A join subscription added later that needs what an hour of its window lacks (a leaf the
+    hour's rows never read), that hour's inputs gone: it cannot be back-filled (FR612). Only it is
+    left out, with a ``failed`` row naming the hour; the feed's other join, which the hour holds
+    everything for, is paired and delivered as before (the same bytes, no new delivery version)."""
+    generated = generate_feed_hours(seed=25, feeds=FEEDS, hours=2, items_per_hour=15, lateness=LATENESS)
+    prolog = 'import module namespace fr = "urn:feedrouter:stream:1";\n'
+
+    def query(leaf: str) -> str:
+        return prolog + (
+            'for $a in fr:stream()//item, $b in fr:stream("blogs")//item\n'
+            f'where $a/{leaf} = $b/{leaf} and fr:within($a, $b, "PT3H")\n'
+            "return <pair>{ $a/guid }{ $b/guid }</pair>"
+        )
+
+    _catalog(catalog, s3_bucket, {"old": ("news", query("author"))})
+    _upload(generated, s3_bucket)
+    plans, state = FileStore(plans_dir), f"s3://{s3_bucket}/state"
+    hours = sorted(batch.hour for batch in generated["news"])
+    for feed in FEEDS:
+        build_plan(catalog, feed, plans)
+        for hour in hours:
+            route_batch(
+                catalog, feed, hour, plans_store=plans, options=BatchOptions(state_uri=state, inline=True)
+            )
+    backfilling = JoinOptions(state_uri=state, stream_start=hours[0], backfill=BatchOptions(inline=True))
+    first = join_batch(catalog, "news", hours[1], plans_store=plans, options=backfilling, spark=spark)
+    assert first.pairs > 0 and not first.cut_off
+    delivered = snapshot(open_store(f"s3://{s3_bucket}/out"))
+    ledger = [(r["subscription_name"], r["delivery_version"], r["digest"]) for r in deliveries(catalog)]
+
+    with catalog.begin() as conn:  # joins on title: no hour routed so far read it
+        add_subscription(conn, "cy", "news", "new", query("title"))
+    for feed in FEEDS:
+        build_plan(catalog, feed, plans)
+    gone = open_store(batch_prefix(LAYOUT, f"s3://{s3_bucket}/in/news", hours[0]))
+    for key in gone.list(""):
+        gone.delete(key)
+    report = join_batch(catalog, "news", hours[1], plans_store=plans, options=backfilling, spark=spark)
+
+    assert report.cut_off == ("cy/new",) and report.pairs == first.pairs
+    assert (report.subscriptions, report.deliveries) == (2, first.deliveries)
+    assert "[FR612]" in report.describe() and not report.failed
+    # nothing for "new"; "old" as before (its manifest names the plan build that wrote it)
+    assert _parts(snapshot(open_store(f"s3://{s3_bucket}/out"))) == _parts(delivered)
+    rows = deliveries(catalog)
+    assert [
+        (r["subscription_name"], r["delivery_version"], r["digest"]) for r in rows[: len(ledger)]
+    ] == ledger
+    [failed] = rows[len(ledger) :]
+    assert (failed["subscription_name"], failed["status"], failed["error_code"]) == ("new", "failed", "FR612")
+    assert (
+        f"news {hours[0]:%Y-%m-%dT%H} must be back-filled, but its inputs are gone" in failed["error_message"]
+    )
+    again = join_batch(catalog, "news", hours[1], plans_store=plans, options=backfilling, spark=spark)
+    assert again.cut_off == ("cy/new",) and len(deliveries(catalog)) == len(rows)  # nothing new to say
+
+
+def _parts(objects: Mapping[str, bytes]) -> dict[str, bytes]:
+    return {key: data for key, data in objects.items() if not key.endswith("/_manifest.json")}
+
+
 def _latest_rows(engine: Engine, feed: str) -> dict[str, dict[str, Any]]:
     """Each subscription's latest delivery row of the feed's batches, by subscription name."""
     query = (

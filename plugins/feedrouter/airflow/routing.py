@@ -243,7 +243,9 @@ def join(hook: FeedrouterHook, batch: HourBatch, stream_start: datetime) -> dict
     (in this process) the pairs come back here and this process writes them (the same folders).
     Hours of the window routed before the join's blocks existed are back-filled first, in this
     process (``BatchOptions(inline=True)``: witnesses only, from the inputs still in the store).
-    Folders that subscribers' stores refused (FR607) are logged as a warning.
+    Folders that subscribers' stores refused (FR607) are logged as a warning; join subscriptions
+    left out because an hour of their window lost its inputs before it was back-filled (FR612) as
+    an error (the other subscriptions are delivered).
     """
     from feedrouter.spark import BatchOptions
     from feedrouter.spark.joins import JoinOptions, join_batch
@@ -272,6 +274,16 @@ def join(hook: FeedrouterHook, batch: HourBatch, stream_start: datetime) -> dict
             batch.feed,
             report.hour,
             ", ".join(report.failed),
+        )
+    if report.cut_off:
+        log.error(
+            "%d join subscriptions of %s %s got no pairs [FR612]: an hour of their window lost its inputs "
+            "before it could be back-filled (the ledger says which; restore the inputs and re-run the "
+            "hour, or deactivate them): %s",
+            len(report.cut_off),
+            batch.feed,
+            report.hour,
+            ", ".join(report.cut_off),
         )
     return report.summary()
 

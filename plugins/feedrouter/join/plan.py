@@ -172,6 +172,11 @@ class JoinPlan:
     code: tuple[Code, ...]
     notes: list[str] = field(default_factory=list)
     lateness: timedelta | None = None
+    #: per side, the names of the leaves and fragments this subscription reads of its block (the
+    #: block's spec holds every subscription's): what an hour must hold for it alone (a later
+    #: join may add to a shared block what an hour routed before it lacks); () in plans compiled
+    #: before it was recorded, which need their blocks' every leaf and fragment
+    needs: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = ()
 
     def reach(self, lateness: timedelta) -> int:
         """How many hours back a partner of a message of this hour can have arrived: the window
@@ -243,6 +248,7 @@ def compile_join(
         window=parse_window(temporal.window),
         left_first=temporal.first == body.left.var,
         code=code,
+        needs=tuple((tuple(sorted(spec.leaves)), tuple(sorted(spec.fragments))) for spec in specs),
     )
     return plan, (specs[LEFT], specs[RIGHT])
 

@@ -40,7 +40,7 @@ from feedrouter.spark.session import batch_session
 from feedrouter.spark.spec import JobSpec
 from feedrouter.spark.stores import StoreOpener
 from feedrouter.spark.tasks import WitnessReport, write_witness_hour
-from feedrouter.spark.witnesses import adopt_blocks, blocks_json_of_hour, holds
+from feedrouter.spark.witnesses import adopt_some_blocks, blocks_json_of_hour, holds
 from feedrouter.storage import ObjectStore
 
 
@@ -96,19 +96,25 @@ def _adopted(state: ObjectStore, spec: JobSpec, specs: list[BlockSpec]) -> Witne
     """Cover the blocks the hour lacks from the witness plans' rows it keeps (format 2), where
     they hold what filing each block needs (:func:`~feedrouter.spark.witnesses.adopt_blocks`): a
     join subscription added later whose blocks share a base with earlier ones costs its window's
-    hours a rewrite of their ``blocks.json``, not a routing. None: the hour is routed again."""
+    hours a rewrite of their ``blocks.json``, not a routing. None: the hour is routed again (the
+    blocks that could be covered so are, first: should its inputs be gone, their joins still pair)."""
     if not spec.witness_roots:
         return None
-    adopted = adopt_blocks(state, spec.feed, spec.hour, specs, dict(spec.witness_roots))
-    if adopted is None:
+    found = adopt_some_blocks(state, spec.feed, spec.hour, specs, dict(spec.witness_roots))
+    if found is None:
         return None
-    log.info(
-        "the join witnesses of %s %s cover %d more blocks from the witness plans' rows they keep",
-        spec.feed,
-        spec.hour_text,
-        len(adopted),
-    )
-    return WitnessReport(0, 0, 0, 0)
+    adopted, left = found
+    if adopted:
+        # written even where other blocks are left: should the hour's inputs be gone, the joins
+        # that need only these are still paired (the join stage leaves out the others alone)
+        log.info(
+            "the join witnesses of %s %s cover %d more blocks from the witness plans' rows they keep%s",
+            spec.feed,
+            spec.hour_text,
+            len(adopted),
+            f" ({len(left)} others need the hour routed again)" if left else "",
+        )
+    return None if left else WitnessReport(0, 0, 0, 0)
 
 
 def _check_nothing_was_routed(engine: Engine, feed: str, hour: datetime, inputs: str) -> None:

@@ -6,6 +6,8 @@
    hours (stage 1), never for their join results, so hours routed out of order or caught up give
    the same deliveries (:class:`WitnessesNotReady` says what is missing: a transient error, retried);
    an hour routed before a block existed lacks it and is back-filled (:class:`BackfillNeeded`);
+   where one cannot be, its inputs gone (:class:`~feedrouter.errors.InputsGone`), the join
+   subscriptions needing what it lacks get a ``failed`` row (FR612) and the others are paired;
 3. under the hour's lease (a re-run of the hour's routing never overlaps it), run stage 2
    (:class:`~feedrouter.join.stage.JoinStage`) and write each join subscription's folder with the
    protocol of every delivery (:mod:`feedrouter.spark.joindelivery`), one result per pair with
@@ -37,9 +39,10 @@ if TYPE_CHECKING:
 from feedrouter.catalog import ledger
 from feedrouter.catalog.joins import JoinsOfFeed
 from feedrouter.catalog.settings import state_uri
-from feedrouter.errors import error
+from feedrouter.errors import InputsGone, error
 from feedrouter.hours import format_hour, to_hour
 from feedrouter.join.filing import BlockFiling
+from feedrouter.join.plan import BlockSpec, JoinPlan
 from feedrouter.join.relations import ONE_HOUR
 from feedrouter.join.stage import JoinDelivery, JoinStage
 from feedrouter.spark.backfill import backfill_witnesses
@@ -60,7 +63,7 @@ from feedrouter.spark.lease import JobCanceller, hour_lock
 from feedrouter.spark.session import batch_session, check_no_speculation
 from feedrouter.spark.spec import JobSpec
 from feedrouter.spark.stores import StoreOpener
-from feedrouter.spark.witnesses import blocks_json_of_hour, holds
+from feedrouter.spark.witnesses import BlocksJson, blocks_json_of_hour, coverage, covers, holds, misfiled
 from feedrouter.storage import ObjectStore
 
 
@@ -109,6 +112,9 @@ class JoinReport:
     refused: tuple[str, ...] = field(default=(), repr=False)
     #: subscriber/subscription of each folder its store refused (FR607: the next run retries it)
     failed: tuple[str, ...] = field(default=(), repr=False)
+    #: subscriber/subscription of each join left out: an hour of its window lacks its blocks and
+    #: cannot be back-filled, its inputs gone (FR612: restore them and re-run the hour)
+    cut_off: tuple[str, ...] = field(default=(), repr=False)
     seconds: float = 0.0
     engine: str = ""  # the engine that computed the pairs ("" when the plan has no join subscription)
 
@@ -126,6 +132,11 @@ class JoinReport:
             text += f"; pairs left out (a result past max_result_bytes) [FR310]: {', '.join(self.refused)}"
         if self.failed:
             text += f"; {len(self.failed)} deliveries failed [FR607] (retried by the next run of the hour)"
+        if self.cut_off:
+            text += (
+                f"; {len(self.cut_off)} join subscriptions left out [FR612] (an hour of their window "
+                "lost its inputs before it could be back-filled; the ledger names it)"
+            )
         return text
 
 
@@ -147,6 +158,9 @@ def join_batch(
             blocks (their feed's plan build is older than the join: retried until it is rebuilt).
         BackfillNeeded: [FR610] an hour's witnesses lack a block (routed before the block
             existed): back-fill the hour's witnesses (:func:`feedrouter.spark.backfill.backfill`).
+        InputsGone: [FR612] an hour to back-fill has lost its inputs and every join subscription
+            needs what it lacks (where only some do, they get a ``failed`` row and the others
+            their pairs).
         NoPlanBuildError, CatalogError, LockLostError, StorageError: as :func:`route_batch`.
     """
     clock = time.perf_counter()
@@ -164,10 +178,17 @@ def join_batch(
         routed, unlisted = routed_hours(engine), unlisted_hours(engine)
         check = partial(check_witnesses, state, joins, lateness, hour, start, routed, unlisted)
         lacking = check()
+        cut: dict[str, list[InputsGone]] = {}
         if lacking and options.backfill is not None:
             backfill = replace(options.backfill, state_uri=options.state_uri)
             fill = _hour_filler(engine, plans_store, backfill, stores, {feed: loaded})
-            back_fill(lacking, fill, check)
+            lost = back_fill(lacking, fill, check)
+            if lost:
+                # one join that can no longer be back-filled must not cost the others their pairs
+                cut = cut_off(state, joins, lateness, hour, lost)
+                if len(cut) == len(joins.plans):
+                    raise next(iter(lost.values()))
+                joins = replace(joins, plans={sid: p for sid, p in joins.plans.items() if sid not in cut})
         elif lacking:
             hours = ", ".join(f"{name} {format_hour(when)}" for name, when in lacking)
             raise error("FR610", f"back-fill the join witnesses of {hours}: routed before blocks they need")
@@ -193,6 +214,7 @@ def join_batch(
             # the folders (the partitioned tasks, or this process) what delivering them needs
             written = _delivered(stage, spec, loaded.plan.targets, source, options, spark, cancel)
             rows = [one.row for one in sorted(written, key=lambda one: _numeric(one.sid))]
+            rows += [_cut_off_row(loaded.plan.targets[sid], cut[sid]) for sid in sorted(cut, key=_numeric)]
             ledger.record_deliveries(engine, batch_id, loaded.feed_id, hour, rows, lease)
     report = JoinReport(
         feed,
@@ -204,7 +226,14 @@ def join_batch(
         deliveries=sum(1 for row in rows if row.result_count),
         withheld=tuple(sorted(row.subscription for row in rows if row.status == "withheld")),
         refused=tuple(sorted(row.subscription for row in rows if row.error_code == "FR310")),
-        failed=tuple(sorted(f"{r.subscriber}/{r.subscription}" for r in rows if r.status == "failed")),
+        failed=tuple(
+            sorted(
+                f"{r.subscriber}/{r.subscription}"
+                for r in rows
+                if r.status == "failed" and r.error_code != "FR612"
+            )
+        ),
+        cut_off=tuple(sorted(f"{r.subscriber}/{r.subscription}" for r in rows if r.error_code == "FR612")),
         engine=options.engine,
         seconds=round(time.perf_counter() - clock, 3),
     )
@@ -303,8 +332,10 @@ def back_fill(
     lacking: Iterable[tuple[str, datetime]],
     fill: Callable[[str, datetime], object],
     check: Callable[[], list[tuple[str, datetime]]],
-) -> None:
-    """Back-fill the ``lacking`` hours (``fill``), then ``check`` the window again.
+) -> dict[tuple[str, datetime], InputsGone]:
+    """Back-fill the ``lacking`` hours (``fill``), then ``check`` the window again; the hours that
+    could not be, their inputs gone (FR612), with why: they still lack blocks, and the joins that
+    need those are left out (:func:`cut_off`), not the others.
 
     Raises:
         WitnessesNotReady: [FR609] hours routed again with their feeds' latest plan builds still
@@ -312,9 +343,13 @@ def back_fill(
             and are rebuilt after the catalog change that added it; until then there is nothing to
             pair from (transient: a terminal error here failed the stage for good).
     """
+    lost: dict[tuple[str, datetime], InputsGone] = {}
     for name, when in lacking:
-        fill(name, when)
-    still = check()
+        try:
+            fill(name, when)
+        except InputsGone as exc:
+            lost[(name, when)] = exc
+    still = [key for key in check() if key not in lost]
     if still:
         hours = ", ".join(f"{name} {format_hour(when)}" for name, when in still)
         feeds = ", ".join(sorted({name for name, _ in still}))
@@ -324,6 +359,71 @@ def back_fill(
             f"need: waiting for the plan builds of {feeds} to include them (rebuilt after the catalog "
             "change that added the join)",
         )
+    return lost
+
+
+def cut_off(
+    state: ObjectStore,
+    joins: JoinsOfFeed,
+    lateness: timedelta,
+    hour: datetime,
+    lost: Mapping[tuple[str, datetime], InputsGone],
+) -> dict[str, list[InputsGone]]:
+    """The join subscriptions whose window reaches a ``lost`` hour (one that lacks blocks and
+    cannot be back-filled) where it lacks one of their blocks, each with those hours' errors."""
+    found: dict[tuple[str, datetime], BlocksJson | None] = {
+        key: blocks_json_of_hour(state, *key) for key in lost
+    }
+    cut: dict[str, list[InputsGone]] = {}
+    for sid, plan in joins.plans.items():
+        hours = {
+            key: lost[key]
+            for key, side in sorted(_sides_window(plan, lateness, hour))
+            if key in lost and not _holds_side(found[key], plan, side, joins.specs[plan.blocks[side]])
+        }
+        if hours:
+            cut[sid] = list(hours.values())
+    return cut
+
+
+def _sides_window(
+    plan: JoinPlan, lateness: timedelta, hour: datetime
+) -> Iterator[tuple[tuple[str, datetime], int]]:
+    back = plan.reach(lateness)
+    for side, feed in enumerate(plan.feeds):
+        for k in range(back + 1):
+            yield (feed, hour - ONE_HOUR * k), side
+
+
+def _holds_side(found: BlocksJson | None, plan: JoinPlan, side: int, spec: BlockSpec) -> bool:
+    """Whether an hour holds what ``plan`` reads of its ``side``'s block (``spec``, the block as
+    every subscription reads it): the leaves and fragments of its own, filed as this code files it."""
+    if found is None:
+        return False
+    wanted = coverage([spec]) if not plan.needs else ((spec.id, *plan.needs[side]),)
+    return covers((frozenset(found.blocks), found.coverage), wanted) and not misfiled(found, [spec])
+
+
+def _cut_off_row(target: Target, lost: Iterable[InputsGone]) -> ledger.DeliveryRow:
+    """The ``failed`` row of a join left out (:func:`cut_off`), naming the hours that cost it."""
+    why = "; ".join(exc.message for exc in lost)
+    return ledger.DeliveryRow(
+        target.catalog_id,
+        target.subscriber,
+        target.subscription,
+        status="failed",
+        error_code="FR612",
+        error_message=f"no pairs this hour: {why}"[:2000],
+    )
+
+
+def plan_window(
+    plan: JoinPlan, lateness: timedelta, hour: datetime
+) -> Iterator[tuple[tuple[str, datetime], str]]:
+    """Every (feed, hour) of witnesses a join subscription's stage of ``hour`` reads, with the block
+    it needs there (its window and lateness back from ``hour``)."""
+    for key, side in _sides_window(plan, lateness, hour):
+        yield key, plan.blocks[side]
 
 
 def window_hours(
@@ -332,10 +432,8 @@ def window_hours(
     """Every (feed, hour) of witnesses the hour's join stage reads, with the blocks it needs there."""
     needed: dict[tuple[str, datetime], set[str]] = {}
     for plan in joins.plans.values():
-        back = plan.reach(lateness)
-        for feed, block in zip(plan.feeds, plan.blocks, strict=True):
-            for k in range(back + 1):
-                needed.setdefault((feed, hour - ONE_HOUR * k), set()).add(block)
+        for key, block in plan_window(plan, lateness, hour):
+            needed.setdefault(key, set()).add(block)
     return needed
 
 

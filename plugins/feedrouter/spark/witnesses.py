@@ -819,7 +819,25 @@ def adopt_blocks(
     before and after.
 
     Returns the blocks it covered (none, when the hour held them all), or None when some block
-    cannot be covered so (the hour must be routed again) or the hour has no witnesses.
+    cannot be covered so (the hour must be routed again: nothing is written) or the hour has no
+    witnesses.
+    """
+    found = adopt_some_blocks(store, feed, hour, specs, roots, only_all=True)
+    return None if found is None or found[1] else found[0]
+
+
+def adopt_some_blocks(
+    store: ObjectStore,
+    feed: str,
+    hour: datetime,
+    specs: Collection[BlockSpec],
+    roots: Mapping[str, str],
+    only_all: bool = False,
+) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """:func:`adopt_blocks`, covering the blocks that can be covered so even where others cannot
+    (``only_all``: none unless all): the blocks covered and those left lacking (the hour must be
+    routed again for them; where its inputs are gone, the joins that need only the covered ones
+    are still paired). None when the hour has no witnesses of format 2 that record what they hold.
     """
     found = blocks_json_of_hour(store, feed, hour)
     if found is None or found.roots is None or found._shapes is None or found._plans is None:
@@ -828,6 +846,7 @@ def adopt_blocks(
     entries, plans = cast(dict[str, int], found._entries), found._plans
     wrong = set(misfiled(found, specs))
     adopted: dict[str, tuple[tuple[str, ...], tuple[str, ...], str]] = {}
+    left: list[str] = []
     for spec in specs:
         number = entries.get(spec.id)
         if number is not None and spec.id not in wrong:
@@ -836,15 +855,17 @@ def adopt_blocks(
                 continue  # held, and filed as this code files it
         plan = roots.get(spec.id)
         if plan is None or plan not in plans or (plan != spec.id and plan != filed_from(spec)):
-            return None
+            left.append(spec.id)
+            continue
         rows, (needed_leaves, needed_fragments) = shapes[plans[plan]], rows_needed(spec)
         if not (rows[0].issuperset(needed_leaves) and rows[1].issuperset(needed_fragments)):
-            return None
+            left.append(spec.id)
+            continue
         adopted[spec.id] = (tuple(sorted(spec.leaves)), tuple(sorted(spec.fragments)), plan)
-    if adopted:
+    if adopted and not (only_all and left):
         document = json.dumps(_numbered_with(found, adopted), sort_keys=True).encode()
         store.put(join_key(witness_dir(feed, hour), BLOCKS), document)
-    return tuple(adopted)
+    return tuple(adopted), tuple(left)
 
 
 def _numbered_with(

@@ -193,7 +193,7 @@ def test_a_block_added_later_is_filed_from_the_plan_rows_an_hour_keeps(tmp_path:
     holds what filing it needs is covered by rewriting ``blocks.json`` alone: read back, its roots
     are those of the hour routed again with it. A block that reads a leaf the plan's rows do not
     hold cannot be, and then nothing is rewritten (the hour is routed again)."""
-    from feedrouter.spark.witnesses import adopt_blocks, coverage_of_hour, plan_coverage
+    from feedrouter.spark.witnesses import adopt_blocks, adopt_some_blocks, coverage_of_hour, plan_coverage
 
     earlier = [
         block("//item"),
@@ -238,6 +238,13 @@ def test_a_block_added_later_is_filed_from_the_plan_rows_an_hour_keeps(tmp_path:
     before = store.get("witnesses/f/dt=2026-05-01/hour=08/blocks.json")
     assert adopt(store, reading_more) is None
     assert store.get("witnesses/f/dt=2026-05-01/hour=08/blocks.json") == before
+    # block by block: what can be covered is (its joins pair should the hour's inputs be gone),
+    # the rest is left to routing the hour again
+    partly = written(tmp_path / "partly", earlier)
+    roots = witness_plans(reading_more, min_shared=1).roots()
+    covered, left = adopt_some_blocks(partly, "f", HOUR, reading_more, roots) or ((), ())
+    assert set(covered) == {spec.id for spec in added} and left == (reading_more[-1].id,)
+    assert partly.get(key) == store.get(key)  # as if the added blocks alone had been adopted
     # an hour of format 2 that does not record what its plans' rows hold: routed again
     plans = witness_plans(earlier, min_shared=1)
     hour = hour_of_plan_rows(plans, routed(plans, documents), tuple(sorted(s.id for s in earlier)))

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 
 from feedrouter.catalog.joins import JoinsOfFeed
-from feedrouter.errors import WitnessesNotReady
+from feedrouter.errors import InputsGone, WitnessesNotReady
 from feedrouter.join.plan import JoinSet
 from feedrouter.spark.joins import check_witnesses
 from feedrouter.spark.witnesses import coverage, write_hour
@@ -109,3 +110,57 @@ def test_an_hour_whose_route_run_did_not_list_the_feed_is_not_waited_for(tmp_pat
     listed[H0] = {"other"}  # unlisted, yet routed (a run for that feed alone): back-filled as any
     routed = lambda feed, hour: hour == H0  # noqa: E731
     assert check_witnesses(store, joins, LATENESS, H1, H0, routed, unlisted) == [("f", H0)]
+
+
+#: a join over a block of its own (items with a ``c``): no hour written before it holds it
+ON_C = (
+    "for $a in fr:stream()//item[c], $b in fr:stream()//item where $a/k = $b/k and fr:within($a, $b, 'PT1H') "
+    "return <p/>"
+)
+
+
+def inputs_gone(hour: datetime) -> InputsGone:
+    return InputsGone(
+        f"the join witnesses of f {hour:%Y-%m-%dT%H} must be back-filled, but its inputs are gone"
+    )
+
+
+def test_an_hour_whose_inputs_are_gone_is_handed_back_not_raised_and_the_others_still_checked() -> None:
+    """A back-fill that finds an hour's inputs gone (FR612) does not stop the others being
+    back-filled; the hour is handed back with its error (its joins are left out, not the stage's
+    other joins), and an hour still lacking otherwise is waited for as before (FR609)."""
+    from feedrouter.spark.joins import back_fill
+
+    gone = inputs_gone(H0)
+    filled: list[tuple[str, datetime]] = []
+
+    def fill(feed: str, hour: datetime) -> None:
+        if hour == H0:
+            raise gone
+        filled.append((feed, hour))
+
+    lacking = [("f", H0), ("f", H1)]
+    assert back_fill(lacking, fill, lambda: [("f", H0)]) == {("f", H0): gone}
+    assert filled == [("f", H1)]
+    with pytest.raises(WitnessesNotReady, match=r"f 2026-05-01T08"):
+        back_fill(lacking, fill, lambda: [("f", H0), ("f", H1)])
+
+
+def test_only_the_joins_needing_what_a_lost_hour_lacks_are_cut_off(tmp_path: Path) -> None:
+    """Both hours were written when only ``s0`` (joining on ``k``) existed; then ``s1`` (the same
+    blocks, joining on ``t`` and returning ``u``) and ``s2`` (a block of its own) were added, and
+    the earlier hour's inputs are gone. ``s1`` and ``s2`` need what that hour lacks and are cut off
+    with its error; ``s0`` reads only what the hour holds and is paired as before. A plan compiled
+    before subscriptions recorded their own needs is taken to need its blocks' every leaf."""
+    from feedrouter.spark.joins import cut_off
+
+    later = join_set(ON_K, ON_T, ON_C)
+    joins = of_feed(later)
+    store = written(tmp_path, join_set(ON_K))
+    gone = inputs_gone(H0)
+    assert cut_off(store, joins, LATENESS, H1, {("f", H0): gone}) == {"s1": [gone], "s2": [gone]}
+    assert cut_off(store, joins, LATENESS, H1, {}) == {}
+    s0 = joins.plans["s0"]
+    assert s0.needs == ((("k",), ()), (("k",), ()))
+    old = replace(joins, plans={"s0": replace(s0, needs=())})
+    assert cut_off(store, old, LATENESS, H1, {("f", H0): gone}) == {"s0": [gone]}
