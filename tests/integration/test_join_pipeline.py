@@ -422,7 +422,10 @@ def test_a_join_whose_lost_hour_cannot_be_back_filled_costs_the_other_joins_noth
     """A join subscription added later that needs what an hour of its window lacks (a leaf the
     hour's rows never read), that hour's inputs gone: it cannot be back-filled (FR612). Only it is
     left out, with a ``failed`` row naming the hour; the feed's other join, which the hour holds
-    everything for, is paired and delivered as before (the same bytes, no new delivery version)."""
+    everything for, is paired and delivered as before (the same bytes, no new delivery version).
+    A join delivered before an hour of its window was lost keeps that delivery."""
+    from feedrouter.spark.witnesses import delete_hour
+
     generated = generate_feed_hours(seed=25, feeds=FEEDS, hours=2, items_per_hour=15, lateness=LATENESS)
     prolog = 'import module namespace fr = "urn:feedrouter:stream:1";\n'
 
@@ -474,6 +477,29 @@ def test_a_join_whose_lost_hour_cannot_be_back_filled_costs_the_other_joins_noth
     )
     again = join_batch(catalog, "news", hours[1], plans_store=plans, options=backfilling, spark=spark)
     assert again.cut_off == ("cy/new",) and len(deliveries(catalog)) == len(rows)  # nothing new to say
+
+    # the blogs hour 0 lost too (its witnesses deleted, then its inputs): both joins read it, but
+    # "same" (news with news) does not, so the stage goes on; "old" was delivered for the hour
+    # when its window was whole, and that row and its folder stand (nothing could make them
+    # again); "new" now says which hours cost it
+    with catalog.begin() as conn:
+        add_subscription(conn, "ada", "news", "same", query("author").replace('"blogs"', ""))
+    for feed in FEEDS:
+        build_plan(catalog, feed, plans)
+    delete_hour(open_store(state), "blogs", hours[0])
+    gone = open_store(batch_prefix(LAYOUT, f"s3://{s3_bucket}/in/blogs", hours[0]))
+    for key in gone.list(""):
+        gone.delete(key)
+    last = join_batch(catalog, "news", hours[1], plans_store=plans, options=backfilling, spark=spark)
+    assert last.cut_off == ("ada/old", "cy/new") and last.pairs > 0
+    added = deliveries(catalog)[len(rows) :]
+    assert sorted((r["subscription_name"], r["status"]) for r in added) == [
+        ("new", "failed"),
+        ("same", "delivered"),
+    ]
+    [reason] = [r["error_message"] for r in added if r["subscription_name"] == "new"]
+    assert f"news {hours[0]:%Y-%m-%dT%H}" in reason and f"blogs {hours[0]:%Y-%m-%dT%H}" in reason
+    assert _parts(snapshot(open_store(f"s3://{s3_bucket}/out"))).keys() >= _parts(delivered).keys()
 
 
 def _parts(objects: Mapping[str, bytes]) -> dict[str, bytes]:

@@ -277,9 +277,10 @@ def join(hook: FeedrouterHook, batch: HourBatch, stream_start: datetime) -> dict
         )
     if report.cut_off:
         log.error(
-            "%d join subscriptions of %s %s got no pairs [FR612]: an hour of their window lost its inputs "
-            "before it could be back-filled (the ledger says which; restore the inputs and re-run the "
-            "hour, or deactivate them): %s",
+            "%d join subscriptions of %s %s were left out [FR612]: an hour of their window lacks what "
+            "they need and lost its inputs before it could be back-filled (their ledger rows say which, "
+            "unless the hour was delivered for them before; restore the inputs and re-run the hour, or "
+            "deactivate them): %s",
             len(report.cut_off),
             batch.feed,
             report.hour,

@@ -90,13 +90,14 @@ class PriorDelivery:
     error_message: str | None = None
 
     def same_content(self, row: DeliveryRow) -> bool:
-        """Whether ``row`` says what this one says: a withheld or delivered row's reason too, so
-        that it never keeps one no longer true (a withheld hour's cap; pairs left out). A failed
-        row's reason is the store's words, which vary from run to run (request ids, session
-        names): its code is compared."""
+        """Whether ``row`` says what this one says: its reason too, so that it never keeps one no
+        longer true (a withheld hour's cap; pairs left out; the hour whose inputs are gone, FR612).
+        A store's refusal (FR607) is in the store's words, which vary from run to run (request
+        ids, session names): its code is compared."""
         mine = (self.object_keys, self.result_count, self.digest, self.status, self.error_code)
         theirs = (row.object_keys, row.result_count, row.digest, row.status, row.error_code)
-        return mine == theirs and (row.status == "failed" or self.error_message == row.error_message)
+        in_the_stores_words = row.status == "failed" and row.error_code == "FR607"
+        return mine == theirs and (in_the_stores_words or self.error_message == row.error_message)
 
 
 def prior_deliveries(conn: Connection, feed_id: int, hour: datetime) -> dict[NameKey, PriorDelivery]:

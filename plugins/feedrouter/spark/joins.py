@@ -23,7 +23,7 @@ Re-runs write the same bytes and add no delivery version.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from functools import partial
@@ -135,7 +135,8 @@ class JoinReport:
         if self.cut_off:
             text += (
                 f"; {len(self.cut_off)} join subscriptions left out [FR612] (an hour of their window "
-                "lost its inputs before it could be back-filled; the ledger names it)"
+                "lacks what they need and lost its inputs before it could be back-filled: restore them "
+                "and re-run the hour)"
             )
         return text
 
@@ -188,7 +189,10 @@ def join_batch(
                 cut = cut_off(state, joins, lateness, hour, lost)
                 if len(cut) == len(joins.plans):
                     raise next(iter(lost.values()))
-                joins = replace(joins, plans={sid: p for sid, p in joins.plans.items() if sid not in cut})
+                joins = without(joins, cut)
+                # the hours are filed by the blocks left: a lost hour may still misfile one only
+                # the left-out joins read, which would fail reading it for every join (FR611)
+                source = replace(source, filing=BlockFiling(joins.specs))
         elif lacking:
             hours = ", ".join(f"{name} {format_hour(when)}" for name, when in lacking)
             raise error("FR610", f"back-fill the join witnesses of {hours}: routed before blocks they need")
@@ -214,7 +218,7 @@ def join_batch(
             # the folders (the partitioned tasks, or this process) what delivering them needs
             written = _delivered(stage, spec, loaded.plan.targets, source, options, spark, cancel)
             rows = [one.row for one in sorted(written, key=lambda one: _numeric(one.sid))]
-            rows += [_cut_off_row(loaded.plan.targets[sid], cut[sid]) for sid in sorted(cut, key=_numeric)]
+            rows += _cut_off_rows(engine, loaded, hour, cut)
             ledger.record_deliveries(engine, batch_id, loaded.feed_id, hour, rows, lease)
     report = JoinReport(
         feed,
@@ -233,7 +237,9 @@ def join_batch(
                 if r.status == "failed" and r.error_code != "FR612"
             )
         ),
-        cut_off=tuple(sorted(f"{r.subscriber}/{r.subscription}" for r in rows if r.error_code == "FR612")),
+        cut_off=tuple(
+            sorted(f"{t.subscriber}/{t.subscription}" for t in map(loaded.plan.targets.get, cut) if t)
+        ),
         engine=options.engine,
         seconds=round(time.perf_counter() - clock, 3),
     )
@@ -404,17 +410,37 @@ def _holds_side(found: BlocksJson | None, plan: JoinPlan, side: int, spec: Block
     return covers((frozenset(found.blocks), found.coverage), wanted) and not misfiled(found, [spec])
 
 
-def _cut_off_row(target: Target, lost: Iterable[InputsGone]) -> ledger.DeliveryRow:
-    """The ``failed`` row of a join left out (:func:`cut_off`), naming the hours that cost it."""
-    why = "; ".join(exc.message for exc in lost)
-    return ledger.DeliveryRow(
-        target.catalog_id,
-        target.subscriber,
-        target.subscription,
-        status="failed",
-        error_code="FR612",
-        error_message=f"no pairs this hour: {why}"[:2000],
+def without(joins: JoinsOfFeed, cut: Collection[str]) -> JoinsOfFeed:
+    """``joins`` without the subscriptions ``cut``, and with only the blocks the others read."""
+    plans = {sid: plan for sid, plan in joins.plans.items() if sid not in cut}
+    read = {block for plan in plans.values() for block in plan.blocks}
+    return replace(
+        joins, plans=plans, specs={block: spec for block, spec in joins.specs.items() if block in read}
     )
+
+
+def _cut_off_rows(
+    engine: Engine, loaded: LoadedPlan, hour: datetime, cut: Mapping[str, list[InputsGone]]
+) -> list[ledger.DeliveryRow]:
+    """The ``failed`` rows of the joins left out (:func:`cut_off`), each naming the hours that cost
+    it; none for one the hour was delivered (or withheld) for before: that row was true when
+    written, and its folder stands (nothing here could make it again)."""
+    with engine.connect() as conn:
+        prior = ledger.prior_deliveries(conn, loaded.feed_id, hour)
+    rows = []
+    for sid in sorted(cut, key=_numeric):
+        target = loaded.plan.targets[sid]
+        before = prior.get((target.subscriber, target.subscription))
+        if before is not None and before.status != "failed":
+            continue
+        why = "; ".join(exc.message for exc in cut[sid])
+        names = (target.catalog_id, target.subscriber, target.subscription)
+        rows.append(
+            ledger.DeliveryRow(
+                *names, status="failed", error_code="FR612", error_message=f"no pairs this hour: {why}"[:2000]
+            )
+        )
+    return rows
 
 
 def plan_window(

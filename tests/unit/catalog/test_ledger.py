@@ -150,6 +150,16 @@ def test_a_row_whose_reason_changed_is_a_new_version(engine: Engine) -> None:
     with engine.connect() as conn:
         rows = [tuple(row) for row in conn.execute(query.where(Delivery.subscription_name == "titles"))]
     assert rows[3:] == [(4, "AccessDenied for botocore-session-1")]
+    # a join left out names the hour whose inputs are gone (FR612): another hour is another reason
+    # (a review found the ledger still naming the first, which the operator had restored since)
+    for words in ["news 2026-05-01T06 lost its inputs"] * 2 + ["news 2026-05-01T07 lost its inputs"]:
+        row = ledger.DeliveryRow(
+            1, "alice", "titles", status="failed", error_code="FR612", error_message=words
+        )
+        ledger.record(engine, ledger.BatchEntry(1, HOUR, 1, "succeeded", NOW, NOW, deliveries=(row,)))
+    with engine.connect() as conn:
+        rows = [tuple(row) for row in conn.execute(query.where(Delivery.subscription_name == "titles"))]
+    assert rows[4:] == [(5, "news 2026-05-01T06 lost its inputs"), (6, "news 2026-05-01T07 lost its inputs")]
 
 
 def test_the_status_questions_read_back_what_a_batch_recorded(engine: Engine) -> None:

@@ -282,3 +282,20 @@ def test_an_hour_whose_blocks_code_factored_otherwise_is_back_filled_not_misread
         read_joinable(store, "f", HOUR, BlockFiling({spec.id: spec for spec in specs}))
     # its plan now is a base the hour has no rows of: routed again, nothing rewritten
     assert adopt_blocks(store, "f", HOUR, specs, witness_plans(specs, min_shared=1).roots()) is None
+    # where it cannot be (its inputs gone), the joins of the other block are paired: filed by the
+    # blocks they read alone, the hour reads (a review found it failing every join with FR611)
+    from feedrouter.catalog.joins import JoinsOfFeed
+    from feedrouter.spark.joins import without
+    from tests.unit.join.support import join_set
+
+    joins = join_set(
+        'for $a in fr:stream()//item[matches(category, "c")], $b in fr:stream()//item[matches(category, "c")]'
+        " where $a/title = $b/title and fr:within($a, $b, 'PT1H') return <p/>",
+        'for $a in fr:stream()//item[matches(category, "c")][author = "A1"], $b in fr:stream()//item'
+        " where $a/title = $b/title and fr:within($a, $b, 'PT1H') return <p/>",
+    )
+    of_feed = JoinsOfFeed(plans=dict(joins.plans), specs=dict(joins.specs), blocks=tuple(joins.specs))
+    kept = without(of_feed, {"s1"})
+    assert set(kept.plans) == {"s0"} and set(kept.specs) == {specs[0].id}
+    read = read_joinable(store, "f", HOUR, BlockFiling(kept.specs))
+    assert read is not None and read.arrays().blocks[specs[0].id].tolist() == [0]
