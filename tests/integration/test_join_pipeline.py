@@ -491,7 +491,7 @@ def test_a_join_whose_lost_hour_cannot_be_back_filled_costs_the_other_joins_noth
     for key in gone.list(""):
         gone.delete(key)
     last = join_batch(catalog, "news", hours[1], plans_store=plans, options=backfilling, spark=spark)
-    assert last.cut_off == ("ada/old", "cy/new") and last.pairs > 0
+    assert last.cut_off == ("ada/old", "cy/new") and last.pairs > 0 and last.subscriptions == 3
     added = deliveries(catalog)[len(rows) :]
     assert sorted((r["subscription_name"], r["status"]) for r in added) == [
         ("new", "failed"),

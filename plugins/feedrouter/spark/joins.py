@@ -225,7 +225,7 @@ def join_batch(
         format_hour(hour),
         "joined",
         loaded.build.id,
-        subscriptions=len(rows),
+        subscriptions=len(written) + len(cut),  # those left out too, with or without a row
         pairs=sum(one.pairs for one in written),
         deliveries=sum(1 for row in rows if row.result_count),
         withheld=tuple(sorted(row.subscription for row in rows if row.status == "withheld")),
