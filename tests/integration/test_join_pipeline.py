@@ -288,15 +288,24 @@ def test_a_new_join_subscription_is_back_filled_over_its_window(
     assert again == WitnessReport(0, 0, 0, 0)
 
 
+@pytest.mark.parametrize("unadoptable", [False, True], ids=["alone", "beside-one-that-cannot-be"])
 def test_a_join_subscription_sharing_a_base_is_back_filled_without_routing_again(
-    spark: Any, catalog: Engine, s3_bucket: str, plans_dir: Path, monkeypatch: pytest.MonkeyPatch
+    spark: Any,
+    catalog: Engine,
+    s3_bucket: str,
+    plans_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    unadoptable: bool,
 ) -> None:
     """Hours routed with blocks that share one base witness plan keep the plan's rows whole and
     record what they hold. A join subscription added later whose block the base serves, with
     leaves and fragments the rows hold, is back-filled over its window by rewriting each hour's
     ``blocks.json``: with the window's inputs deleted (routing again would fail, FR612), its
     first join stage delivers exactly the pairs Saxon gives, and the hours' tables are unchanged.
-    The feed's plan build is loaded once for the stage and all the hours it back-fills."""
+    The feed's plan build is loaded once for the stage and all the hours it back-fills. Added
+    beside a join that reads a leaf the rows never held (``unadoptable``: the hours would have to be
+    routed again, and their inputs are gone), it is still covered so and paired; only that join is
+    left out (FR612)."""
     from lxml import etree
 
     from feedrouter.spark.witnesses import blocks_of_hour
@@ -341,6 +350,8 @@ def test_a_join_subscription_sharing_a_base_is_back_filled_without_routing_again
     assert expected, "no category of the generated hour pairs"
     with catalog.begin() as conn:
         add_subscription(conn, "ada", "news", "added", added)
+        if unadoptable:  # the broad block, joined on a title
+            add_subscription(conn, "bo", "news", "titled", query("//item").replace("author", "title"))
     for feed in FEEDS:
         build_plan(catalog, feed, plans)
     store = open_store(state)
@@ -365,8 +376,11 @@ def test_a_join_subscription_sharing_a_base_is_back_filled_without_routing_again
 
     monkeypatch.setattr(joins, "load_plan_build", counted)
     monkeypatch.setattr(backfill, "load_plan_build", counted)
-    join_batch(catalog, "news", hours[1], plans_store=plans, options=backfilling, spark=spark)
-    assert loads == ["news"]  # the stage's, and its back-fill of both hours reads no other
+    report = join_batch(catalog, "news", hours[1], plans_store=plans, options=backfilling, spark=spark)
+    # the stage's, and its back-fill of both hours reads no other (the blogs hours lack the title
+    # too, and are routed again from their inputs, with the blogs plan)
+    assert loads == (["news", "blogs"] if unadoptable else ["news"])
+    assert report.cut_off == (("bo/titled",) if unadoptable else ())
     for hour in hours:
         after = blocks_of_hour(store, "news", hour)
         assert after is not None and before[hour] is not None and len(after - before[hour]) == 1
