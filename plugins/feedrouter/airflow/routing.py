@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -273,7 +273,7 @@ def join(hook: FeedrouterHook, batch: HourBatch, stream_start: datetime) -> dict
             len(report.failed),
             batch.feed,
             report.hour,
-            ", ".join(report.failed),
+            _some(report.failed),
         )
     if report.cut_off:
         log.error(
@@ -284,9 +284,25 @@ def join(hook: FeedrouterHook, batch: HourBatch, stream_start: datetime) -> dict
             len(report.cut_off),
             batch.feed,
             report.hour,
-            ", ".join(report.cut_off),
+            _some(report.cut_off),
         )
     return report.summary()
+
+
+#: subscriptions a log line names at most (a stage may leave out thousands)
+_NAMED = 20
+
+
+def _some(names: Sequence[str]) -> str:
+    """The first :data:`_NAMED` of ``names``, and how many more.
+
+    >>> _some(["ada/a", "bo/b"])
+    'ada/a, bo/b'
+    >>> _some([str(n) for n in range(25)]).endswith(", 18, 19 and 5 more")
+    True
+    """
+    more = len(names) - _NAMED
+    return ", ".join(names[:_NAMED]) + (f" and {more} more" if more > 0 else "")
 
 
 def join_master(target: SparkTarget) -> str | None:

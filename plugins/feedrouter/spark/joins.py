@@ -63,7 +63,7 @@ from feedrouter.spark.lease import JobCanceller, hour_lock
 from feedrouter.spark.session import batch_session, check_no_speculation
 from feedrouter.spark.spec import JobSpec
 from feedrouter.spark.stores import StoreOpener
-from feedrouter.spark.witnesses import BlocksJson, blocks_json_of_hour, coverage, covers, holds, misfiled
+from feedrouter.spark.witnesses import BlocksJson, blocks_json_of_hour, holds
 from feedrouter.storage import ObjectStore
 
 
@@ -218,8 +218,8 @@ def join_batch(
             # the folders (the partitioned tasks, or this process) what delivering them needs
             written = _delivered(stage, spec, loaded.plan.targets, source, options, spark, cancel)
             rows = [one.row for one in sorted(written, key=lambda one: _numeric(one.sid))]
-            rows += _cut_off_rows(engine, loaded, hour, cut)
-            ledger.record_deliveries(engine, batch_id, loaded.feed_id, hour, rows, lease)
+            left_out = _cut_off_rows(engine, loaded, hour, cut)
+            ledger.record_deliveries(engine, batch_id, loaded.feed_id, hour, rows + left_out, lease)
     report = JoinReport(
         feed,
         format_hour(hour),
@@ -230,13 +230,7 @@ def join_batch(
         deliveries=sum(1 for row in rows if row.result_count),
         withheld=tuple(sorted(row.subscription for row in rows if row.status == "withheld")),
         refused=tuple(sorted(row.subscription for row in rows if row.error_code == "FR310")),
-        failed=tuple(
-            sorted(
-                f"{r.subscriber}/{r.subscription}"
-                for r in rows
-                if r.status == "failed" and r.error_code != "FR612"
-            )
-        ),
+        failed=tuple(sorted(f"{r.subscriber}/{r.subscription}" for r in rows if r.status == "failed")),
         cut_off=tuple(
             sorted(f"{t.subscriber}/{t.subscription}" for t in map(loaded.plan.targets.get, cut) if t)
         ),
@@ -404,10 +398,8 @@ def _sides_window(
 def _holds_side(found: BlocksJson | None, plan: JoinPlan, side: int, spec: BlockSpec) -> bool:
     """Whether an hour holds what ``plan`` reads of its ``side``'s block (``spec``, the block as
     every subscription reads it): the leaves and fragments of its own, filed as this code files it."""
-    if found is None:
-        return False
-    wanted = coverage([spec]) if not plan.needs else ((spec.id, *plan.needs[side]),)
-    return covers((frozenset(found.blocks), found.coverage), wanted) and not misfiled(found, [spec])
+    wanted = ((spec.id, *plan.needs[side]),) if plan.needs else None
+    return found is not None and holds(found, [spec], wanted)
 
 
 def without(joins: JoinsOfFeed, cut: Collection[str]) -> JoinsOfFeed:

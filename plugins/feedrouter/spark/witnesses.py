@@ -233,10 +233,12 @@ def blocks_json_of_hour(store: ObjectStore, feed: str, hour: datetime) -> Blocks
     return _read_blocks_json(feed, hour, store.get(join_key(witness_dir(feed, hour), BLOCKS)))
 
 
-def holds(found: BlocksJson, specs: Collection[BlockSpec]) -> bool:
+def holds(found: BlocksJson, specs: Collection[BlockSpec], wanted: BlockCoverage | None = None) -> bool:
     """Whether an hour (its ``blocks.json``) holds every block of ``specs`` with its leaves and
-    fragments, each filed from a plan this code files it from (:func:`misfiled`)."""
-    return covers((frozenset(found.blocks), found.coverage), coverage(specs)) and not misfiled(found, specs)
+    fragments (``wanted``: those of them one subscription reads), each filed from a plan this
+    code files it from (:func:`misfiled`)."""
+    wanted = coverage(specs) if wanted is None else wanted
+    return covers((frozenset(found.blocks), found.coverage), wanted) and not misfiled(found, specs)
 
 
 def misfiled(found: BlocksJson, specs: Iterable[BlockSpec]) -> list[str]:
