@@ -70,10 +70,11 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from common import RESULTS, markdown_table, write_csv
 from feedrouter import Router, heap, kernel
+from feedrouter.join.batches import BatchBuilder, BatchedHour, WitnessBatch
 from feedrouter.join.collect import collect_hour, joinable_time
 from feedrouter.join.plan import BlockSpec, JoinPlan, JoinSet, clock_block, lookback
 from feedrouter.join.relations import (
@@ -330,10 +331,9 @@ def _route_turn(
         started = time.perf_counter()
         routed = [router.route_outcome(data).witnesses for data in block]
         if plans is not None:
-            # a routing task files a batch of messages' witnesses at a time (FILING_BATCH; a turn
+            # a routing task keeps a batch of messages' witnesses at a time (FILING_BATCH; a turn
             # is fewer) and sends them to the hour's writer
-            for witnesses in routed:
-                filed_as_a_task(witnesses, plans, hour)
+            kept_as_a_task(routed, plans, hour)
         return time.perf_counter() - started
 
 
@@ -363,16 +363,48 @@ def filed_as_a_task(
     :class:`FiledByBlock`, filed by block (format 1). (Filed without its event time, as this bench
     used to file them, stage 1 looked 2.7 to 3.5 us a message cheaper than it is: parsing an RFC
     822 date costs that much.)"""
-    time_ = None
-    for block in witnesses:
-        clock = CLOCKS.get(block)
-        if clock is not None:
-            time_ = joinable_time(witnesses, clock, CLOCK_FORMAT, hour, LATENESS)
-            break
-    ref = MessageRef(key, 0, time_)
+    ref = MessageRef(key, 0, _event_time(witnesses, hour))
     if isinstance(plans, FiledByBlock):
         return message_witnesses(ref, witnesses, plans.plans)
     return message_rows(ref, witnesses, plans)
+
+
+def kept_as_a_task(
+    routed: Sequence[Mapping[str, Sequence[Any]]],
+    plans: WitnessPlans | FiledByBlock,
+    hour: datetime,
+    first: int = 0,
+) -> list[MessageWitnesses] | WitnessBatch:
+    """A batch of routed messages' witnesses (``routed``, numbered from ``first``) kept as a
+    routing task keeps them (:class:`feedrouter.spark.tasks._Filing`): each message's event time
+    read off its clock's row, parsed and admitted in ``hour``, then the batch's rows whole as one
+    record of columns (the state's format 2, :class:`~feedrouter.join.batches.WitnessBatch`), or,
+    for :class:`FiledByBlock`, each message's filed by block (format 1, :func:`filed_as_a_task`)."""
+    if isinstance(plans, FiledByBlock):
+        return [
+            filed_as_a_task(witnesses, plans, hour, f"m{first + at}") for at, witnesses in enumerate(routed)
+        ]
+    builder = BatchBuilder(_served_names(plans))
+    for at, witnesses in enumerate(routed):
+        builder.add(first + at, f"m{first + at}", 0, _event_time(witnesses, hour), "", witnesses)
+    return builder.batch()
+
+
+def _served_names(plans: WitnessPlans) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
+    """Per witness plan, its names, as a routing task's filing keeps them (once per task)."""
+    found = plans.__dict__.get("_bench_names")
+    if found is None:
+        found = plans.__dict__["_bench_names"] = {plan: plans.names(plan) for plan in plans.served}
+    return found
+
+
+def _event_time(witnesses: Mapping[str, Sequence[Any]], hour: datetime) -> datetime | None:
+    """A message's event time joins may use: its clock's row parsed and admitted in ``hour``."""
+    for block in witnesses:
+        clock = CLOCKS.get(block)
+        if clock is not None:
+            return joinable_time(witnesses, clock, CLOCK_FORMAT, hour, LATENESS)
+    return None
 
 
 def writer_seconds(
@@ -381,11 +413,23 @@ def writer_seconds(
     """Seconds a message the hour's writer takes to build its tables from an hour of ``messages``
     (of ``hour``) as routing tasks filed them (:func:`feedrouter.spark.witnesses.tables`: each block's roots,
     each leaf's values and each fragment, sorted), the median of ``passes``. Writing them as
-    Parquet is left out, as writing delivery parts is left out of the ordinary router's time."""
-    filed = [
-        filed_as_a_task(router.route_outcome(data).witnesses, plans, hour, f"m{i}")
-        for i, data in enumerate(messages)
-    ]
+    Parquet is left out, as writing delivery parts is left out of the ordinary router's time.
+    Format 2's hour comes as the routing tasks send it, a record a batch of
+    :data:`~feedrouter.spark.tasks.FILING_BATCH` messages (:func:`kept_as_a_task`)."""
+    routed = [router.route_outcome(data).witnesses for data in messages]
+    if not isinstance(plans, FiledByBlock):
+        batches = [
+            cast(WitnessBatch, kept_as_a_task(routed[start : start + FILING_BATCH], plans, hour, start))
+            for start in range(0, len(routed), FILING_BATCH)
+        ]
+        spent = []
+        with heap.settled():
+            for _ in range(passes):
+                started = time.perf_counter()
+                witness_tables(BatchedHour("f", hour, (), batches))
+                spent.append(time.perf_counter() - started)
+        return statistics.median(spent) / len(messages)
+    filed = [filed_as_a_task(witnesses, plans, hour, f"m{i}") for i, witnesses in enumerate(routed)]
     spent = []
     with heap.settled():  # as a worker that decoded a plan is: the writer measured, not the collector
         for _ in range(passes):
@@ -597,8 +641,7 @@ def worker_passes(
                 ]
                 routed_at = clock()
                 if plans is not None:
-                    for witnesses in routed:
-                        filed_as_a_task(witnesses, plans, hour)
+                    kept_as_a_task(routed, plans, hour)
                 routing, filing = routing + routed_at - started, filing + clock() - routed_at
             found.append((routing / len(messages), filing / len(messages)))
     return decoded, found

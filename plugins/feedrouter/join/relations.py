@@ -254,6 +254,16 @@ class HourWitnesses:
                 values[(number, node)] = named_values
                 fragments[(number, node)] = named_fragments
 
+    def message_columns(self) -> MessageColumns:
+        """The messages table's rows: the hour's messages in stream order."""
+        messages = self.messages
+        return MessageColumns(
+            [m.key for m in messages],
+            [m.index for m in messages],
+            [None if m.time is None else microseconds(m.time) for m in messages],
+            [m.digest for m in messages],
+        )
+
     def value_columns(self) -> NamedColumns:
         """The values table's rows, unsorted: per value of a leaf of a node, the leaf, the value
         and the node (a value twice if a node's rows gave it twice: the table keeps it once)."""
@@ -357,6 +367,18 @@ class HourWitnesses:
                     index.setdefault(value, []).append(node)
             self._indexes[leaf] = index
         return index
+
+
+@dataclass(frozen=True)
+class MessageColumns:
+    """An hour's messages as the witness store's messages table holds them, in stream order:
+    message ``i``'s object key, index in the object, event time joins may use (microseconds since
+    the epoch; None: none) and digest."""
+
+    keys: list[str]
+    indexes: list[int]
+    times: list[int | None]
+    digests: list[str]
 
 
 @dataclass(frozen=True)

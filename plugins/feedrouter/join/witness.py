@@ -154,6 +154,10 @@ class Walked:
         """The rows of the block in the document whose element is ``root`` and their size in
         bytes (no rows when it has no such element), None past ``limit`` bytes: what its witness
         plan reads (the tests compare the two)."""
+        reader = self.reader()
+        walk = kernel.walked_rows
+        if walk is not None and reader.plain is not None and kernel.plain_row is not None:
+            return self._walked_rows(walk, reader, ctx, root, limit)
         found: list[tuple[int, etree._Element]]
         if self.first:
             one = kernel.first_named
@@ -167,7 +171,44 @@ class Walked:
             found = _named_elements(root, self.name, False) if every is None else every(root, self._encoded)
         if not found:
             return [], 0
-        return self.reader().rows_of(ctx, found, limit)
+        return reader.rows_of(ctx, found, limit)
+
+    def _walked_rows(
+        self,
+        walk: kernel.WalkedRows,
+        reader: RowReader,
+        ctx: DocumentContext,
+        root: etree._Element,
+        limit: int,
+    ) -> tuple[list[WitnessRow], int] | None:
+        """:meth:`rows` in one compiled walk (:func:`~feedrouter.kernel.walked_rows`): the nodes
+        found and their rows read as :meth:`RowReader.rows_of` reads them, its children's walks
+        charged to the document's budget as it charges them; the nodes from one the kernel declines
+        on are read by :meth:`RowReader.rows_of` from there."""
+        assert reader.plain is not None
+        rows, size, units, rest = walk(
+            root,
+            self._encoded,
+            self.first,
+            reader.names,
+            *reader.plain,
+            limit,
+            ctx.caches.children_charged,
+            ctx.max_work - ctx.work,
+            reader.walks,
+            WitnessRow,
+        )
+        if units:
+            ctx.charge(units)
+        if rows is None:
+            return None
+        if rest:
+            more = reader.rows_of(ctx, rest, limit - size)
+            if more is None:
+                return None
+            rows += more[0]
+            size += more[1]
+        return rows, size
 
     def __getstate__(self) -> tuple[str, bool, tuple[ReturnItem, ...], int, tuple[str, ...]]:
         return self.name, self.first, self.returns, self.leaves, self.namespaces

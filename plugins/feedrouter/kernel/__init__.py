@@ -11,10 +11,12 @@ in the environment turns the kernels off (the benchmarks measure both ways).
   :func:`first_named_text`: the same with its text (a feed's event time,
   :func:`feedrouter.join.witness.first_named_row`); :func:`all_named`: every element of
   a name (the nodes a join block of the form ``//name`` binds, :class:`feedrouter.join.witness.Walked`);
+  :func:`walked_rows`: those nodes' rows read as :func:`plain_row` reads them, in the same walk;
 * :func:`file_messages`: the hour's witness writer's loop over its filed messages,
   :func:`count_items` and :func:`fill_items`: its values and fragments written straight into
   arrays, and :func:`sorted_roots`: its roots by block in one counting sort
-  (:mod:`feedrouter.join.relations`);
+  (:mod:`feedrouter.join.relations`); :func:`keep_batch`: a routing task's batch of witness rows
+  kept as flat rows of numbers (:mod:`feedrouter.join.batches`);
 * :class:`Decider`: the blocks a witness row's factored tests bind, its atoms evaluated from a table
   (:func:`feedrouter.join.selections.decider`); :class:`Tests`: the same, each test read as it is
   (a key's bucket, :mod:`feedrouter.join.selections`); :func:`bind`: the loop that files a witness
@@ -49,6 +51,8 @@ FirstNamed = Callable[[Any, bytes], tuple[int, Any] | None]
 FirstNamedText = Callable[[Any, bytes], tuple[int, Any, str | None] | None]
 #: (pre-order id, element) of every element of a name in a subtree, in document order
 AllNamed = Callable[[Any, bytes], list[tuple[int, Any]]]
+#: (rows or None, size, work units, the rest as (pre-order id, element)): :func:`walked_rows`
+WalkedRows = Callable[..., tuple[list[Any] | None, int, int, list[tuple[int, Any]]]]
 
 
 def _load() -> Any:
@@ -96,6 +100,8 @@ first_named: FirstNamed | None = getattr(_compiled, "first_named", None)
 first_named_text: FirstNamedText | None = getattr(_compiled, "first_named_text", None)
 #: the compiled search for every element of a name, or None
 all_named: AllNamed | None = getattr(_compiled, "all_named", None)
+#: the compiled walk that reads a walked block's rows, or None (a build from before it: None too)
+walked_rows: WalkedRows | None = getattr(_compiled, "walked_rows", None)
 #: the compiled loops of the witness writer (:class:`feedrouter.join.relations.HourWitnesses`), or None
 file_messages: Callable[..., None] | None = None if _writer is None else _writer.file_messages
 #: the compiled counting sort of the writer's roots by block, or None (a build from before it: None too)
@@ -103,6 +109,8 @@ sorted_roots: Callable[..., None] | None = getattr(_writer, "sorted_roots", None
 #: the compiled count and fill of the writer's values or fragments as arrays, or None
 count_items: Callable[..., int] | None = getattr(_writer, "count_items", None)
 fill_items: Callable[..., None] | None = getattr(_writer, "fill_items", None)
+#: the compiled loop that keeps a routing task's batch of witness rows (format 2), or None
+keep_batch: Callable[..., None] | None = getattr(_writer, "keep_batch", None)
 #: the compiled decider's class (:mod:`feedrouter.join.selections`), or None
 Decider: Callable[..., Callable[[Any], list[tuple[str, ...]]]] | None = (
     None if _deciding is None else _deciding.Decider
@@ -131,10 +139,12 @@ _KERNELS = (
     "first_named",
     "first_named_text",
     "all_named",
+    "walked_rows",
     "file_messages",
     "sorted_roots",
     "count_items",
     "fill_items",
+    "keep_batch",
     "Decider",
     "Tests",
     "bind",

@@ -146,19 +146,27 @@ cdef bint _locate(element, tuple names, Located* at) except -1:
     """Note where each of ``names`` occurs on the element (:class:`Located`), in one walk over its
     children; False where the kernel declines (see :func:`plain_children`). Raises TypeError for
     anything but an lxml element and bytes names."""
-    cdef tree.xmlNode* c_element
+    if not isinstance(element, cetree._Element):
+        raise TypeError(f"feedrouter.kernel: not an lxml element: {type(element).__name__}")
+    _check_names(names)
+    return _locate_node((<cetree._Element>element)._c_node, names, at)
+
+
+cdef int _check_names(tuple names) except -1:
+    for name in names:
+        if type(name) is not bytes:
+            raise TypeError(f"feedrouter.kernel: a name is not bytes: {type(name).__name__}")
+    return 0
+
+
+cdef bint _locate_node(tree.xmlNode* c_element, tuple names, Located* at) except -1:
+    """:func:`_locate` of a node, ``names`` checked to be bytes."""
     cdef tree.xmlNode* child
     cdef tree.xmlAttr* attribute
     cdef Py_ssize_t n = len(names), i, length
     cdef bint walks = False
-    if not isinstance(element, cetree._Element):
-        raise TypeError(f"feedrouter.kernel: not an lxml element: {type(element).__name__}")
-    for name in names:
-        if type(name) is not bytes:
-            raise TypeError(f"feedrouter.kernel: a name is not bytes: {type(name).__name__}")
     if n > MAX_NAMES:
         return False
-    c_element = (<cetree._Element>element)._c_node
     if c_element.type != tree.XML_ELEMENT_NODE or _namespaces_in_scope(c_element):
         return False
     for i in range(n):
@@ -519,3 +527,110 @@ cdef list _named(root, bytes name, bint first):
         if node is c_root:
             return found
         node = node.next
+
+
+cdef Py_ssize_t _children_count(tree.xmlNode* element) noexcept:
+    """How many children ``len(element)`` counts: elements, comments, processing instructions
+    and entity references (what a walk over the children charges the document's budget)."""
+    cdef Py_ssize_t count = 0
+    cdef tree.xmlNode* child = element.children
+    while child is not NULL:
+        if cetree._isElement(child):
+            count += 1
+        child = child.next
+    return count
+
+
+def walked_rows(
+    root,
+    bytes name not None,
+    bint first,
+    tuple names,
+    tuple leaves,
+    tuple fragments,
+    tuple kinds,
+    Py_ssize_t limit,
+    set charged not None,
+    Py_ssize_t work_left,
+    bint walks,
+    type row_type not None,
+):
+    """The rows of a join block that binds every element named ``name`` (a UTF-8 local name, no
+    namespace) in ``root``'s subtree, or only the first (``first``), each read as :func:`plain_row`
+    reads it (``names`` to ``limit`` are its arguments), in one walk: what :func:`all_named` and
+    a :func:`plain_row` call per element give (:class:`feedrouter.join.witness.Walked`), without
+    the Python calls in between (a feed with joins reads such a block off every message).
+
+    Returns ``(rows, size, units, rest)``:
+
+    * ``rows``: per element read, in document order, ``(pre-order id, values, fragments)`` made a
+      ``row_type`` (a tuple's subclass: :class:`~feedrouter.join.witness.WitnessRow`);
+    * ``size``: what they count against ``limit`` (:func:`plain_row`'s sizes added up);
+    * ``units``: the work their children's walks cost, with ``walks`` (a row that reads child
+      elements): each element's children as ``len(element)`` counts them, once per document:
+      the element is added to ``charged`` (the document's set; whichever path walks it next charges
+      nothing). The caller charges them before it looks at the rest;
+    * ``rest``: the elements from the first one the kernel declines on (see :func:`plain_row`) as
+      ``(pre-order id, element)``, in document order, for the caller's path to read on from there
+      (empty when every element was read here), not charged.
+
+    ``rows`` is None where the next row would pass what ``limit`` leaves (the caller refuses the
+    block, as for :func:`plain_row`'s False) or the units pass ``work_left`` (the caller's charge
+    refuses the document): the walk stops at that element, its children charged. The refusals
+    of :func:`plain_row` and :func:`all_named` for anything else."""
+    cdef Located at
+    cdef Columns c
+    cdef tree.xmlNode* c_root
+    cdef tree.xmlNode* node
+    cdef const char* c_name = PyBytes_AS_STRING(name)
+    cdef Py_ssize_t nid = 0, size = 0, units = 0, nleaves = len(leaves), nfragments = len(fragments)
+    cdef list rows = []
+    cdef list rest = None
+    cdef bint too_many
+    cdef int collecting
+    if not isinstance(root, cetree._Element):
+        raise TypeError(f"feedrouter.kernel: not an lxml element: {type(root).__name__}")
+    c_root = (<cetree._Element>root)._c_node
+    if c_root is NULL or c_root.type != tree.XML_ELEMENT_NODE:
+        raise TypeError("feedrouter.kernel: a search by name walks an element's subtree")
+    _check_names(names)
+    too_many = _read_columns(len(names), leaves, fragments, kinds, &c)
+    cdef cetree._Document doc = (<cetree._Element>root)._doc
+    collecting = PyGC_Disable()  # no collection, so no finalizer, while node pointers are held
+    try:
+        node = c_root
+        while True:
+            if node.type == tree.XML_ELEMENT_NODE:
+                if node.ns is NULL and strcmp(<const char*>node.name, c_name) == 0:
+                    if rest is not None:  # past a declined element: the caller's path reads on
+                        rest.append((nid, cetree.elementFactory(doc, node)))
+                    elif too_many or not _locate_node(node, names, &at):
+                        rest = [(nid, cetree.elementFactory(doc, node))]
+                    else:
+                        if walks:
+                            element = cetree.elementFactory(doc, node)
+                            if element not in charged:
+                                charged.add(element)
+                                units += _children_count(node)
+                                if units > work_left:
+                                    return None, size, units, []
+                        found = _row(&at, &c, nleaves, nfragments, limit - size)
+                        if found is False:
+                            return None, size, units, []
+                        size += <Py_ssize_t>found[2]
+                        rows.append(tuple.__new__(row_type, (nid, found[0], found[1])))
+                    if first:
+                        break
+                nid += 1
+                if node.children is not NULL:  # as _named walks: an entity reference's are not entered
+                    node = node.children
+                    continue
+            while node is not c_root and node.next is NULL:
+                node = node.parent
+            if node is c_root:
+                break
+            node = node.next
+    finally:
+        if collecting:
+            PyGC_Enable()
+    return rows, size, units, rest if rest is not None else []

@@ -19,8 +19,12 @@ it) makes a dozen passes over them. It reads and writes buffers of 64-bit intege
 arrays), every index checked.
 """
 
+from cpython cimport array
 from cpython.dict cimport PyDict_GetItem, PyDict_SetItem
+from cpython.object cimport Py_SIZE
 from cpython.ref cimport PyObject
+
+import array as _array  # cpython.array's functions need the module imported
 
 
 cdef object _numbered(object numbers, object key):
@@ -214,3 +218,103 @@ def fill_items(
                     row_at += 1
     if row_at != name.shape[0]:
         raise ValueError(f"fill_items: {row_at} rows for arrays of {name.shape[0]}")
+
+
+
+
+cdef inline int _push(array.array numbers, long long value) except -1:
+    """Append ``value`` to an array of 64-bit integers (``array('q')``), growing it as a list
+    grows."""
+    cdef Py_ssize_t size = Py_SIZE(numbers)
+    array.resize_smart(numbers, size + 1)
+    numbers.data.as_longlongs[size] = value
+    return 0
+
+
+def keep_batch(
+    list witnesses,
+    dict names,
+    dict codes,
+    dict plans,
+    dict leaves,
+    dict fragment_names,
+    array.array roots not None,
+    array.array value_rows not None,
+    list values,
+    array.array fragment_rows not None,
+    list fragments,
+):
+    """A routing task's batch of messages kept as stage 1 writes them (the state's format 2,
+    :class:`feedrouter.join.batches.BatchBuilder`), in one pass: per message number ``i``
+    (``witnesses[i]``, a dict: its witness rows by plan), each row of a plan that ``names`` names
+    (its leaf names and fragment names; others, a clock's or another build's, are left out), in
+    order, as flat rows of numbers appended to arrays of 64-bit integers (``array('q')``):
+
+    * ``roots``: the plan's number, ``i``, the row's node;
+    * ``value_rows``: per value of each leaf, the leaf's number, ``i``, the node and how many
+      values the leaf has in the row; the value appended to ``values``;
+    * ``fragment_rows``: per fragment, its name's number, ``i``, the node; its bytes appended to
+      ``fragments``.
+
+    Plans, leaves and fragment names are numbered as first seen (``plans``, ``leaves``,
+    ``fragment_names``: name -> number); ``codes`` caches a plan's numbers (None for a plan
+    ``names`` does not name). A row whose items do not match its plan's names raises ValueError,
+    an array of another type TypeError."""
+    cdef Py_ssize_t number, at, count
+    cdef long long node
+    cdef PyObject* known
+    cdef tuple code, leaf_codes, fragment_codes, row_values, row_fragments
+    for numbers in (roots, value_rows, fragment_rows):
+        if (<array.array>numbers).ob_descr.typecode != b'q':
+            raise TypeError("keep_batch: the rows are arrays of 64-bit integers, array('q')")
+    for number in range(len(witnesses)):
+        for plan, rows in (<dict?>witnesses[number]).items():
+            if not rows:
+                continue
+            known = PyDict_GetItem(codes, plan)
+            if known is NULL:
+                found = _plan_codes(plan, names, plans, leaves, fragment_names)
+                PyDict_SetItem(codes, plan, found)
+                known = <PyObject*>found
+            if <object>known is None:
+                continue
+            code = <tuple>known
+            plan_number = code[0]
+            leaf_codes = <tuple>code[1]
+            fragment_codes = <tuple>code[2]
+            for row in rows:
+                node = row[0]
+                row_values = <tuple?>row[1]
+                row_fragments = <tuple?>row[2]
+                if len(row_values) != len(leaf_codes) or len(row_fragments) != len(fragment_codes):
+                    raise ValueError(f"a row of witness plan {plan} does not have its plan's leaves and fragments")
+                _push(roots, plan_number)
+                _push(roots, number)
+                _push(roots, node)
+                for at in range(len(leaf_codes)):
+                    leaf_values = row_values[at]
+                    count = len(leaf_values)
+                    for value in leaf_values:
+                        _push(value_rows, leaf_codes[at])
+                        _push(value_rows, number)
+                        _push(value_rows, node)
+                        _push(value_rows, count)
+                        values.append(value)
+                for at in range(len(fragment_codes)):
+                    _push(fragment_rows, fragment_codes[at])
+                    _push(fragment_rows, number)
+                    _push(fragment_rows, node)
+                    fragments.append(row_fragments[at])
+
+cdef object _plan_codes(object plan, dict names, dict plans, dict leaves, dict fragment_names):
+    """A plan's number and its leaves' and fragments' numbers (:func:`keep_batch`), or None
+    when ``names`` does not name it."""
+    cdef PyObject* named = PyDict_GetItem(names, plan)
+    if named is NULL:
+        return None
+    leaf_names, names_of_fragments = <tuple?>named
+    return (
+        _numbered(plans, plan),
+        tuple([_numbered(leaves, name) for name in leaf_names]),
+        tuple([_numbered(fragment_names, name) for name in names_of_fragments]),
+    )

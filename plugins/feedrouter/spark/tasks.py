@@ -32,7 +32,7 @@ import itertools
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from feedrouter import heap
 from feedrouter.catalog import ledger
@@ -40,19 +40,14 @@ from feedrouter.delivery import Result, Splitter, dtd_text_of
 from feedrouter.delivery.messages import Message
 from feedrouter.delivery.routing import Routed, route_objects
 from feedrouter.errors import StorageError, TransientStorageError, error
+from feedrouter.join.batches import BatchBuilder, BatchedHour, WitnessBatch
 from feedrouter.join.collect import joinable_time
-from feedrouter.join.relations import (
-    HourWitnesses,
-    MessageRef,
-    MessageWitnesses,
-    message_rows,
-    message_witnesses,
-)
+from feedrouter.join.relations import HourWitnesses, MessageRef, MessageWitnesses, message_witnesses
 from feedrouter.join.witness import WitnessRow
 from feedrouter.spark.publish import Delivered, publish
 from feedrouter.spark.quarantine import Quarantine
 from feedrouter.spark.spec import JobSpec, maybe_fail
-from feedrouter.spark.witnesses import write_hour
+from feedrouter.spark.witnesses import WrittenHour, write_hour
 from feedrouter.storage import ObjectStore
 
 if TYPE_CHECKING:
@@ -220,40 +215,56 @@ FILING_BATCH = 32
 
 class _Filing:
     """A routing task's messages' witnesses, :data:`FILING_BATCH` messages at a time, with the
-    event time joins may use (none for a refused message): each witness plan's rows whole, the
-    join stage filing them by block where it reads them (format 2: :meth:`~feedrouter.join.
-    selections.WitnessPlans.collect`), or, ``by_block``, filed by block here (format 1:
-    :func:`~feedrouter.join.relations.message_witnesses`). It keeps a message's witnesses until
-    then, not its results."""
+    event time joins may use (none for a refused message): each witness plan's rows whole, a
+    batch's as one record of columns (format 2: :class:`~feedrouter.join.batches.WitnessBatch`;
+    the join stage files them by block where it reads them), or, ``by_block``, each message's
+    filed by block here, a record a message (format 1: :func:`~feedrouter.join.relations.
+    message_witnesses`). It keeps a message's witnesses until then, not its results."""
 
     def __init__(
         self, joins: JoinsOfFeed, hour: datetime, lateness: timedelta, by_block: bool = False
     ) -> None:
         self.joins, self.hour, self.lateness, self.by_block = joins, hour, lateness, by_block
         self.pending: list[tuple[int, Message, bool, dict[str, list[WitnessRow]]]] = []
+        plans = joins.witnessing
+        #: per witness plan the build serves, its leaf and fragment names (format 2's batches)
+        self.names = {plan: plans.names(plan) for plan in plans.served}
 
-    def add(self, ordinal: int, routed: Routed) -> list[tuple[Key, MessageWitnesses]]:
+    def add(self, ordinal: int, routed: Routed) -> list[tuple[Key, MessageWitnesses | WitnessBatch]]:
         """Take one routed message; the records of a full batch, if this filled it."""
         self.pending.append((ordinal, routed.message, routed.error is None, routed.witnesses))
         return self.flush() if len(self.pending) >= FILING_BATCH else []
 
-    def flush(self) -> list[tuple[Key, MessageWitnesses]]:
-        """The records of the messages taken since the last flush."""
+    def flush(self) -> list[tuple[Key, MessageWitnesses | WitnessBatch]]:
+        """The records of the messages taken since the last flush: one a message (format 1), or
+        one for them all, keyed as its first message (format 2; the writer orders the messages
+        by their own keys)."""
         pending, self.pending = self.pending, []
-        return [
-            ((WITNESSES, ordinal, message.index), self._filed(message, routed, rows))
-            for ordinal, message, routed, rows in pending
-        ]
+        if self.by_block:
+            return [
+                ((WITNESSES, ordinal, message.index), self._filed(message, routed, rows))
+                for ordinal, message, routed, rows in pending
+            ]
+        if not pending:
+            return []
+        batch = BatchBuilder(self.names)
+        for ordinal, message, routed, rows in pending:
+            time = self._time(routed, rows)
+            batch.add(ordinal, message.source, message.index, time, message.digest, rows)
+        first, message = pending[0][0], pending[0][1]
+        return [((WITNESSES, first, message.index), batch.batch())]
+
+    def _time(self, routed: bool, witnesses: dict[str, list[WitnessRow]]) -> datetime | None:
+        joins = self.joins
+        if routed and joins.clock is not None:
+            return joinable_time(witnesses, joins.clock, joins.event_format, self.hour, self.lateness)
+        return None
 
     def _filed(
         self, message: Message, routed: bool, witnesses: dict[str, list[WitnessRow]]
     ) -> MessageWitnesses:
-        joins, time = self.joins, None
-        if routed and joins.clock is not None:
-            time = joinable_time(witnesses, joins.clock, joins.event_format, self.hour, self.lateness)
-        ref = MessageRef(message.source, message.index, time, message.digest)
-        keep = message_witnesses if self.by_block else message_rows
-        return keep(ref, witnesses, joins.witnessing)
+        ref = MessageRef(message.source, message.index, self._time(routed, witnesses), message.digest)
+        return message_witnesses(ref, witnesses, self.joins.witnessing)
 
 
 def deliver_partition(
@@ -279,17 +290,27 @@ def deliver_partition(
         yield deliver_one(spec, targets[sid], sid, results)
 
 
-def write_witnesses(spec: JobSpec, messages: Iterable[MessageWitnesses]) -> WitnessReport:
-    """Write the hour's witness relations (its messages in stream order) to the state store."""
+def write_witnesses(spec: JobSpec, records: Iterable[MessageWitnesses | WitnessBatch]) -> WitnessReport:
+    """Write the hour's witness relations to the state store: from the routing tasks' batches
+    (format 2), or from their messages filed one by one, in stream order (format 1)."""
+    records = list(records)
+    batches = [record for record in records if isinstance(record, WitnessBatch)]
+    if batches:
+        if len(batches) != len(records):
+            raise ValueError(f"the witnesses of {spec.feed} {spec.hour_text} came as batches and as messages")
+        batched = BatchedHour(spec.feed, spec.hour, spec.witness_blocks, batches)
+        written = write_witness_hour(spec, batched)
+        roots = len(batched.root_columns().blocks)
+        return WitnessReport(batched.message_count, batched.timed_count, roots, written)
     hour = HourWitnesses(spec.feed, spec.hour, spec.witness_blocks)
-    for found in messages:
-        hour.append(found)
+    for found in records:
+        hour.append(cast(MessageWitnesses, found))
     written = write_witness_hour(spec, hour)
     timed = sum(1 for message in hour.messages if message.time is not None)
     return WitnessReport(len(hour.messages), timed, len(hour.root_columns().blocks), written)
 
 
-def write_witness_hour(spec: JobSpec, witnesses: HourWitnesses) -> int:
+def write_witness_hour(spec: JobSpec, witnesses: WrittenHour) -> int:
     """Write an hour's witnesses to the spec's state location as its plan computes them: its blocks'
     coverage and, in format 2, the witness plan each is filed from (:func:`~feedrouter.spark.
     witnesses.write_hour`); the bytes written."""

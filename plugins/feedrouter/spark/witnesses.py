@@ -42,7 +42,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from functools import cached_property, partial
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from feedrouter.delivery.layout import SUCCESS, witness_dir
 from feedrouter.delivery.parts import Provenance
@@ -55,10 +55,11 @@ from feedrouter.join.relations import (
     ONE_HOUR,
     HourWitnesses,
     JoinableColumns,
+    MessageColumns,
     MessageRef,
     NamedColumns,
+    RootColumns,
     Runs,
-    microseconds,
 )
 from feedrouter.join.selections import WitnessPlans, filed_from, rows_needed
 from feedrouter.join.stage import NodeRef
@@ -116,9 +117,27 @@ def plan_coverage(plans: WitnessPlans) -> PlanCoverage:
     return coverage(plans.bases.values())
 
 
+class WrittenHour(Protocol):
+    """An hour's witnesses as the writer reads them (:func:`write_hour`): messages filed one by one
+    (:class:`~feedrouter.join.relations.HourWitnesses`) or a routing task's batches put together
+    (:class:`~feedrouter.join.batches.BatchedHour`)."""
+
+    feed: str
+    hour: datetime
+    blocks: tuple[str, ...]
+
+    def message_columns(self) -> MessageColumns: ...
+
+    def root_columns(self) -> RootColumns: ...
+
+    def value_columns(self) -> NamedColumns: ...
+
+    def fragment_columns(self) -> NamedColumns: ...
+
+
 def write_hour(
     store: ObjectStore,
-    witnesses: HourWitnesses,
+    witnesses: WrittenHour,
     covered: BlockCoverage = (),
     roots: Mapping[str, str] | None = None,
     plans: PlanCoverage = (),
@@ -1003,7 +1022,7 @@ def _folder_hour(rest: str) -> datetime | None:
         return None
 
 
-def encode(witnesses: HourWitnesses) -> dict[str, bytes]:
+def encode(witnesses: WrittenHour) -> dict[str, bytes]:
     """The four tables of an hour as Parquet bytes (deterministic: sorted rows, fixed options)."""
     return {
         name: _parquet(table, VALUE_BUCKET_ROWS if name == "values" else None)
@@ -1011,7 +1030,7 @@ def encode(witnesses: HourWitnesses) -> dict[str, bytes]:
     }
 
 
-def tables(witnesses: HourWitnesses) -> dict[str, pa.Table]:
+def tables(witnesses: WrittenHour) -> dict[str, pa.Table]:
     """The four tables of an hour, their rows sorted (what :func:`encode` writes)."""
     import pyarrow as pa
 
@@ -1073,26 +1092,24 @@ def _decoded(feed: str, hour: datetime, rows: dict[str, list[dict[str, Any]]]) -
     return found
 
 
-def _messages(pa: Any, witnesses: HourWitnesses) -> pa.Table:
+def _messages(pa: Any, witnesses: WrittenHour) -> pa.Table:
     import numpy as np
 
-    messages = witnesses.messages
+    columns = witnesses.message_columns()
     return pa.table(
         {
-            "message": pa.array(np.arange(len(messages), dtype=np.int32)),  # not range: a Python int each
-            "key": pa.array([m.key for m in messages], pa.string()),
-            "index": pa.array([m.index for m in messages], pa.int32()),
+            "message": pa.array(np.arange(len(columns.keys), dtype=np.int32)),  # not range: a Python int each
+            "key": pa.array(columns.keys, pa.string()),
+            "index": pa.array(columns.indexes, pa.int32()),
             # microseconds, cast: pyarrow converts time-zone-aware datetimes through pandas (an
             # import of seconds on a worker's first hour)
-            "time": pa.array(
-                [None if m.time is None else microseconds(m.time) for m in messages], pa.int64()
-            ).cast(pa.timestamp("us", tz="UTC")),
-            "digest": pa.array([m.digest for m in messages], pa.string()),
+            "time": pa.array(columns.times, pa.int64()).cast(pa.timestamp("us", tz="UTC")),
+            "digest": pa.array(columns.digests, pa.string()),
         }
     )
 
 
-def _roots(pa: Any, witnesses: HourWitnesses) -> pa.Table:
+def _roots(pa: Any, witnesses: WrittenHour) -> pa.Table:
     columns = witnesses.root_columns()
     return pa.table(
         {
@@ -1103,14 +1120,14 @@ def _roots(pa: Any, witnesses: HourWitnesses) -> pa.Table:
     )
 
 
-def _values(pa: Any, witnesses: HourWitnesses) -> pa.Table:
+def _values(pa: Any, witnesses: WrittenHour) -> pa.Table:
     # a leaf's values are compared as a set: each (leaf, value, node) once, with how many values
     # the leaf has (the join stage's filing of format 2 needs it: a string test of several is false)
     key = ["leaf", "value", "message", "node"]
     return _named_table(pa, witnesses.value_columns(), "leaf", "value", pa.string(), key, [*key, "count"])
 
 
-def _fragments(pa: Any, witnesses: HourWitnesses) -> pa.Table:
+def _fragments(pa: Any, witnesses: WrittenHour) -> pa.Table:
     # a node's fragment once: rows alike in the key are alike in the bytes, which need no sorting
     key = ["message", "node", "fragment"]
     columns = witnesses.fragment_columns()

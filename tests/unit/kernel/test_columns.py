@@ -4,11 +4,14 @@ as its Python loops do (:mod:`feedrouter.join.relations`), numbering included.""
 from __future__ import annotations
 
 import random
+from array import array
+from typing import Any
 
 import numpy as np
 import pytest
 
 from feedrouter import kernel
+from feedrouter.join import batches
 from feedrouter.join.relations import (
     MessageRef,
     MessageWitnesses,
@@ -19,6 +22,8 @@ from feedrouter.join.relations import (
     _NamedColumnsBuilder,
     _sorted_roots,
 )
+from feedrouter.join.witness import WitnessRow
+from tests.unit.join.test_batches import plans_and_hour
 from tests.unit.spark.test_witnesses import filed_messages
 
 needs_kernel = pytest.mark.skipif(
@@ -344,3 +349,25 @@ def test_rows_added_one_by_one_and_filled_keep_their_order(side: int) -> None:
         python = built()
     assert _same_columns(compiled, python)
     assert compiled.messages[0] == 90 and 91 in compiled.messages.tolist()
+
+
+@needs_kernel
+def test_the_compiled_batch_loop_fills_what_its_reference_fills() -> None:
+    """A routing task's batch (format 2) as :func:`~feedrouter.kernel.keep_batch` keeps it: what
+    its Python reference keeps; a message without rows adds nothing, a plan another build serves
+    is left out, a row that does not fit its plan's names is refused by both."""
+    plans, witnesses = plans_and_hour(7, 30)
+    witnesses[3] = {}
+    witnesses[4] = {"another build's plan": next(iter(witnesses[5].values())), **witnesses[4]}
+    names = {plan: plans.names(plan) for plan in plans.served}
+    filled = []
+    for keep in (kernel.keep_batch, batches._keep_batch):
+        lists: tuple[Any, ...] = ({}, {}, {}, {}, array("q"), array("q"), [], array("q"), [])
+        assert keep is not None
+        keep(witnesses, names, *lists)
+        filled.append(lists[1:])
+        plan = next(iter(names))
+        broken = [{plan: [WitnessRow(1, (), ())]}]
+        with pytest.raises(ValueError, match="does not have its plan's leaves"):
+            keep(broken, names, {}, {}, {}, {}, array("q"), array("q"), [], array("q"), [])
+    assert filled[0] == filled[1] and filled[0][3]

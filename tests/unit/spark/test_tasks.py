@@ -19,12 +19,14 @@ from feedrouter.delivery import MANIFEST, SUCCESS, PlanRef, read_part
 from feedrouter.delivery.messages import Message
 from feedrouter.delivery.routing import Routed
 from feedrouter.errors import StorageError, TransientStorageError
+from feedrouter.join.batches import BatchedHour
 from feedrouter.join.plan import clock_block
-from feedrouter.join.relations import MessageRef, message_witnesses
+from feedrouter.join.relations import HourWitnesses, MessageRef, message_rows, message_witnesses
 from feedrouter.join.selections import witness_plans
 from feedrouter.limits import ResultLimits
 from feedrouter.router import Router
 from feedrouter.spark import tasks
+from feedrouter.spark import witnesses as witness_tables
 from feedrouter.spark.errors import InjectedFailure
 from feedrouter.spark.publish import withdraw
 from feedrouter.spark.spec import Fault, JobSpec
@@ -206,10 +208,9 @@ def test_delivery_tasks_take_the_targets_from_the_spec_and_never_decode_the_plan
     assert carried.without_targets().targets is None and spec.without_targets() is spec
 
 
-def test_a_task_files_its_messages_witnesses_a_batch_at_a_time() -> None:
-    """Witness records leave in batches of FILING_BATCH messages (and the rest at the end), each
-    the record filing that message alone gives, with its admitted event time; a refused message
-    has none."""
+def _filing_case() -> tuple[JoinsOfFeed, Router, list[Message]]:
+    """A feed's joins, a router with their witness plans and clock, and 2 batches and 3 of its
+    messages (the eighth refused by the task: no event time)."""
     joins_set = join_set(
         'for $a in fr:stream()//item[@lang = "en"], $b in fr:stream()//item '
         'where $a/author = $b/author and fr:followed-by($a, $b, "PT1H") return <r/>'
@@ -228,22 +229,57 @@ def test_a_task_files_its_messages_witnesses_a_batch_at_a_time() -> None:
         lang, time = "en" if n % 2 else "de", f"2026-11-22T16:{n % 60:02d}:00Z"
         data = f'<item lang="{lang}"><author>a{n % 5}</author><time>{time}</time></item>'
         messages.append(Message(f"m{n}.xml", 0, data.encode()))
-    filing = tasks._Filing(joins, HOUR, timedelta(hours=1))
+    return joins, router, messages
+
+
+def _filed(filing: tasks._Filing, router: Router, messages: list[Message]) -> list[tuple[Any, Any]]:
+    """The records ``filing`` gives for ``messages``, checking that they leave when a batch fills."""
     out = []
     for n, message in enumerate(messages):
         witnesses = router.route_outcome(message.data).witnesses
         routed = Routed(message, witnesses=witnesses, error=ValueError("refused") if n == 7 else None)
-        batch = filing.add(n, routed)
-        assert len(batch) == (tasks.FILING_BATCH if (n + 1) % tasks.FILING_BATCH == 0 else 0)
-        out += batch
+        records = filing.add(n, routed)
+        full = (n + 1) % tasks.FILING_BATCH == 0
+        assert len(records) == (0 if not full else tasks.FILING_BATCH if filing.by_block else 1)
+        out += records
     out += filing.flush()
     assert filing.flush() == []
+    return out
+
+
+def _message_refs(messages: list[Message]) -> list[MessageRef]:
+    return [
+        MessageRef(f"m{n}.xml", 0, None if n == 7 else HOUR + timedelta(minutes=n % 60), m.digest)
+        for n, m in enumerate(messages)
+    ]
+
+
+def test_a_task_files_its_messages_witnesses_a_batch_at_a_time() -> None:
+    """Format 1: witness records leave in batches of FILING_BATCH messages (and the rest at the
+    end), a record a message, each the record filing that message alone gives, with its admitted
+    event time; a refused message has none."""
+    joins, router, messages = _filing_case()
+    out = _filed(tasks._Filing(joins, HOUR, timedelta(hours=1), by_block=True), router, messages)
     assert [key for key, _ in out] == [(tasks.WITNESSES, n, 0) for n in range(len(messages))]
-    for n, (_, found) in enumerate(out):
-        time = None if n == 7 else HOUR + timedelta(minutes=n % 60)
-        alone = message_witnesses(
-            MessageRef(f"m{n}.xml", 0, time, messages[n].digest),
-            router.route_outcome(messages[n].data).witnesses,
-            joins.witnessing,
-        )
+    for ref, message, (_, found) in zip(_message_refs(messages), messages, out, strict=True):
+        alone = message_witnesses(ref, router.route_outcome(message.data).witnesses, joins.witnessing)
         assert found == alone and found.bound
+
+
+def test_a_task_sends_a_batch_of_messages_witnesses_as_one_record_of_columns() -> None:
+    """Format 2: a record a batch (keyed as its first message), its columns what the messages'
+    rows whole give; the hour written from the batches, in whatever order they come, is byte for
+    byte the hour written from the messages filed one by one (with their admitted event times)."""
+    joins, router, messages = _filing_case()
+    out = _filed(tasks._Filing(joins, HOUR, timedelta(hours=1)), router, messages)
+    assert [key for key, _ in out] == [(tasks.WITNESSES, n, 0) for n in (0, 32, 64)]
+    assert [len(batch) for _, batch in out] == [32, 32, 3]
+    assert out[0][1].messages.times[7] is None and out[0][1].messages.times[8] is not None
+    one_by_one = HourWitnesses("f", HOUR)
+    for ref, message in zip(_message_refs(messages), messages, strict=True):
+        one_by_one.append(message_rows(ref, router.route_outcome(message.data).witnesses, joins.witnessing))
+    expected = witness_tables.encode(one_by_one)
+    for order in ([0, 1, 2], [2, 0, 1]):
+        batched = BatchedHour("f", HOUR, (), [out[at][1] for at in order])
+        assert witness_tables.encode(batched) == expected
+        assert batched.message_count == len(messages) and batched.timed_count == len(messages) - 1

@@ -1,0 +1,71 @@
+"""A routing task's witnesses as columns (:mod:`feedrouter.join.batches`): the hour written from
+batches is the hour written from messages filed one by one, byte for byte."""
+
+from __future__ import annotations
+
+import contextlib
+import random
+
+import pytest
+
+from feedrouter import kernel
+from feedrouter.join.batches import BatchBuilder, BatchedHour, WitnessBatch
+from feedrouter.join.selections import WitnessPlans, witness_plans
+from feedrouter.spark.witnesses import encode
+from tests.unit.join.test_filing import HOUR, generated_items, hour_of_plan_rows, message_ref, routed
+from tests.unit.join.test_selections import block, generated_blocks
+
+
+def plans_and_hour(seed: int, messages: int) -> tuple[WitnessPlans, list[dict]]:
+    """Generated blocks over two bindings (two witness plans: ``//item``'s base and every
+    element's) and an hour of generated messages routed by their router."""
+    rng = random.Random(seed)
+    plans = witness_plans([*generated_blocks(rng, 20), block("//*")])
+    assert len(plans.bases) >= 2
+    return plans, routed(plans, [generated_items(rng) for _ in range(messages)])
+
+
+def batched(
+    plans: WitnessPlans, witnesses: list[dict], tasks: int, size: int, seed: int
+) -> list[WitnessBatch]:
+    """The hour's messages (one an object, ordinal = its number) dealt to ``tasks`` tasks in turns,
+    as Spark deals a batch's objects; each task sends a batch every ``size`` messages. The batches
+    come shuffled."""
+    names = {plan: plans.names(plan) for plan in plans.served}
+    found = []
+    for task in range(tasks):
+        builder = BatchBuilder(names)
+        for ordinal in range(task, len(witnesses), tasks):
+            ref = message_ref(ordinal)
+            builder.add(ordinal, ref.key, ref.index, ref.time, ref.digest, witnesses[ordinal])
+            if len(builder) == size:
+                found.append(builder.batch())
+                builder = BatchBuilder(names)
+        if len(builder):
+            found.append(builder.batch())
+    random.Random(seed).shuffle(found)
+    return found
+
+
+@pytest.mark.parametrize("turned_off", [False, True])
+@pytest.mark.parametrize("seed", range(4))
+def test_an_hour_of_batches_from_interleaved_tasks_is_the_hour_of_its_messages(
+    seed: int, turned_off: bool
+) -> None:
+    """Tasks' batches hold messages that are not neighbours in the stream, and come in any order:
+    the writer numbers the messages by their place in the stream, and writes the tables that
+    messages filed one by one in stream order give (with the kernels and without)."""
+    plans, witnesses = plans_and_hour(seed, 45)
+    expected = encode(hour_of_plan_rows(plans, witnesses, ()))
+    with kernel.turned_off() if turned_off else contextlib.nullcontext():
+        found = batched(plans, witnesses, tasks=3, size=4, seed=seed)
+    hour = BatchedHour("f", HOUR, (), found)
+    assert encode(hour) == expected
+    assert hour.message_count == 45 and hour.timed_count == 45
+
+
+def test_an_hour_without_batches_writes_empty_tables() -> None:
+    plans, _ = plans_and_hour(1, 3)
+    empty = BatchedHour("f", HOUR, (), [])
+    assert encode(empty) == encode(hour_of_plan_rows(plans, [], ()))
+    assert empty.message_count == 0 and empty.timed_count == 0
