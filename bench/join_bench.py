@@ -75,7 +75,7 @@ from typing import Any, TypeVar, cast
 from common import RESULTS, markdown_table, write_csv
 from feedrouter import Router, heap, kernel
 from feedrouter.join.batches import BatchBuilder, BatchedHour, WitnessBatch
-from feedrouter.join.collect import collect_hour, joinable_time
+from feedrouter.join.collect import admitted_bounds, collect_hour, joinable_micros, joinable_time
 from feedrouter.join.plan import BlockSpec, JoinPlan, JoinSet, clock_block, lookback
 from feedrouter.join.relations import (
     ONE_HOUR,
@@ -385,8 +385,15 @@ def kept_as_a_task(
             filed_as_a_task(witnesses, plans, hour, f"m{first + at}") for at, witnesses in enumerate(routed)
         ]
     builder = BatchBuilder(_served_names(plans))
+    earliest, end = admitted_bounds(hour, LATENESS)
     for at, witnesses in enumerate(routed):
-        builder.add(first + at, f"m{first + at}", 0, _event_time(witnesses, hour), "", witnesses)
+        time_ = None
+        for block in witnesses:
+            clock = CLOCKS.get(block)
+            if clock is not None:
+                time_ = joinable_micros(witnesses, clock, CLOCK_FORMAT, earliest, end)
+                break
+        builder.add(first + at, f"m{first + at}", 0, time_, "", witnesses)
     return builder.batch()
 
 

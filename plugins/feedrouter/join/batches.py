@@ -27,7 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from feedrouter import kernel
-from feedrouter.join.relations import MessageColumns, NamedColumns, Names, RootColumns, microseconds
+from feedrouter.join.relations import MessageColumns, NamedColumns, Names, RootColumns
 from feedrouter.join.witness import WitnessRow
 
 _EMPTY = np.zeros(0, np.int64)
@@ -91,18 +91,19 @@ class BatchBuilder:
         ordinal: int,
         key: str,
         index: int,
-        time: datetime | None,
+        time: int | None,
         digest: str,
         witnesses: Mapping[str, Sequence[WitnessRow]],
     ) -> None:
         """The next message: its object's ordinal and key, its index in the object, its event
-        time joins may use (:class:`~feedrouter.join.relations.MessageRef`'s), its digest, and its
+        time joins may use (:class:`~feedrouter.join.relations.MessageRef`'s, in microseconds
+        since the epoch: :func:`~feedrouter.join.collect.joinable_micros`), its digest, and its
         witness rows by plan (those of plans this build does not serve, a clock's or another
         build's, are left out)."""
         self.ordinals.append(ordinal)
         self.keys.append(key)
         self.indexes.append(index)
-        self.times.append(None if time is None else microseconds(time))
+        self.times.append(time)
         self.digests.append(digest)
         self.witnesses.append(witnesses)
 

@@ -12,9 +12,17 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from feedrouter.errors import DocumentError
-from feedrouter.join.clock import parse_event_time
+from feedrouter.join.clock import parse_event_micros, parse_event_time
 from feedrouter.join.plan import BlockSpec
-from feedrouter.join.relations import HourWitnesses, MessageRef, admitted, message_rows, message_witnesses
+from feedrouter.join.relations import (
+    ONE_HOUR,
+    HourWitnesses,
+    MessageRef,
+    admitted,
+    message_rows,
+    message_witnesses,
+    microseconds,
+)
 from feedrouter.join.selections import WitnessPlans
 from feedrouter.join.witness import WitnessRow
 
@@ -51,6 +59,28 @@ def joinable_time(
     the feed's format (:func:`event_time`) and admitted in the hour (:func:`~feedrouter.join.
     relations.admitted`); None when it is missing, unparsable or outside the hour and its lateness."""
     return admitted(event_time(witnesses, clock, fmt), hour, lateness)
+
+
+def joinable_micros(
+    witnesses: Mapping[str, Sequence[WitnessRow]], clock: BlockSpec, fmt: str, earliest: int, end: int
+) -> int | None:
+    """:func:`joinable_time` as microseconds since the epoch (a routing task's batches hold it
+    so, :class:`~feedrouter.join.batches.BatchBuilder`): the clock's first value parsed
+    (:func:`~feedrouter.join.clock.parse_event_micros`), admitted when it is at least ``earliest``
+    and before ``end`` (the hour's :func:`~feedrouter.join.relations.admitted` bounds, in
+    microseconds: :func:`admitted_bounds`)."""
+    rows = witnesses.get(clock.id)
+    if not rows or not rows[0].values or not rows[0].values[0]:
+        return None
+    time = parse_event_micros(rows[0].values[0][0], fmt)
+    return time if time is not None and earliest <= time < end else None
+
+
+def admitted_bounds(hour: datetime, lateness: timedelta) -> tuple[int, int]:
+    """The event times a message routed in ``hour`` may have for joins to use it, in microseconds
+    since the epoch: from the first (included) to the second (excluded), as
+    :func:`~feedrouter.join.relations.admitted` admits them."""
+    return microseconds(hour - lateness), microseconds(hour + ONE_HOUR)
 
 
 def collect_hour(

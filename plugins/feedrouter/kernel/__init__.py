@@ -126,6 +126,8 @@ file_rows: Callable[..., None] | None = getattr(_deciding, "file_rows", None)
 #: an event time in its usual form (format code: :data:`EVENT_FORMATS`) as an aware UTC datetime;
 #: None for any other value (the library decides it), or None (not built, or turned off)
 event_time: Callable[[str, int], Any] | None = None if _clock is None else _clock.event_time
+#: the same as microseconds since the epoch (an int), or None (a build from before it: None too)
+event_micros: Callable[[str, int], int | None] | None = getattr(_clock, "event_micros", None)
 #: the codes :func:`event_time` knows its formats by (empty without it)
 EVENT_FORMATS: dict[str, int] = {} if _clock is None else {"rfc822": _clock.RFC822, "iso8601": _clock.ISO8601}
 #: the decider's kinds of atom by name (empty without it)
@@ -150,6 +152,7 @@ _KERNELS = (
     "bind",
     "file_rows",
     "event_time",
+    "event_micros",
 )
 
 

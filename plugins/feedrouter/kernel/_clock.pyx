@@ -76,9 +76,12 @@ cdef long long _days_from_civil(long long y, long long m, long long d):
     return era * 146097 + doe - 719468
 
 
-cdef object _utc(int year, int month, int day, int hour, int minute, int second, int micro, int offset):
-    """The aware UTC datetime of a local time ``offset`` seconds east of UTC (fields in range),
-    or None when it falls outside the years a datetime holds (the reference refuses it)."""
+cdef object _utc(
+    int year, int month, int day, int hour, int minute, int second, int micro, int offset, bint micros
+):
+    """The aware UTC datetime of a local time ``offset`` seconds east of UTC (fields in range), or
+    with ``micros`` its microseconds since the epoch; None when it falls outside the years a
+    datetime holds (the reference refuses it)."""
     cdef long long seconds = (
         _days_from_civil(year, month, day) * 86400 + hour * 3600 + minute * 60 + second - offset
     )
@@ -96,12 +99,14 @@ cdef object _utc(int year, int month, int day, int hour, int minute, int second,
     cdef long long y = yoe + era * 400 + (m <= 2)
     if y < 1 or y > 9999:
         return None
+    if micros:
+        return seconds * 1000000 + micro
     return datetime_new(
         <int>y, <int>m, <int>d, <int>(rest // 3600), <int>(rest % 3600 // 60), <int>(rest % 60), micro, _UTC
     )
 
 
-cdef object _rfc822(str text):
+cdef object _rfc822(str text, bint micros):
     """``[Ddd, ]D[D] Mon YYYY HH:MM:SS ZONE``, the zone ``GMT``, ``UT``, ``UTC``, ``Z`` or
     ``+hhmm``/``-hhmm``, single spaces, nothing after; None for anything else."""
     cdef Py_ssize_t n = len(text)
@@ -138,7 +143,7 @@ cdef object _rfc822(str text):
     offset = _rfc822_zone(text, at + 9)
     if offset == _NO_ZONE:
         return None
-    return _utc(year, month, day, hour, minute, second, 0, offset)
+    return _utc(year, month, day, hour, minute, second, 0, offset, micros)
 
 
 cdef int _month(str name):
@@ -165,7 +170,7 @@ cdef int _rfc822_zone(str text, Py_ssize_t at):
     return -offset if zone[0] == u'-' else offset
 
 
-cdef object _iso8601(str text):
+cdef object _iso8601(str text, bint micros):
     """``YYYY-MM-DDTHH:MM:SS[.f...](Z|+hh:mm|-hh:mm)``, the hour at most 23; None otherwise."""
     cdef Py_ssize_t n = len(text)
     cdef Py_ssize_t at = 19
@@ -214,7 +219,7 @@ cdef object _iso8601(str text):
             offset = -offset
     else:
         return None
-    return _utc(year, month, day, hour, minute, second, micro, offset)
+    return _utc(year, month, day, hour, minute, second, micro, offset, micros)
 
 
 def event_time(str text, int fmt):
@@ -222,7 +227,18 @@ def event_time(str text, int fmt):
     UTC datetime, when it is in the form this module reads; None for anything else (the Python
     path decides it: :func:`feedrouter.join.clock.parse_event_time`)."""
     if fmt == RFC822:
-        return _rfc822(text)
+        return _rfc822(text, False)
     if fmt == ISO8601:
-        return _iso8601(text)
+        return _iso8601(text, False)
+    return None
+
+
+def event_micros(str text, int fmt):
+    """:func:`event_time`'s time as microseconds since the epoch (an int), or None: what the
+    witness tables hold, without a datetime in between (every message of a feed with joins has
+    its time read)."""
+    if fmt == RFC822:
+        return _rfc822(text, True)
+    if fmt == ISO8601:
+        return _iso8601(text, True)
     return None

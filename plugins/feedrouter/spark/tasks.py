@@ -41,7 +41,7 @@ from feedrouter.delivery.messages import Message
 from feedrouter.delivery.routing import Routed, route_objects
 from feedrouter.errors import StorageError, TransientStorageError, error
 from feedrouter.join.batches import BatchBuilder, BatchedHour, WitnessBatch
-from feedrouter.join.collect import joinable_time
+from feedrouter.join.collect import admitted_bounds, joinable_micros, joinable_time
 from feedrouter.join.relations import HourWitnesses, MessageRef, MessageWitnesses, message_witnesses
 from feedrouter.join.witness import WitnessRow
 from feedrouter.spark.publish import Delivered, publish
@@ -229,6 +229,8 @@ class _Filing:
         plans = joins.witnessing
         #: per witness plan the build serves, its leaf and fragment names (format 2's batches)
         self.names = {plan: plans.names(plan) for plan in plans.served}
+        #: the event times joins may use, in microseconds (format 2's batches)
+        self.bounds = admitted_bounds(hour, lateness)
 
     def add(self, ordinal: int, routed: Routed) -> list[tuple[Key, MessageWitnesses | WitnessBatch]]:
         """Take one routed message; the records of a full batch, if this filled it."""
@@ -248,8 +250,10 @@ class _Filing:
         if not pending:
             return []
         batch = BatchBuilder(self.names)
+        joins, (earliest, end) = self.joins, self.bounds
+        clock, fmt = joins.clock, joins.event_format
         for ordinal, message, routed, rows in pending:
-            time = self._time(routed, rows)
+            time = joinable_micros(rows, clock, fmt, earliest, end) if routed and clock is not None else None
             batch.add(ordinal, message.source, message.index, time, message.digest, rows)
         first, message = pending[0][0], pending[0][1]
         return [((WITNESSES, first, message.index), batch.batch())]

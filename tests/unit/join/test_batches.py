@@ -10,6 +10,7 @@ import pytest
 
 from feedrouter import kernel
 from feedrouter.join.batches import BatchBuilder, BatchedHour, WitnessBatch
+from feedrouter.join.relations import microseconds
 from feedrouter.join.selections import WitnessPlans, witness_plans
 from feedrouter.spark.witnesses import encode
 from tests.unit.join.test_filing import HOUR, generated_items, hour_of_plan_rows, message_ref, routed
@@ -37,7 +38,8 @@ def batched(
         builder = BatchBuilder(names)
         for ordinal in range(task, len(witnesses), tasks):
             ref = message_ref(ordinal)
-            builder.add(ordinal, ref.key, ref.index, ref.time, ref.digest, witnesses[ordinal])
+            time = None if ref.time is None else microseconds(ref.time)
+            builder.add(ordinal, ref.key, ref.index, time, ref.digest, witnesses[ordinal])
             if len(builder) == size:
                 found.append(builder.batch())
                 builder = BatchBuilder(names)

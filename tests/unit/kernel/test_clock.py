@@ -11,7 +11,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from feedrouter import kernel
-from feedrouter.join.clock import parse_event_time
+from feedrouter.join.clock import parse_event_micros, parse_event_time
+from feedrouter.join.relations import microseconds
 
 needs_kernel = pytest.mark.skipif(
     kernel.event_time is None, reason="the compiled kernel is turned off or not built"
@@ -39,6 +40,11 @@ def _same(text: str, fmt: str) -> None:
     assert compiled == reference, text
     if reference is not None:
         assert compiled is not None and compiled.tzinfo is timezone.utc and reference.tzinfo is timezone.utc
+    # the same time as microseconds since the epoch (what a routing task's batches hold)
+    micros = parse_event_micros(text, fmt)
+    with kernel.turned_off():
+        reference_micros = parse_event_micros(text, fmt)
+    assert micros == reference_micros == (None if reference is None else microseconds(reference)), text
 
 
 def _digits(low: int, high: int, width: int) -> st.SearchStrategy[str]:
@@ -156,6 +162,8 @@ def test_the_usual_forms_are_read_in_the_kernel(text: str, fmt: str) -> None:
     assert kernel.event_time is not None
     found = kernel.event_time(text, kernel.EVENT_FORMATS[fmt])
     assert found is not None and found.tzinfo is timezone.utc
+    assert kernel.event_micros is not None
+    assert kernel.event_micros(text, kernel.EVENT_FORMATS[fmt]) == microseconds(found)
     _same(text, fmt)
 
 
@@ -174,4 +182,5 @@ def test_the_usual_forms_are_read_in_the_kernel(text: str, fmt: str) -> None:
 def test_other_forms_are_left_to_the_library(text: str, fmt: str) -> None:
     assert kernel.event_time is not None
     assert kernel.event_time(text, kernel.EVENT_FORMATS[fmt]) is None
+    assert kernel.event_micros is not None and kernel.event_micros(text, kernel.EVENT_FORMATS[fmt]) is None
     _same(text, fmt)
