@@ -431,6 +431,9 @@ def writer_seconds(
         ]
         spent = []
         with heap.settled():
+            # one untimed: a worker's first tables import pyarrow's compute functions (a quarter
+            # of a second, once a process), which the median of a few passes does not always hide
+            witness_tables(BatchedHour("f", hour, (), batches))
             for _ in range(passes):
                 started = time.perf_counter()
                 witness_tables(BatchedHour("f", hour, (), batches))
@@ -439,14 +442,15 @@ def writer_seconds(
     filed = [filed_as_a_task(witnesses, plans, hour, f"m{i}") for i, witnesses in enumerate(routed)]
     spent = []
     with heap.settled():  # as a worker that decoded a plan is: the writer measured, not the collector
-        for _ in range(passes):
+        for at in range(passes + 1):  # the first untimed, as above
             witnesses = HourWitnesses("f", hour)
             for found in filed:
                 witnesses.append(found)
             started = time.perf_counter()
             witnesses.settle()
             witness_tables(witnesses)
-            spent.append(time.perf_counter() - started)
+            if at:
+                spent.append(time.perf_counter() - started)
     return statistics.median(spent) / len(messages)
 
 
@@ -555,6 +559,11 @@ def stage1(workload: Workload, sizes: Sizes) -> list[dict]:
                 row[f"added ms/msg, {name}"] = round(added, 3)
                 row[f"added cost, {name}"] = f"{added / plain:.0%}"
             row["of which writer ms/msg (factored)"] = round(writer["selections factored"], 3)
+            # not in the added cost (the ordinary router's results cross the shuffle too, and
+            # neither is timed): what format 2's batches save over a record a message
+            row["records through the shuffle ms/msg, factored / format 1 (not added)"] = (
+                f"{writer[f'{SHUFFLED} selections factored']:.3f} / {writer[f'{SHUFFLED} {FORMAT_1}']:.3f}"
+            )
             factored = (timed["selections factored"].ratio - 1) * plain + writer["selections factored"]
             judged = [factored / plain]
             for label, seconds, ratios in (
@@ -606,7 +615,35 @@ def time_routers(
         if plans is not None:
             with kernel.turned_off() if name == PYTHON_ROWS else contextlib.nullcontext():
                 writer[name] = writer_seconds(router, plans, whole_hour, hour, WRITER_PASSES) * 1e3
+            if name in (FORMAT_1, "selections factored"):
+                writer[f"{SHUFFLED} {name}"] = shuffle_seconds(router, plans, whole_hour, hour) * 1e3
     return timed, writer
+
+
+#: the prefix of :func:`time_routers`'s shuffle figures among its writer's
+SHUFFLED = "shuffled:"
+
+
+def shuffle_seconds(
+    router: Router, plans: WitnessPlans | FiledByBlock, messages: Sequence[bytes], hour: datetime
+) -> float:
+    """Seconds a message the records a routing task sends the hour's writer (:func:`kept_as_a_task`
+    on every :data:`~feedrouter.spark.tasks.FILING_BATCH` messages of ``messages``) take to cross
+    Spark's shuffle as :mod:`feedrouter.spark.frames` sends them: pickled in the routing task,
+    unpickled in the writer's (the median of :data:`WRITER_PASSES`; the Arrow batches and the
+    shuffle's own bytes are left out)."""
+    routed = [router.route_outcome(data).witnesses for data in messages]
+    records: list[object] = []
+    for start in range(0, len(routed), FILING_BATCH):
+        kept = kept_as_a_task(routed[start : start + FILING_BATCH], plans, hour, start)
+        records += kept if isinstance(kept, list) else [kept]
+    spent = []
+    for _ in range(WRITER_PASSES):
+        started = time.perf_counter()
+        for record in records:
+            pickle.loads(pickle.dumps(record))
+        spent.append(time.perf_counter() - started)
+    return statistics.median(spent) / len(messages)
 
 
 def in_fresh_process(function: Callable[..., T], *args: Any) -> T:
@@ -1282,42 +1319,48 @@ them."""
 
 STAGE1_TEXT = """\
 One hour's first messages of each feed (hour 12), `route_outcome` by a router with the ordinary
-population only, then by routers with the same population plus the feed's blocks and its clock,
-each message's witnesses also kept as a routing task keeps them with its event time (its `pubDate`
-parsed and admitted in the hour, then each witness plan's rows whole, the state's format 2:
-`WitnessPlans.collect`, what a routing task does before it sends them to the hour's writer; the join
-stage files them by block as it reads the hour, measured below; runs before 96f11d0 kept them
-without the time, 2.7 to 3.5 us a message less), the routers taking turns every 25 messages over 9 passes, in
-an order shuffled every turn (a router finds the caches as the router before it left them; a fixed
-rotation had the factored router always follow the one-by-one router, whose plans evict
-everything); the one-by-one router takes turns with the ordinary router alone, the two default
-variants with it apart, each set in a fresh process that loads their artifacts and nothing else,
-as a worker does (A's news feed at 93,207 ordinary subscriptions measured a few points either side
-of the same figure in the bench's own process: rows move by that much from run to run). To that,
-the hour's writer: the whole hour's messages routed and kept, then the writer's tables built from them
-(`HourWitnesses.settle` and `feedrouter.spark.witnesses.tables`: each plan's roots, each leaf's
-values and each fragment, sorted), the median of 5 builds divided by the hour's messages; writing
-them as Parquet is left out, as writing delivery parts is left out of the ordinary router's time
-(`of which writer`). `ordinary ms/msg`: the median of the passes' means; `added ms/msg`: the median
-over turns of a router's time over the ordinary router's on the same turn's messages, minus one,
-times `ordinary ms/msg` (paired, close in time: the machine's drift falls on both alike), plus the
-writer's; `added cost` that over `ordinary ms/msg`; with 10,000 ordinary subscriptions and with as
-many as there are join subscriptions. Two ways of compiling the blocks: `blocks one by one` (every
-distinct block its own witness plan, the earlier design) and `selections factored` (the default,
-`feedrouter.join.selections`: the conditions a node's leaf values decide are factored out, blocks
-that differ only in them share one base witness plan, and filing finds a block by hash look-up of a
-leaf value or by a needle); `witness plans` counts the latter's compiled plans. Both read a bound
-node's row (its plain children's values and copies, its own attributes) with one call of the
-compiled kernel (`feedrouter.kernel`), and the writer's loops over the hour's filed messages and
-rows are compiled too; `factored, rows in Python` is the default without the kernels, and
-`factored, filed in stage 1 (format 1)` the default as it was before format 2: each message's rows
-filed by block in the routing task (`message_witnesses`), the writer's roots by block. Every
-router is measured as a routing worker has it, unpickled from its artifact, each its own copy (so
-that none finds another's structures warm). The ordinary population: `//item` filters on one
-author, category, ticker or title word (some with `@lang`), values uniform over the vocabulary: what
-subscribers of an item feed ask for; the selection index serves them (at 10,000 of them, on C's news
-hour, `Router.profile` puts 45% of routing in the shared selection, 39% in parsing and the NFA, 11%
-in the candidates' Selection and 4% in the message factory; lxml's parse alone is 5%).
+population only, then by routers with the same population plus the feed's blocks and its clock, each
+message's witnesses also kept as a routing task keeps them with its event time (its `pubDate` parsed
+and admitted in the hour, then each witness plan's rows whole, the state's format 2, a turn's
+messages as one record of columns: `feedrouter.join.batches`, what a routing task sends the hour's
+writer, a record every 32 messages; runs before a488929 kept a record a message,
+`WitnessPlans.collect`; the join stage files them by block as it reads the hour, measured below;
+runs before 96f11d0 kept them without the time, 2.7 to 3.5 us a message less), the routers taking
+turns every 25 messages over 9 passes, in an order shuffled every turn (a router finds the caches as
+the router before it left them; a fixed rotation had the factored router always follow the
+one-by-one router, whose plans evict everything); the one-by-one router takes turns with the
+ordinary router alone, the two default variants with it apart, each set in a fresh process that
+loads their artifacts and nothing else, as a worker does (A's news feed at 93,207 ordinary
+subscriptions measured a few points either side of the same figure in the bench's own process: rows
+move by that much from run to run). To that, the hour's writer: the whole hour's messages routed and
+kept, then the writer's tables built from them (`BatchedHour` and
+`feedrouter.spark.witnesses.tables`: each plan's roots, each leaf's values and each fragment,
+sorted; format 1: `HourWitnesses.settle` and the same tables), the median of 5 builds divided by the
+hour's messages; writing them as Parquet is left out, as writing delivery parts is left out of the
+ordinary router's time (`of which writer`). `records through the shuffle`: the kept records of the
+whole hour pickled and unpickled, as they cross Spark's shuffle between the routing tasks and the
+writer's (the median of 5), format 2's batches and format 1's record a message; not in the added
+cost, as the ordinary router's results cross it untimed too. `ordinary ms/msg`: the median of the
+passes' means; `added ms/msg`: the median over turns of a router's time over the ordinary router's
+on the same turn's messages, minus one, times `ordinary ms/msg` (paired, close in time: the
+machine's drift falls on both alike), plus the writer's; `added cost` that over `ordinary ms/msg`;
+with 10,000 ordinary subscriptions and with as many as there are join subscriptions. Two ways of
+compiling the blocks: `blocks one by one` (every distinct block its own witness plan, the earlier
+design) and `selections factored` (the default, `feedrouter.join.selections`: the conditions a
+node's leaf values decide are factored out, blocks that differ only in them share one base witness
+plan, and filing finds a block by hash look-up of a leaf value or by a needle); `witness plans`
+counts the latter's compiled plans. Both read a bound node's row (its plain children's values and
+copies, its own attributes) with one call of the compiled kernel (`feedrouter.kernel`), and the
+writer's loops over the hour's filed messages and rows are compiled too; `factored, rows in Python`
+is the default without the kernels, and `factored, filed in stage 1 (format 1)` the default as it
+was before format 2: each message's rows filed by block in the routing task (`message_witnesses`),
+the writer's roots by block. Every router is measured as a routing worker has it, unpickled from its
+artifact, each its own copy (so that none finds another's structures warm). The ordinary population:
+`//item` filters on one author, category, ticker or title word (some with `@lang`), values uniform
+over the vocabulary: what subscribers of an item feed ask for; the selection index serves them (at
+10,000 of them, on C's news hour, `Router.profile` puts 45% of routing in the shared selection, 39%
+in parsing and the NFA, 11% in the candidates' Selection and 4% in the message factory; lxml's parse
+alone is 5%).
 
 The passes above are warm: a router's structures have seen the messages before. A worker of an
 hour's job is not: it decodes the plan, settles its heap and routes its share of the hour once,

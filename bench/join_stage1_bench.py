@@ -24,12 +24,15 @@ Each part is measured three ways:
   after routing the hour, once after the other half was filed first (other messages, mostly other
   keys), and warm (the second time): whether a new worker's extra cost is per key or per process.
 
-A second table takes filing and the writer apart further (:func:`details`, each in a fresh
-process, on the whole hour): filing's pieces alone (the event time, the message's records, the
-compiled loop that files its rows by block, the Python around it), the writer's phases (settling,
-each table's columns, the tables beyond their columns), and what a new worker builds on first use
-while it files its first hour (a base's checks, a key's bucket, a hot key's table decider: counted
-and timed where they are made). These are the figures the README's stage-1 paragraphs quote.
+A second table takes filing and the writer apart further as they were in the state's format 1, a
+record a message filed by block in the routing task (:func:`details`, each in a fresh process, on
+the whole hour; since a488929 format 2's tasks send a record of columns every 32 messages,
+:mod:`feedrouter.join.batches`, which the first table times): filing's pieces alone (the event time,
+the message's records, the compiled loop that files its rows by block, the Python around it), the
+writer's phases (settling, each table's columns, the tables beyond their columns), and what a new
+worker builds on first use while it files its first hour (a base's checks, a key's bucket, a hot
+key's table decider: counted and timed where they are made). These are the figures the README's
+stage-1 paragraphs quote.
 
 Results: ``bench/results/join_stage1_parts.md`` and ``.csv``; the details in
 ``join_stage1_details.md`` and ``.csv``.
@@ -59,6 +62,7 @@ from feedrouter.join.collect import joinable_time
 from feedrouter.join.plan import clock_block
 from feedrouter.join.relations import HourWitnesses, MessageRef, MessageWitnesses, message_witnesses
 from feedrouter.join.selections import witness_plans
+from feedrouter.spark.tasks import FILING_BATCH
 from feedrouter.spark.witnesses import tables as witness_tables
 from join_bench import (
     CLOCK_FORMAT,
@@ -75,6 +79,7 @@ from join_bench import (
     build_workload,
     filed_as_a_task,
     in_fresh_process,
+    kept_as_a_task,
     loaded_after_compiling,
     ordinary_population,
     per_message,
@@ -159,7 +164,7 @@ def alone(
         loops = {
             "lxml's parse": _loop(lambda: [etree.fromstring(data) for data in messages]),
             "ordinary routing": _loop(lambda: [ordinary.route_outcome(data) for data in messages]),
-            "filing": _loop(lambda: [filed_as_a_task(each, plans, hour) for each in routed]),
+            "filing": _loop(lambda: _kept(routed, plans, hour)),
         }
         writer = writer_seconds(router, plans, whole_hour, hour, LOOPS)
     count = len(messages)
@@ -192,15 +197,20 @@ def first_filing(
     with heap.settled():
         routed = [router.route_outcome(data).witnesses for data in whole_hour]
         if warm_with_other_half:
-            for found in routed[half:]:
-                filed_as_a_task(found, plans, hour)
+            _kept(routed[half:], plans, hour)
         times = []
         for _ in range(2):
             started = time.perf_counter()
-            for found in routed[:half]:
-                filed_as_a_task(found, plans, hour)
+            _kept(routed[:half], plans, hour)
             times.append((time.perf_counter() - started) / half * 1e6)
     return times[0], times[1]
+
+
+def _kept(routed: Sequence[Any], plans: Any, hour: datetime) -> None:
+    """``routed``'s witnesses kept as a routing task keeps them, :data:`~feedrouter.spark.tasks.
+    FILING_BATCH` messages a record (:func:`join_bench.kept_as_a_task`)."""
+    for start in range(0, len(routed), FILING_BATCH):
+        kept_as_a_task(routed[start : start + FILING_BATCH], plans, hour, start)
 
 
 def _worker(artifact_bytes: bytes, whole_hour: Sequence[bytes], hour: datetime) -> list[tuple[float, float]]:
