@@ -456,3 +456,81 @@ def test_the_searches_by_name_refuse_anything_but_an_element_and_a_bytes_name(se
     for name in (None, "r"):  # the name is read as a C string: bytes only
         with pytest.raises(TypeError):
             find(etree.fromstring(b"<r/>"), name)
+
+
+#: what ``walked_rows`` reads of each element in the tests: two children's values, a copy of one
+WALKED_NAMES, WALKED_LEAVES, WALKED_FRAGMENTS, WALKED_KINDS = (b"b", b"c"), (0, 1), (0,), (0,)
+
+
+def walked_reference(
+    root: etree._Element, name: str, first: bool
+) -> tuple[list[tuple[int, object, object]], int, int, list[tuple[int, etree._Element]]]:
+    """What ``walked_rows`` gives, made of the kernel's parts: ``all_named`` (or its first), a
+    ``plain_row`` per element until the first one it declines, each element's ``len`` charged once."""
+    found = kernel.all_named(root, name.encode())  # type: ignore[misc]
+    if first:
+        found = found[:1]
+    rows: list[tuple[int, object, object]] = []
+    size = units = 0
+    for at, (node, element) in enumerate(found):
+        row = kernel.plain_row(  # type: ignore[misc]
+            element, WALKED_NAMES, WALKED_LEAVES, WALKED_FRAGMENTS, WALKED_KINDS, 10**9
+        )
+        if row is None:
+            return rows, size, units, found[at:]
+        units += len(element)
+        rows.append((node, row[0], row[1]))
+        size += row[2]
+    return rows, size, units, []
+
+
+def walked(root: etree._Element, name: str, first: bool, limit: int, work: int, charged: set) -> tuple:
+    return kernel.walked_rows(  # type: ignore[misc]
+        root,
+        name.encode(),
+        first,
+        WALKED_NAMES,
+        WALKED_LEAVES,
+        WALKED_FRAGMENTS,
+        WALKED_KINDS,
+        limit,
+        charged,
+        work,
+        True,
+        tuple,
+    )
+
+
+@needs_kernel
+@given(trees_of_names(), st.sampled_from(["a", "b", "c", "r", "z"]), st.booleans())
+@settings(max_examples=200, deadline=None)
+def test_a_walked_block_s_rows_are_its_elements_plain_rows(document: str, name: str, first: bool) -> None:
+    """``walked_rows`` gives in one walk what ``all_named`` and a ``plain_row`` per element give:
+    the rows up to the first element the kernel declines, the rest handed back from it, each read
+    element's children charged once (a second walk with the same set charges nothing); past the
+    limit or past the work left, no rows."""
+    root = etree.fromstring(document.encode())
+    rows, size, units, rest = walked_reference(root, name, first)
+    charged: set = set()
+    found = walked(root, name, first, 10**9, 10**9, charged)
+    assert found[0] == rows and found[1:3] == (size, units)
+    assert [(node, id(element)) for node, element in found[3]] == [
+        (node, id(element)) for node, element in rest
+    ]
+    assert walked(root, name, first, 10**9, 10**9, charged)[1:3] == (size, 0)
+    if rows:
+        assert walked(root, name, first, size - 1, 10**9, set())[0] is None
+    if units:
+        assert walked(root, name, first, 10**9, units - 1, set())[0] is None
+
+
+@needs_kernel
+def test_a_walked_block_s_rows_take_their_type_and_check_their_arguments() -> None:
+    root = etree.fromstring(b"<r><a><b>x</b><c>y</c></a></r>")
+    rows = walked(root, "a", False, 10**6, 10**6, set())[0]
+    assert rows == [(1, (("x",), ("y",)), (b"<b>x</b>",))]
+    for bad in (None, "r", etree.Comment("c")):
+        with pytest.raises(TypeError):
+            walked(bad, "a", False, 10**6, 10**6, set())  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="plain_row: a column"):
+        kernel.walked_rows(root, b"a", False, (b"b",), (3,), (), (), 100, set(), 100, True, tuple)  # type: ignore[misc]
