@@ -236,15 +236,7 @@ class BatchedHour:
     def _sorted_roots(self) -> RootColumns:
         names, numbered = self._numbered(lambda batch: (batch.plans, batch.roots), _ROOT)
         block, message, node = numbered
-        order = np.lexsort((node, message, block))
-        block = block[order]
-        return RootColumns(
-            names=names,
-            starts=np.searchsorted(block, np.arange(len(names) + 1)).astype(np.int64),
-            blocks=block,
-            messages=message[order],
-            nodes=node[order],
-        )
+        return RootColumns.in_order(names, block, message, node, np.lexsort((node, message, block)))
 
     def value_columns(self) -> NamedColumns:
         """The values table's rows, unsorted (as :meth:`~feedrouter.join.relations.HourWitnesses.

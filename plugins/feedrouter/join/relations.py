@@ -493,6 +493,26 @@ class RootColumns:
     messages: npt.NDArray[np.int64]
     nodes: npt.NDArray[np.int64]
 
+    @classmethod
+    def in_order(
+        cls,
+        names: list[str],
+        blocks: npt.NDArray[np.int64],
+        messages: npt.NDArray[np.int64],
+        nodes: npt.NDArray[np.int64],
+        order: npt.NDArray[np.intp],
+    ) -> RootColumns:
+        """The rows ``blocks[i]``, ``messages[i]``, ``nodes[i]`` (blocks as ranks in ``names``)
+        taken in ``order``, which sorts them by block, message and node."""
+        blocks = blocks[order]
+        return cls(
+            names=names,
+            starts=np.searchsorted(blocks, np.arange(len(names) + 1)).astype(np.int64),
+            blocks=blocks,
+            messages=messages[order],
+            nodes=nodes[order],
+        )
+
 
 class _GroupNumbers(dict[tuple[str, ...], int]):
     """A group of blocks (a tuple filing found them in) -> its number, numbered as first seen."""
@@ -587,14 +607,7 @@ def _sorted_roots(roots: Mapping[str, Sequence[tuple[int, int]]], filed: _FiledR
     else:
         ordinal = np.unique(keys, return_inverse=True)[1].reshape(-1)
         order = np.argsort(blocks * (len(keys) + 1) + ordinal)
-    blocks = blocks[order]
-    return RootColumns(
-        names=names,
-        starts=np.searchsorted(blocks, np.arange(len(names) + 1)).astype(np.int64),
-        blocks=blocks,
-        messages=messages[order],
-        nodes=nodes[order],
-    )
+    return RootColumns.in_order(names, blocks, messages, nodes, order)
 
 
 def _counted_roots(
