@@ -387,12 +387,8 @@ def kept_as_a_task(
     builder = BatchBuilder(_served_names(plans))
     earliest, end = admitted_bounds(hour, LATENESS)
     for at, witnesses in enumerate(routed):
-        time_ = None
-        for block in witnesses:
-            clock = CLOCKS.get(block)
-            if clock is not None:
-                time_ = joinable_micros(witnesses, clock, CLOCK_FORMAT, earliest, end)
-                break
+        clock = _clock_of(witnesses)
+        time_ = None if clock is None else joinable_micros(witnesses, clock, CLOCK_FORMAT, earliest, end)
         builder.add(first + at, f"m{first + at}", 0, time_, "", witnesses)
     return builder.batch()
 
@@ -407,11 +403,13 @@ def _served_names(plans: WitnessPlans) -> dict[str, tuple[tuple[str, ...], tuple
 
 def _event_time(witnesses: Mapping[str, Sequence[Any]], hour: datetime) -> datetime | None:
     """A message's event time joins may use: its clock's row parsed and admitted in ``hour``."""
-    for block in witnesses:
-        clock = CLOCKS.get(block)
-        if clock is not None:
-            return joinable_time(witnesses, clock, CLOCK_FORMAT, hour, LATENESS)
-    return None
+    clock = _clock_of(witnesses)
+    return None if clock is None else joinable_time(witnesses, clock, CLOCK_FORMAT, hour, LATENESS)
+
+
+def _clock_of(witnesses: Mapping[str, Sequence[Any]]) -> BlockSpec | None:
+    """The feed's clock among a message's witnesses (:data:`CLOCKS`), or None."""
+    return next((CLOCKS[block] for block in witnesses if block in CLOCKS), None)
 
 
 def writer_seconds(

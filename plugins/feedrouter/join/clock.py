@@ -21,11 +21,20 @@ from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from decimal import ROUND_FLOOR, Decimal, localcontext
 from email.utils import parsedate_to_datetime
+from typing import cast
 
 from feedrouter import kernel
 from feedrouter.lang.windows import parse_window
 
-__all__ = ["FORMATS", "MAX_LENGTH", "parse_event_micros", "parse_event_time", "parse_window", "xs_datetime"]
+__all__ = [
+    "FORMATS",
+    "MAX_LENGTH",
+    "microseconds",
+    "parse_event_micros",
+    "parse_event_time",
+    "parse_window",
+    "xs_datetime",
+]
 
 FORMATS = ("iso8601", "rfc822", "epoch-seconds")
 
@@ -66,13 +75,11 @@ def parse_event_time(text: str | None, fmt: str) -> datetime | None:
     if text is None or len(text) > MAX_LENGTH:
         return None
     text = text.strip(_XML_SPACE)
-    compiled, code = kernel.event_time, kernel.EVENT_FORMATS.get(fmt)
-    if compiled is not None and code is not None:
-        # the usual form read in C (every message of a feed with joins has its time parsed: the
-        # library costs about 3 us); any other value is the library's to decide
-        found = compiled(text, code)
-        if found is not None:
-            return found
+    # the usual form read in C (every message of a feed with joins has its time parsed: the
+    # library costs about 3 us); any other value is the library's to decide
+    found = _usual_form(kernel.event_time, text, fmt)
+    if found is not None:
+        return cast(datetime, found)
     try:
         parsed = parse(text)
         return None if parsed is None else parsed.astimezone(timezone.utc)
@@ -90,13 +97,26 @@ def parse_event_micros(text: str | None, fmt: str) -> int | None:
     >>> parse_event_micros("Thu, 01 Jan 1970 00:00:01 GMT", "rfc822")
     1000000
     """
-    compiled, code = kernel.event_micros, kernel.EVENT_FORMATS.get(fmt)
-    if compiled is not None and code is not None and text is not None and len(text) <= MAX_LENGTH:
-        found = compiled(text.strip(_XML_SPACE), code)
+    if text is not None and len(text) <= MAX_LENGTH:
+        found = _usual_form(kernel.event_micros, text.strip(_XML_SPACE), fmt)
         if found is not None:
-            return found
+            return cast(int, found)
     time = parse_event_time(text, fmt)
-    return None if time is None else (time - _EPOCH_START) // _ONE_MICROSECOND
+    return None if time is None else microseconds(time)
+
+
+def microseconds(time: datetime) -> int:
+    """An event time as microseconds since the epoch (how the witness tables and the join stage's
+    arrays hold it)."""
+    return (time - _EPOCH_START) // _ONE_MICROSECOND
+
+
+def _usual_form(read: Callable[[str, int], object] | None, text: str, fmt: str) -> object | None:
+    """What the compiled reader ``read`` (:func:`feedrouter.kernel.event_time` or
+    :func:`~feedrouter.kernel.event_micros`) gives of ``text`` (stripped) in ``fmt``; None where
+    it is not built, does not know the format, or leaves the value to the library."""
+    code = kernel.EVENT_FORMATS.get(fmt)
+    return None if read is None or code is None else read(text, code)
 
 
 def _iso8601(text: str) -> datetime | None:

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from feedrouter.errors import DocumentError
-from feedrouter.join.clock import parse_event_micros, parse_event_time
+from feedrouter.join.clock import microseconds, parse_event_micros, parse_event_time
 from feedrouter.join.plan import BlockSpec
 from feedrouter.join.relations import (
     ONE_HOUR,
@@ -21,7 +21,6 @@ from feedrouter.join.relations import (
     admitted,
     message_rows,
     message_witnesses,
-    microseconds,
 )
 from feedrouter.join.selections import WitnessPlans
 from feedrouter.join.witness import WitnessRow
@@ -42,10 +41,15 @@ class RoutesWitnesses(Protocol):
 
 def event_time(witnesses: Mapping[str, Sequence[WitnessRow]], clock: BlockSpec, fmt: str) -> datetime | None:
     """The message's event time: the first value the clock block read, parsed in the feed's format."""
+    return parse_event_time(_clock_value(witnesses, clock), fmt)
+
+
+def _clock_value(witnesses: Mapping[str, Sequence[WitnessRow]], clock: BlockSpec) -> str | None:
+    """The first value the clock block read of a message, or None."""
     rows = witnesses.get(clock.id)
     if not rows or not rows[0].values or not rows[0].values[0]:
         return None
-    return parse_event_time(rows[0].values[0][0], fmt)
+    return rows[0].values[0][0]
 
 
 def joinable_time(
@@ -69,10 +73,7 @@ def joinable_micros(
     (:func:`~feedrouter.join.clock.parse_event_micros`), admitted when it is at least ``earliest``
     and before ``end`` (the hour's :func:`~feedrouter.join.relations.admitted` bounds, in
     microseconds: :func:`admitted_bounds`)."""
-    rows = witnesses.get(clock.id)
-    if not rows or not rows[0].values or not rows[0].values[0]:
-        return None
-    time = parse_event_micros(rows[0].values[0][0], fmt)
+    time = parse_event_micros(_clock_value(witnesses, clock), fmt)
     return time if time is not None and earliest <= time < end else None
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from itertools import chain
 from typing import cast
 
@@ -23,12 +23,11 @@ import numpy as np
 import numpy.typing as npt
 
 from feedrouter import kernel
+from feedrouter.join.clock import microseconds
 from feedrouter.join.selections import WitnessPlans
 from feedrouter.join.witness import WitnessRow
 
 ONE_HOUR = timedelta(hours=1)
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-_MICROSECOND = timedelta(microseconds=1)
 
 
 @dataclass(frozen=True)
@@ -45,12 +44,6 @@ class MessageRef:
     index: int
     time: datetime | None
     digest: str = ""  # the SHA-256 of the message's bytes (the provenance a pair carries)
-
-
-def microseconds(time: datetime) -> int:
-    """An event time as microseconds since the epoch (how the witness tables and the join stage's
-    arrays hold it)."""
-    return (time - _EPOCH) // _MICROSECOND
 
 
 def admitted(time: datetime | None, hour: datetime, lateness: timedelta) -> datetime | None:

@@ -156,7 +156,7 @@ class Walked:
         plan reads (the tests compare the two)."""
         reader = self.reader()
         walk = kernel.walked_rows
-        if walk is not None and reader.plain is not None and kernel.plain_row is not None:
+        if walk is not None and reader.plain is not None:  # one build with plain_row
             return self._walked_rows(walk, reader, ctx, root, limit)
         found: list[tuple[int, etree._Element]]
         if self.first:

@@ -10,7 +10,7 @@ import pytest
 
 from feedrouter import kernel
 from feedrouter.join.batches import BatchBuilder, BatchedHour, WitnessBatch
-from feedrouter.join.relations import microseconds
+from feedrouter.join.clock import microseconds
 from feedrouter.join.selections import WitnessPlans, witness_plans
 from feedrouter.spark.witnesses import encode
 from tests.unit.join.test_filing import HOUR, generated_items, hour_of_plan_rows, message_ref, routed

@@ -11,8 +11,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from feedrouter import kernel
-from feedrouter.join.clock import parse_event_micros, parse_event_time
-from feedrouter.join.relations import microseconds
+from feedrouter.join.clock import microseconds, parse_event_micros, parse_event_time
 
 needs_kernel = pytest.mark.skipif(
     kernel.event_time is None, reason="the compiled kernel is turned off or not built"

@@ -8,6 +8,7 @@ import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -283,3 +284,13 @@ def test_a_task_sends_a_batch_of_messages_witnesses_as_one_record_of_columns() -
         batched = BatchedHour("f", HOUR, (), [out[at][1] for at in order])
         assert witness_tables.encode(batched) == expected
         assert batched.message_count == len(messages) and batched.timed_count == len(messages) - 1
+
+
+def test_an_hour_whose_witnesses_come_both_as_batches_and_as_messages_is_refused() -> None:
+    """The hour's writer takes one format from its tasks: a mix is a bug, not an hour to write."""
+    joins, router, messages = _filing_case()
+    batches = _filed(tasks._Filing(joins, HOUR, timedelta(hours=1)), router, messages)
+    one_by_one = _filed(tasks._Filing(joins, HOUR, timedelta(hours=1), by_block=True), router, messages)
+    spec = SimpleNamespace(feed="f", hour_text="2026-11-22T16")
+    with pytest.raises(ValueError, match="came as batches and as messages"):
+        tasks.write_witnesses(spec, [batches[0][1], one_by_one[0][1]])  # type: ignore[arg-type]
