@@ -8,7 +8,11 @@ hour's writer puts the batches of every task together (:class:`BatchedHour`) and
 four tables as from messages filed one by one (:class:`~feedrouter.join.relations.HourWitnesses`),
 byte for byte. A record a batch instead of one a message: the record crosses Spark's shuffle
 pickled, and a message's record of named tuples and dataclasses cost 36 us a message to pickle and
-unpickle where a batch's lists cost 6 (the join bench's population D, 2,000 items).
+unpickle where a batch's lists of strings cost 6, and its buffers 1 (the join bench's population D,
+2,000 items). The values and fragments are packed end to end as Arrow lays out a column
+(:class:`~feedrouter.join.relations.PackedItems`): the writer takes the buffers as they are, where
+a list of strings a batch cost it 4 to 5 us a message to flatten and convert (D's blogs: 7.5 us a
+message for the whole writer, 3.0 packed).
 
 Batches of one task need not be neighbours in the hour's stream (the tasks take the hour's
 objects in turns): the writer numbers the messages by their place in the stream, ``(object
@@ -27,7 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from feedrouter import kernel
-from feedrouter.join.relations import MessageColumns, NamedColumns, Names, RootColumns
+from feedrouter.join.relations import MessageColumns, NamedColumns, Names, PackedItems, RootColumns
 from feedrouter.join.witness import WitnessRow
 
 _EMPTY = np.zeros(0, np.int64)
@@ -47,10 +51,11 @@ class WitnessBatch:
         plans, leaves, fragment_names: the witness plans, leaves and fragments the rows name.
         roots: per row, (its plan, its message, its node), flat, in the order they were routed
             (the rows of numbers are arrays of 64-bit integers: an array pickles as its bytes).
-        value_rows, values: per value of a row's leaf, (the leaf, the message, the node, how many
-            values the leaf has in the row), flat, and the value.
-        fragment_rows, fragments: per fragment of a row, (its name, the message, the node), flat,
-            and its bytes.
+        value_rows, values, value_ends: per value of a row's leaf, (the leaf, the message, the
+            node, how many values the leaf has in the row), flat; the values' UTF-8 end to end
+            and where each ends (:class:`~feedrouter.join.relations.PackedItems`' layout).
+        fragment_rows, fragments, fragment_ends: per fragment of a row, (its name, the message,
+            the node), flat; the fragments' bytes end to end and where each ends.
     """
 
     ordinals: list[int]
@@ -60,9 +65,11 @@ class WitnessBatch:
     fragment_names: list[str]
     roots: array[int]
     value_rows: array[int]
-    values: list[str]
+    values: array[int]
+    value_ends: array[int]
     fragment_rows: array[int]
-    fragments: list[bytes]
+    fragments: array[int]
+    fragment_ends: array[int]
 
     def __len__(self) -> int:
         return len(self.ordinals)
@@ -112,12 +119,12 @@ class BatchBuilder:
         plans: dict[str, int] = {}
         leaves: dict[str, int] = {}
         fragment_names: dict[str, int] = {}
-        kept: tuple[Any, ...] = (array("q"), array("q"), [], array("q"), [])
+        kept = tuple(array(code) for code in "qqBqqBq")
         keep = kernel.keep_batch
         if keep is None:
             keep = _keep_batch
         keep(self.witnesses, self.names, {}, plans, leaves, fragment_names, *kept)
-        roots, value_rows, values, fragment_rows, fragments = kept
+        roots, value_rows, values, value_ends, fragment_rows, fragments, fragment_ends = kept
         return WitnessBatch(
             ordinals=self.ordinals,
             messages=MessageColumns(self.keys, self.indexes, self.times, self.digests),
@@ -127,8 +134,10 @@ class BatchBuilder:
             roots=roots,
             value_rows=value_rows,
             values=values,
+            value_ends=value_ends,
             fragment_rows=fragment_rows,
             fragments=fragments,
+            fragment_ends=fragment_ends,
         )
 
 
@@ -141,9 +150,11 @@ def _keep_batch(
     fragment_names: dict[str, int],
     roots: array[int],
     value_rows: array[int],
-    values: list[str],
+    values: array[int],
+    value_ends: array[int],
     fragment_rows: array[int],
-    fragments: list[bytes],
+    fragments: array[int],
+    fragment_ends: array[int],
 ) -> None:
     """:func:`feedrouter.kernel.keep_batch` without the kernel (its reference)."""
     for number, found in enumerate(witnesses):
@@ -174,10 +185,12 @@ def _keep_batch(
                 for leaf, leaf_values in zip(leaf_codes, row_values, strict=True):
                     for value in leaf_values:
                         value_rows.extend((leaf, number, node, len(leaf_values)))
-                        values.append(value)
+                        values.frombytes(value.encode())
+                        value_ends.append(len(values))
                 for name, fragment in zip(fragment_codes, row_fragments, strict=True):
                     fragment_rows.extend((name, number, node))
-                    fragments.append(fragment)
+                    fragments.frombytes(fragment)
+                    fragment_ends.append(len(fragments))
 
 
 class BatchedHour:
@@ -244,7 +257,7 @@ class BatchedHour:
         names, (leaf, message, node, count) = self._numbered(
             lambda batch: (batch.leaves, batch.value_rows), _VALUE
         )
-        values = [value for batch in self._batches for value in batch.values]
+        values = PackedItems([(batch.values, batch.value_ends) for batch in self._batches])
         return NamedColumns(names, leaf, values, message, node, count)
 
     def fragment_columns(self) -> NamedColumns:
@@ -252,7 +265,7 @@ class BatchedHour:
         names, (name, message, node) = self._numbered(
             lambda batch: (batch.fragment_names, batch.fragment_rows), _FRAGMENT
         )
-        fragments = [fragment for batch in self._batches for fragment in batch.fragments]
+        fragments = PackedItems([(batch.fragments, batch.fragment_ends) for batch in self._batches])
         return NamedColumns(names, name, fragments, message, node, None)
 
     def _numbered(self, flat: Any, width: int) -> tuple[list[str], list[npt.NDArray[np.int64]]]:

@@ -13,6 +13,7 @@ leaf, and, since an hour's witnesses never change once written, valid for as lon
 from __future__ import annotations
 
 import bisect
+from array import array
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -375,6 +376,19 @@ class MessageColumns:
 
 
 @dataclass(frozen=True)
+class PackedItems:
+    """Items (a leaf's values as UTF-8, or fragments' bytes) packed end to end in chunks, as an
+    Arrow column lays them out: per chunk, its bytes (an ``array('B')``) and where each of its
+    items ends in them (an ``array('q')``). The hour's writer makes its column from the buffers
+    (:func:`feedrouter.spark.witnesses.tables`), without a Python object an item."""
+
+    chunks: list[tuple[array[int], array[int]]]
+
+    def __len__(self) -> int:
+        return sum(len(ends) for _, ends in self.chunks)
+
+
+@dataclass(frozen=True)
 class NamedColumns:
     """Rows of a node's named items (a leaf's values, or fragments), unsorted: row ``i`` is
     ``items[i]`` of the name ``names[name[i]]`` (``names`` ascending) of node ``nodes[i]`` of
@@ -382,7 +396,7 @@ class NamedColumns:
 
     names: list[str]
     name: npt.NDArray[np.int64]
-    items: list[str] | list[bytes]
+    items: list[str] | list[bytes] | PackedItems
     messages: npt.NDArray[np.int64]
     nodes: npt.NDArray[np.int64]
     #: of a leaf's values, how many values the leaf has in the row that gave the value (None: fragments)

@@ -20,6 +20,8 @@ arrays), every index checked.
 """
 
 from cpython cimport array
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.unicode cimport PyUnicode_AsUTF8AndSize
 from cpython.dict cimport PyDict_GetItem, PyDict_SetItem
 from cpython.object cimport Py_SIZE
 from cpython.ref cimport PyObject
@@ -240,9 +242,11 @@ def keep_batch(
     dict fragment_names,
     array.array roots not None,
     array.array value_rows not None,
-    list values,
+    array.array value_data not None,
+    array.array value_ends not None,
     array.array fragment_rows not None,
-    list fragments,
+    array.array fragment_data not None,
+    array.array fragment_ends not None,
 ):
     """A routing task's batch of messages kept as stage 1 writes them (the state's format 2,
     :class:`feedrouter.join.batches.BatchBuilder`), in one pass: per message number ``i``
@@ -252,21 +256,31 @@ def keep_batch(
 
     * ``roots``: the plan's number, ``i``, the row's node;
     * ``value_rows``: per value of each leaf, the leaf's number, ``i``, the node and how many
-      values the leaf has in the row; the value appended to ``values``;
+      values the leaf has in the row; the value's UTF-8 appended to ``value_data`` (an
+      ``array('B')``) and where it ends there to ``value_ends``;
     * ``fragment_rows``: per fragment, its name's number, ``i``, the node; its bytes appended to
-      ``fragments``.
+      ``fragment_data`` and their end to ``fragment_ends``.
+
+    The items are packed end to end as an Arrow column lays them out: the writer makes its string
+    and binary columns from them without a Python object an item (a list of strings cost it 2 to 3
+    us a message to flatten and convert), and a batch pickles as a few buffers.
 
     Plans, leaves and fragment names are numbered as first seen (``plans``, ``leaves``,
     ``fragment_names``: name -> number); ``codes`` caches a plan's numbers (None for a plan
     ``names`` does not name). A row whose items do not match its plan's names raises ValueError,
     an array of another type TypeError."""
-    cdef Py_ssize_t number, at, count
+    cdef Py_ssize_t number, at, count, length
     cdef long long node
+    cdef const char* utf8
+    cdef bytes fragment
     cdef PyObject* known
     cdef tuple code, leaf_codes, fragment_codes, row_values, row_fragments
-    for numbers in (roots, value_rows, fragment_rows):
+    for numbers in (roots, value_rows, value_ends, fragment_rows, fragment_ends):
         if (<array.array>numbers).ob_descr.typecode != b'q':
             raise TypeError("keep_batch: the rows are arrays of 64-bit integers, array('q')")
+    for data in (value_data, fragment_data):
+        if (<array.array>data).ob_descr.typecode != b'B':
+            raise TypeError("keep_batch: the items are packed in arrays of bytes, array('B')")
     for number in range(len(witnesses)):
         for plan, rows in (<dict?>witnesses[number]).items():
             if not rows:
@@ -295,16 +309,20 @@ def keep_batch(
                     leaf_values = row_values[at]
                     count = len(leaf_values)
                     for value in leaf_values:
+                        utf8 = PyUnicode_AsUTF8AndSize(<str?>value, &length)
                         _push(value_rows, leaf_codes[at])
                         _push(value_rows, number)
                         _push(value_rows, node)
                         _push(value_rows, count)
-                        values.append(value)
+                        array.extend_buffer(value_data, <char*>utf8, length)
+                        _push(value_ends, Py_SIZE(value_data))
                 for at in range(len(fragment_codes)):
+                    fragment = <bytes?>row_fragments[at]
                     _push(fragment_rows, fragment_codes[at])
                     _push(fragment_rows, number)
                     _push(fragment_rows, node)
-                    fragments.append(row_fragments[at])
+                    array.extend_buffer(fragment_data, PyBytes_AS_STRING(fragment), PyBytes_GET_SIZE(fragment))
+                    _push(fragment_ends, Py_SIZE(fragment_data))
 
 cdef object _plan_codes(object plan, dict names, dict plans, dict leaves, dict fragment_names):
     """A plan's number and its leaves' and fragments' numbers (:func:`keep_batch`), or None

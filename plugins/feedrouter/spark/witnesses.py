@@ -58,6 +58,7 @@ from feedrouter.join.relations import (
     MessageColumns,
     MessageRef,
     NamedColumns,
+    PackedItems,
     RootColumns,
     Runs,
 )
@@ -1152,7 +1153,7 @@ def _named_table(
     import numpy as np
     import pyarrow.compute as pc
 
-    items = pa.array(columns.items, kind)
+    items = _item_array(pa, columns.items, kind)
     numbers = {name: columns.name, "message": columns.messages, "node": columns.nodes}
     if item in key:
         keyed = pa.table({column: items if column == item else numbers[column] for column in key})
@@ -1180,6 +1181,49 @@ def _named_table(
     if columns.counts is not None:
         built["count"] = pa.array(columns.counts[kept].astype("int32"))
     return pa.table({column: built[column] for column in order})
+
+
+#: the most bytes an Arrow string or binary array's 32-bit offsets address
+_ARRAY_BYTES = 2**31 - 1
+
+
+def _item_array(
+    pa: Any, items: list[str] | list[bytes] | PackedItems, kind: pa.DataType
+) -> pa.Array | pa.ChunkedArray:
+    """The items as an Arrow column of ``kind`` (``string`` or ``binary``): a list converted,
+    or packed items' buffers taken as they are (their offsets rebased, chunks joined while their
+    bytes fit an array's 32-bit offsets)."""
+    if not isinstance(items, PackedItems):
+        return pa.array(items, kind)
+    import numpy as np
+
+    arrays: list[pa.Array] = []
+    group: list[tuple[Any, Any]] = []
+    size = 0
+    for data, ends in items.chunks:
+        if len(data) > _ARRAY_BYTES:
+            raise ValueError(
+                f"a batch's witness items take {len(data):,} bytes, more than an Arrow array holds"
+            )
+        if size + len(data) > _ARRAY_BYTES:
+            arrays.append(_packed_array(pa, np, group, kind))
+            group, size = [], 0
+        group.append((data, ends))
+        size += len(data)
+    arrays.append(_packed_array(pa, np, group, kind))
+    return arrays[0] if len(arrays) == 1 else pa.chunked_array(arrays, kind)
+
+
+def _packed_array(pa: Any, np: Any, chunks: list[tuple[Any, Any]], kind: pa.DataType) -> pa.Array:
+    """One Arrow array of packed chunks whose bytes fit its 32-bit offsets."""
+    offsets = [np.zeros(1, np.int64)]
+    base = 0
+    for data, ends in chunks:
+        offsets.append(np.frombuffer(ends, np.int64) + base if len(ends) else np.zeros(0, np.int64))
+        base += len(data)
+    starts = np.concatenate(offsets).astype(np.int32)
+    joined = b"".join(data for data, _ in chunks)  # any buffer: the arrays of bytes as they are
+    return pa.Array.from_buffers(kind, len(starts) - 1, [None, pa.py_buffer(starts), pa.py_buffer(joined)])
 
 
 def _parquet(table: pa.Table, row_group_size: int | None) -> bytes:

@@ -6,24 +6,42 @@ from __future__ import annotations
 import contextlib
 import random
 
+import pyarrow as pa
 import pytest
 
 from feedrouter import kernel
 from feedrouter.join.batches import BatchBuilder, BatchedHour, WitnessBatch
 from feedrouter.join.clock import microseconds
+from feedrouter.join.plan import BlockSpec, JoinSet
 from feedrouter.join.selections import WitnessPlans, witness_plans
+from feedrouter.lang import parse
+from feedrouter.spark import witnesses as witnesses_module
 from feedrouter.spark.witnesses import encode
 from tests.unit.join.test_filing import HOUR, generated_items, hour_of_plan_rows, message_ref, routed
-from tests.unit.join.test_selections import block, generated_blocks
+from tests.unit.join.test_selections import PROLOG, block, generated_blocks
 
 
 def plans_and_hour(seed: int, messages: int) -> tuple[WitnessPlans, list[dict]]:
     """Generated blocks over two bindings (two witness plans: ``//item``'s base and every
-    element's) and an hour of generated messages routed by their router."""
+    element's), one of them returning fragments, and an hour of generated messages routed by their
+    router."""
     rng = random.Random(seed)
-    plans = witness_plans([*generated_blocks(rng, 20), block("//*")])
+    plans = witness_plans([*generated_blocks(rng, 20), block("//*"), returning_fragments()])
     assert len(plans.bases) >= 2
     return plans, routed(plans, [generated_items(rng) for _ in range(messages)])
+
+
+def returning_fragments() -> BlockSpec:
+    """A block of ``//item`` whose result copies its title and author (fragments in its rows)."""
+    text = PROLOG + (
+        "for $a in fr:stream()//item, $b in fr:stream()//item "
+        'where $a/title = $b/title and fr:within($a, $b, "PT1H") '
+        'return <r>{ $a/title }{ $a/author }<a n="{ $a/category }"/></r>'
+    )
+    joins = JoinSet()
+    spec = joins.specs[joins.add("1", parse(text), "f").blocks[0]]
+    assert spec.fragments
+    return spec
 
 
 def batched(
@@ -71,3 +89,28 @@ def test_an_hour_without_batches_writes_empty_tables() -> None:
     empty = BatchedHour("f", HOUR, (), [])
     assert encode(empty) == encode(hour_of_plan_rows(plans, [], ()))
     assert empty.message_count == 0 and empty.timed_count == 0
+
+
+def test_packed_items_past_an_arrays_bytes_are_written_in_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Batches' values and fragments are joined in one Arrow array while their bytes fit its
+    32-bit offsets, and in several past that: the tables are the same either way; a single batch
+    past what an array holds is refused by name."""
+    plans, witnesses = plans_and_hour(2, 45)
+    found = batched(plans, witnesses, tasks=3, size=4, seed=2)
+    expected = encode(BatchedHour("f", HOUR, (), found))
+    largest = max(len(batch.fragments) for batch in found)
+    monkeypatch.setattr(witnesses_module, "_ARRAY_BYTES", largest)
+    columns = BatchedHour("f", HOUR, (), found).fragment_columns()
+    chunked = witnesses_module._item_array(pa, columns.items, pa.binary())
+    assert isinstance(chunked, pa.ChunkedArray) and chunked.num_chunks > 1
+    assert chunked.to_pylist() == pa.array([f for b in found for f in _unpacked(b)], pa.binary()).to_pylist()
+    assert encode(BatchedHour("f", HOUR, (), found)) == expected
+    monkeypatch.setattr(witnesses_module, "_ARRAY_BYTES", largest - 1)
+    with pytest.raises(ValueError, match="more than an Arrow array holds"):
+        encode(BatchedHour("f", HOUR, (), found))
+
+
+def _unpacked(batch: WitnessBatch) -> list[bytes]:
+    """A batch's fragments, each on its own."""
+    ends = list(batch.fragment_ends)
+    return [bytes(batch.fragments[start:end]) for start, end in zip([0, *ends], ends, strict=False)]

@@ -360,14 +360,73 @@ def test_the_compiled_batch_loop_fills_what_its_reference_fills() -> None:
     witnesses[3] = {}
     witnesses[4] = {"another build's plan": next(iter(witnesses[5].values())), **witnesses[4]}
     names = {plan: plans.names(plan) for plan in plans.served}
+    plan, rows = next((p, r) for p, r in witnesses[6].items() if p in names and r and r[0].values)
+    first = rows[0]  # a value beyond ASCII: its UTF-8 is packed, not its characters
+    witnesses[6] = {
+        **witnesses[6],
+        plan: [first._replace(values=(("Zürich ✓", ""), *first.values[1:])), *rows[1:]],
+    }
     filled = []
     for keep in (kernel.keep_batch, batches._keep_batch):
-        lists: tuple[Any, ...] = ({}, {}, {}, {}, array("q"), array("q"), [], array("q"), [])
+        lists: tuple[Any, ...] = ({}, {}, {}, {}, *_kept_arrays())
         assert keep is not None
         keep(witnesses, names, *lists)
         filled.append(lists[1:])
         plan = next(iter(names))
         broken = [{plan: [WitnessRow(1, (), ())]}]
         with pytest.raises(ValueError, match="does not have its plan's leaves"):
-            keep(broken, names, {}, {}, {}, {}, array("q"), array("q"), [], array("q"), [])
+            keep(broken, names, {}, {}, {}, {}, *_kept_arrays())
     assert filled[0] == filled[1] and filled[0][3]
+    # the values and fragments packed end to end: each item where its end says
+    _, _, _, _, value_rows, data, ends, _, fragments, fragment_ends = filled[0]
+    assert len(ends) == len(value_rows) // 4 and ends[-1] == len(data)
+    kept_values = [bytes(data[start:end]).decode() for start, end in zip([0, *ends], ends, strict=False)]
+    expected = [
+        value
+        for found in witnesses
+        for plan, rows in found.items()
+        if plan in names
+        for row in rows
+        for leaf in row.values
+        for value in leaf
+    ]
+    assert kept_values == expected and not all(value.isascii() for value in expected)
+    expected_fragments = [
+        fragment
+        for found in witnesses
+        for plan, rows in found.items()
+        if plan in names
+        for row in rows
+        for fragment in row.fragments
+    ]
+    assert len(fragment_ends) == len(expected_fragments)
+    assert bytes(fragments) == b"".join(expected_fragments)
+
+
+def _kept_arrays() -> tuple[array[int], ...]:
+    """The arrays a batch is kept in (:meth:`~feedrouter.join.batches.BatchBuilder.batch`)."""
+    return tuple(array(code) for code in "qqBqqBq")
+
+
+@needs_kernel
+@pytest.mark.parametrize("bad", ["value", "fragment"])
+def test_the_compiled_batch_loop_refuses_an_item_of_another_type(bad: str) -> None:
+    """A value that is not a string or a fragment that is not bytes raises TypeError, as
+    encoding or packing it in Python does, and an array of another type code is refused."""
+    names = {"plan": (("author",), ("title",))}
+    row = WitnessRow(1, (("a value",),), (b"<title/>",))
+    for keep in (kernel.keep_batch, batches._keep_batch):
+        assert keep is not None
+        kept = _kept_arrays()
+        keep([{"plan": [row]}], names, {}, {}, {}, {}, *kept)
+        assert bytes(kept[2]) == b"a value" and bytes(kept[5]) == b"<title/>"
+        not_text: Any = ((b"not a string",),) if bad == "value" else row.values  # wrong on purpose
+        not_bytes: Any = ("str",) if bad == "fragment" else row.fragments
+        wrong = row._replace(values=not_text, fragments=not_bytes)
+        with pytest.raises((TypeError, AttributeError)):
+            keep([{"plan": [wrong]}], names, {}, {}, {}, {}, *_kept_arrays())
+    arrays = list(_kept_arrays())
+    arrays[2 if bad == "value" else 5] = array("q")
+    assert kernel.keep_batch is not None
+    with pytest.raises(TypeError, match="array\\('B'\\)"):
+        kernel.keep_batch([{"plan": [row]}], names, {}, {}, {}, {}, *arrays)
