@@ -74,7 +74,7 @@ from typing import Any, TypeVar, cast
 
 from common import RESULTS, markdown_table, write_csv
 from feedrouter import Router, heap, kernel
-from feedrouter.join.batches import BatchBuilder, BatchedHour, WitnessBatch
+from feedrouter.join.batches import BatchBuilder, BatchedHour, RowSink, WitnessBatch
 from feedrouter.join.collect import admitted_bounds, collect_hour, joinable_micros, joinable_time
 from feedrouter.join.plan import BlockSpec, JoinPlan, JoinSet, clock_block, lookback
 from feedrouter.join.relations import (
@@ -329,11 +329,12 @@ def _route_turn(
     (:func:`per_message`)."""
     with kernel.turned_off() if python_rows else contextlib.nullcontext():
         started = time.perf_counter()
-        routed = [router.route_outcome(data).witnesses for data in block]
-        if plans is not None:
+        if plans is None:
+            [router.route_outcome(data) for data in block]
+        else:
             # a routing task keeps a batch of messages' witnesses at a time (FILING_BATCH; a turn
             # is fewer) and sends them to the hour's writer
-            kept_as_a_task(routed, plans, hour)
+            kept_as_a_task(routed_as_a_task(router, plans, block), plans, hour)
         return time.perf_counter() - started
 
 
@@ -369,6 +370,30 @@ def filed_as_a_task(
     return message_rows(ref, witnesses, plans)
 
 
+def routed_as_a_task(
+    router: Router, plans: WitnessPlans | FiledByBlock, block: Sequence[bytes]
+) -> list[Mapping[str, Sequence[Any]]]:
+    """The witnesses of ``block``'s messages (a batch's at most) routed as a routing task routes
+    them: format 2's walked blocks pack their rows into the batch's sink as each message is routed
+    (:class:`~feedrouter.join.batches.RowSink`, :func:`kept_as_a_task` takes them with the rest)."""
+    if isinstance(plans, FiledByBlock):
+        return [router.route_outcome(data).witnesses for data in block]
+    sink = _sink_of(plans)
+    routed: list[Mapping[str, Sequence[Any]]] = []
+    for data in block:
+        sink.message = len(routed)
+        routed.append(router.route_outcome(data, sink=sink).witnesses)
+    return routed
+
+
+def _sink_of(plans: WitnessPlans) -> RowSink:
+    """The sink of a routing task with these plans (one a task: a batch empties it)."""
+    found = plans.__dict__.get("_bench_sink")
+    if found is None:
+        found = plans.__dict__["_bench_sink"] = RowSink(_served_names(plans))
+    return found
+
+
 def kept_as_a_task(
     routed: Sequence[Mapping[str, Sequence[Any]]],
     plans: WitnessPlans | FiledByBlock,
@@ -384,13 +409,21 @@ def kept_as_a_task(
         return [
             filed_as_a_task(witnesses, plans, hour, f"m{first + at}") for at, witnesses in enumerate(routed)
         ]
-    builder = BatchBuilder(_served_names(plans))
+    builder = BatchBuilder(_served_names(plans), _sink_of(plans))  # with what routed_as_a_task packed
     earliest, end = admitted_bounds(hour, LATENESS)
     for at, witnesses in enumerate(routed):
         clock = _clock_of(witnesses)
         time_ = None if clock is None else joinable_micros(witnesses, clock, CLOCK_FORMAT, earliest, end)
         builder.add(first + at, f"m{first + at}", 0, time_, "", witnesses)
     return builder.batch()
+
+
+def _batch_as_a_task(
+    router: Router, plans: WitnessPlans | FiledByBlock, messages: Sequence[bytes], hour: datetime, start: int
+) -> list[MessageWitnesses] | WitnessBatch:
+    """The records a routing task sends for the batch of ``messages`` from ``start`` on."""
+    block = messages[start : start + FILING_BATCH]
+    return kept_as_a_task(routed_as_a_task(router, plans, block), plans, hour, start)
 
 
 def _served_names(plans: WitnessPlans) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
@@ -421,11 +454,10 @@ def writer_seconds(
     Parquet is left out, as writing delivery parts is left out of the ordinary router's time.
     Format 2's hour comes as the routing tasks send it, a record a batch of
     :data:`~feedrouter.spark.tasks.FILING_BATCH` messages (:func:`kept_as_a_task`)."""
-    routed = [router.route_outcome(data).witnesses for data in messages]
     if not isinstance(plans, FiledByBlock):
         batches = [
-            cast(WitnessBatch, kept_as_a_task(routed[start : start + FILING_BATCH], plans, hour, start))
-            for start in range(0, len(routed), FILING_BATCH)
+            cast(WitnessBatch, _batch_as_a_task(router, plans, messages, hour, start))
+            for start in range(0, len(messages), FILING_BATCH)
         ]
         spent = []
         with heap.settled():
@@ -437,6 +469,7 @@ def writer_seconds(
                 witness_tables(BatchedHour("f", hour, (), batches))
                 spent.append(time.perf_counter() - started)
         return statistics.median(spent) / len(messages)
+    routed = routed_as_a_task(router, plans, messages)
     filed = [filed_as_a_task(witnesses, plans, hour, f"m{i}") for i, witnesses in enumerate(routed)]
     spent = []
     with heap.settled():  # as a worker that decoded a plan is: the writer measured, not the collector
@@ -630,10 +663,9 @@ def shuffle_seconds(
     Spark's shuffle as :mod:`feedrouter.spark.frames` sends them: pickled in the routing task,
     unpickled in the writer's (the median of :data:`WRITER_PASSES`; the Arrow batches and the
     shuffle's own bytes are left out)."""
-    routed = [router.route_outcome(data).witnesses for data in messages]
     records: list[object] = []
-    for start in range(0, len(routed), FILING_BATCH):
-        kept = kept_as_a_task(routed[start : start + FILING_BATCH], plans, hour, start)
+    for start in range(0, len(messages), FILING_BATCH):
+        kept = _batch_as_a_task(router, plans, messages, hour, start)
         records += kept if isinstance(kept, list) else [kept]
     spent = []
     for _ in range(WRITER_PASSES):
@@ -678,9 +710,11 @@ def worker_passes(
             routing = filing = 0.0
             for start in range(0, len(messages), FILING_BATCH):
                 started = clock()
-                routed = [
-                    router.route_outcome(data).witnesses for data in messages[start : start + FILING_BATCH]
-                ]
+                block = messages[start : start + FILING_BATCH]
+                if plans is None:
+                    [router.route_outcome(data) for data in block]
+                else:
+                    routed = routed_as_a_task(router, plans, block)
                 routed_at = clock()
                 if plans is not None:
                     kept_as_a_task(routed, plans, hour)

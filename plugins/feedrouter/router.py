@@ -32,7 +32,7 @@ from feedrouter.errors import (
     error,
 )
 from feedrouter.join.plan import BlockSpec
-from feedrouter.join.witness import RowReader, Walked, WitnessRow, first_named_row, row_reader
+from feedrouter.join.witness import RowReader, RowSink, Walked, WitnessRow, first_named_row, row_reader
 from feedrouter.limits import ResultLimits
 from feedrouter.output.defaults import complete_attribute_defaults
 from feedrouter.output.factory import assemble_within, render_items_within
@@ -363,12 +363,26 @@ class Router:
         """
         return self._route(document, source, None).results
 
-    def route_outcome(self, document: bytes, source: str | None = None) -> RouteOutcome:
+    def route_outcome(
+        self, document: bytes, source: str | None = None, sink: RowSink | None = None
+    ) -> RouteOutcome:
         """Route one document and say what each matched subscription gets: its result, or why not.
+
+        With ``sink`` (a routing task's batch of witnesses, :class:`feedrouter.join.batches.
+        RowSink`), the join blocks read by a walk pack their rows there as message
+        ``sink.message`` instead of giving them in :attr:`RouteOutcome.witnesses` (the nodes the
+        kernel declines on are still given there); a document that cannot be routed takes them
+        back.
 
         Raises :class:`DocumentError` for a document that cannot be routed at all.
         """
-        return self._route(document, source, None)
+        if sink is None or not self._walked:
+            return self._route(document, source, None)
+        try:
+            return self._route(document, source, None, sink)
+        except BaseException:
+            sink.drop_message()  # the message is not routed: none of its rows may stay
+            raise
 
     def profile(self, documents: Iterable[bytes]) -> dict[str, float]:
         """Route documents and return exclusive seconds per operator category (paper 000, Table 2).
@@ -383,14 +397,16 @@ class Router:
                 self._route(document, None, profiler)
         return dict(profiler.seconds)
 
-    def _route(self, document: bytes, source: str | None, profiler: Profiler | None) -> RouteOutcome:
+    def _route(
+        self, document: bytes, source: str | None, profiler: Profiler | None, sink: RowSink | None = None
+    ) -> RouteOutcome:
         with _measure(profiler, "parse + NFA"):
             events = self._parser.events(document, source)
             first = next(events)  # the document element's start: the whole tree is parsed by now
             root = first[1]
             complete_attribute_defaults(root, document, self._parser.dtd_text, source)
             if self.validates_documents and not self._valid(root, source):
-                return self._invalid_document_fallback()._route(document, source, profiler)
+                return self._invalid_document_fallback()._route(document, source, profiler, sink)
             matches = run(
                 self._dfa, chain((first,), events), self._parser.limits.max_depth, bool(self._positional)
             )
@@ -405,7 +421,7 @@ class Router:
         results = outcome.results
         budget = _ResultBudget(self.result_limits)
         if self._clocks or self._walked:
-            self._read_off_tree(root, ctx, outcome, budget)
+            self._read_off_tree(root, ctx, outcome, budget, sink)
         per_subscription = budget.limits.per_subscription
         for group in candidates:
             plan = group.plan
@@ -460,11 +476,17 @@ class Router:
         return outcome
 
     def _read_off_tree(
-        self, root: etree._Element, ctx: DocumentContext, outcome: RouteOutcome, budget: _ResultBudget
+        self,
+        root: etree._Element,
+        ctx: DocumentContext,
+        outcome: RouteOutcome,
+        budget: _ResultBudget,
+        sink: RowSink | None,
     ) -> None:
         """File the rows of the blocks read off the tree, first: the clocks (:attr:`_clocks`: a
         message's event time is a few bytes, and without it the message takes part in no join),
-        then the blocks found by a walk (:attr:`_walked`)."""
+        then the blocks found by a walk (:attr:`_walked`), packed into ``sink`` where there is one
+        and it numbers the block (:meth:`route_outcome`)."""
         source = ctx.source
         for block, name in self._clocks.items():
             allowed = min(budget.limits.per_subscription, budget.left)
@@ -476,8 +498,13 @@ class Router:
             self._file_rows(block, found, allowed, outcome, budget, source)
         for block, walked in self._walked.items():
             allowed = min(budget.limits.per_subscription, budget.left)
+            code = None if sink is None else sink.code(block)
             try:
-                found = walked.rows(ctx, root, allowed)
+                if code is None:
+                    found = walked.rows(ctx, root, allowed)
+                else:
+                    assert sink is not None
+                    found = walked.rows_into(ctx, root, allowed, sink, code)
             except DocumentError:
                 raise  # the document itself cannot be routed (past its work budget)
             except Exception as exc:
@@ -499,8 +526,8 @@ class Router:
             outcome.failures[block] = budget.refuse(allowed, source)
             return
         rows, size = found
+        budget.left -= size  # rows packed into a routing task's batch count too
         if rows:
-            budget.left -= size
             outcome.witnesses[block] = rows
 
     def _witnessed(

@@ -29,6 +29,7 @@ from feedrouter.router import RouteOutcome, Router
 
 if TYPE_CHECKING:
     from feedrouter.catalog.joins import JoinsOfFeed
+    from feedrouter.join.witness import RowSink
 
 
 @dataclass(frozen=True)
@@ -157,8 +158,11 @@ class CompiledPlan:
         """Route one document: ``{router id: result bytes}``; look ids up in :attr:`targets`."""
         return self.router.route(document, source)
 
-    def route_outcome(self, document: bytes, source: str | None = None) -> RouteOutcome:
+    def route_outcome(
+        self, document: bytes, source: str | None = None, sink: RowSink | None = None
+    ) -> RouteOutcome:
         """Route one document and say what each matched subscription gets: its result, or why not
         (a result limit of the feed, FR310/FR311; an internal error of its plan, FR312). See
-        :meth:`feedrouter.Router.route_outcome`; ids are the router's, as in :attr:`targets`."""
-        return self.router.route_outcome(document, source)
+        :meth:`feedrouter.Router.route_outcome` (``sink``: a routing task's batch of witnesses);
+        ids are the router's, as in :attr:`targets`."""
+        return self.router.route_outcome(document, source, sink)

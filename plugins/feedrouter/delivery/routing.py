@@ -28,14 +28,16 @@ from typing import Any, Literal, Protocol
 from feedrouter import heap
 from feedrouter.delivery.messages import ByteReader, CountingReader, Message, Splitter
 from feedrouter.errors import DocumentError, RoutingError
-from feedrouter.join.witness import WitnessRow
+from feedrouter.join.witness import RowSink, WitnessRow
 from feedrouter.router import RouteOutcome
 
 
 class Routes(Protocol):
     """What routes a document: a :class:`~feedrouter.Router` or a catalog ``CompiledPlan``."""
 
-    def route_outcome(self, document: bytes, source: str | None = None) -> RouteOutcome: ...
+    def route_outcome(
+        self, document: bytes, source: str | None = None, sink: RowSink | None = None
+    ) -> RouteOutcome: ...
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,7 @@ def route_objects(
     settle: bool = True,
     internal_errors: InternalErrors = "raise",
     on_read: Callable[[str, int], None] | None = None,
+    sink: RowSink | None = None,
 ) -> Iterator[Routed]:
     """Route every message of ``objects`` in order: the one loop of every caller.
 
@@ -83,6 +86,9 @@ def route_objects(
         internal_errors: "raise" (a bug or an outage: the batch fails, for a retry) or "reject"
             (the command line: the message is set aside with the exception, the run goes on).
         on_read: called with ``(source, bytes read)`` when an object is finished (its stored size).
+        sink: a routing task's batch of witnesses, where the blocks read by a walk pack their rows
+            (:meth:`feedrouter.Router.route_outcome`); the caller numbers each message in it
+            (``sink.message``) before taking the next outcome.
 
     Yields:
         One :class:`Routed` per message, in input order.
@@ -91,17 +97,22 @@ def route_objects(
         for source, stream in objects:
             counted = CountingReader(stream)
             for message in splitter.messages(source, counted):
-                yield route_message(router, message, internal_errors)
+                yield route_message(router, message, internal_errors, sink)
             if on_read is not None:
                 on_read(source, counted.count)
 
 
-def route_message(router: Routes, message: Message, internal_errors: InternalErrors = "raise") -> Routed:
+def route_message(
+    router: Routes, message: Message, internal_errors: InternalErrors = "raise", sink: RowSink | None = None
+) -> Routed:
     """Route ``message``; a refused document becomes an error outcome instead of an exception."""
     if message.error is not None:
         return Routed(message, error=message.error)
     try:
-        outcome = router.route_outcome(message.data, source=message.label)
+        if sink is None:  # a router that packs no rows need not take a sink
+            outcome = router.route_outcome(message.data, source=message.label)
+        else:
+            outcome = router.route_outcome(message.data, source=message.label, sink=sink)
     except DocumentError as exc:
         return Routed(message, error=exc)
     except Exception as exc:

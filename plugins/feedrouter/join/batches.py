@@ -75,14 +75,120 @@ class WitnessBatch:
         return len(self.ordinals)
 
 
-class BatchBuilder:
-    """Builds a :class:`WitnessBatch` message by message (:meth:`add`), each witness plan's rows
-    kept whole (format 2: the join stage files them by block where it reads them)."""
+#: a plan's numbers in a batch: its own, its leaves', its fragments' (None: a plan the build does
+#: not serve, whose rows are left out)
+PlanCode = tuple[int, tuple[int, ...], tuple[int, ...]] | None
+#: the seven arrays a batch's rows are packed in: roots, value rows, values, value ends, fragment
+#: rows, fragments, fragment ends (the values and fragments ``array('B')``, the rest ``array('q')``)
+_TYPECODES = "qqBqqBq"
+
+
+class RowSink:
+    """Where a routing task packs its batch's rows as they are read (format 2): the batch's arrays
+    and its numbering of plans, leaves and fragments. The blocks read off the tree by a walk pack
+    their rows here as the message is routed (:meth:`~feedrouter.router.Router.route_outcome`'s
+    ``sink``), with no object a row; :meth:`BatchBuilder.batch` packs the other plans' rows beside
+    them and takes the whole (the rows of a batch are sorted where they are written: their order
+    does not matter). A walked row made objects first and was packed 32 messages later, when
+    routing had pushed them out of the caches.
+
+    Attributes:
+        names: per witness plan the build serves, its names.
+        message: the number in the batch of the message being routed (the routing task sets it
+            before routing each message: its place among the batch's messages).
+        arrays: the batch's arrays so far.
+    """
 
     def __init__(self, names: Mapping[str, Names]) -> None:
+        self.names = dict(names)
+        self._start()
+
+    def _start(self) -> None:
+        """An empty batch."""
+        self.message = 0
+        self.codes: dict[str, PlanCode] = {}
+        self.plans: dict[str, int] = {}
+        self.leaves: dict[str, int] = {}
+        self.fragment_names: dict[str, int] = {}
+        self.arrays: tuple[array[int], ...] = tuple(array(code) for code in _TYPECODES)
+
+    def code(self, plan: str) -> PlanCode:
+        """The plan's numbers in the batch, numbered on first use; None for a plan the build does
+        not serve (its rows are not packed: the caller keeps them as rows)."""
+        try:
+            return self.codes[plan]
+        except KeyError:
+            found = self.codes[plan] = _plan_code(
+                plan, self.names, self.plans, self.leaves, self.fragment_names
+            )
+            return found
+
+    def truncate(self, mark: Sequence[int]) -> None:
+        """Take the arrays back to the lengths ``mark`` gives (rows of a block refused after
+        they were packed)."""
+        for numbers, length in zip(self.arrays, mark, strict=True):
+            del numbers[length:]
+
+    def drop_message(self) -> None:
+        """Take back every row packed for :attr:`message` (the message was refused as it was
+        routed: its rows are the last ones packed)."""
+        roots, value_rows, values, value_ends, fragment_rows, fragments, fragment_ends = self.arrays
+        message = self.message
+        _drop_rows(roots, _ROOT, message, None, None)
+        _drop_rows(value_rows, _VALUE, message, values, value_ends)
+        _drop_rows(fragment_rows, _FRAGMENT, message, fragments, fragment_ends)
+
+    def take(self) -> tuple[list[str], list[str], list[str], tuple[array[int], ...]]:
+        """The batch's plans, leaves and fragment names in the order they were numbered, and its
+        arrays; the sink starts the next batch empty."""
+        found = list(self.plans), list(self.leaves), list(self.fragment_names), self.arrays
+        self._start()
+        return found
+
+
+def _drop_rows(
+    rows: array[int], width: int, message: int, items: array[int] | None, ends: array[int] | None
+) -> None:
+    """Drop the last rows of ``rows`` (flat, ``width`` numbers a row, the message second) that
+    belong to ``message``, with their items."""
+    count = len(rows) // width
+    while count and rows[(count - 1) * width + 1] == message:
+        count -= 1
+    del rows[count * width :]
+    if items is not None and ends is not None:
+        del ends[count:]
+        del items[ends[-1] if ends else 0 :]
+
+
+def _plan_code(
+    plan: str,
+    names: Mapping[str, Names],
+    plans: dict[str, int],
+    leaves: dict[str, int],
+    fragment_names: dict[str, int],
+) -> PlanCode:
+    """A plan's numbers in a batch, numbering it, its leaves and its fragments where they are new
+    (None: ``names`` does not name it)."""
+    named = names.get(plan)
+    if named is None:
+        return None
+    return (
+        plans.setdefault(plan, len(plans)),
+        tuple(leaves.setdefault(name, len(leaves)) for name in named[0]),
+        tuple(fragment_names.setdefault(name, len(fragment_names)) for name in named[1]),
+    )
+
+
+class BatchBuilder:
+    """Builds a :class:`WitnessBatch` message by message (:meth:`add`), each witness plan's rows
+    kept whole (format 2: the join stage files them by block where it reads them), packed into
+    ``sink`` (a routing task's: its walked rows are there already) or a sink of its own."""
+
+    def __init__(self, names: Mapping[str, Names], sink: RowSink | None = None) -> None:
         #: per witness plan this build serves, its names
         #: (:meth:`~feedrouter.join.selections.WitnessPlans.names`)
         self.names = dict(names)
+        self.sink = RowSink(names) if sink is None else sink
         self.ordinals: list[int] = []
         self.keys: list[str] = []
         self.indexes: list[int] = []
@@ -115,22 +221,23 @@ class BatchBuilder:
         self.witnesses.append(witnesses)
 
     def batch(self) -> WitnessBatch:
-        """The messages added so far as one record."""
-        plans: dict[str, int] = {}
-        leaves: dict[str, int] = {}
-        fragment_names: dict[str, int] = {}
-        kept = tuple(array(code) for code in "qqBqqBq")
+        """The messages added so far as one record (the sink's rows with them; it starts the next
+        batch empty)."""
+        sink = self.sink
         keep = kernel.keep_batch
         if keep is None:
             keep = _keep_batch
-        keep(self.witnesses, self.names, {}, plans, leaves, fragment_names, *kept)
+        keep(
+            self.witnesses, self.names, sink.codes, sink.plans, sink.leaves, sink.fragment_names, *sink.arrays
+        )
+        plans, leaves, fragment_names, kept = sink.take()
         roots, value_rows, values, value_ends, fragment_rows, fragments, fragment_ends = kept
         return WitnessBatch(
             ordinals=self.ordinals,
             messages=MessageColumns(self.keys, self.indexes, self.times, self.digests),
-            plans=list(plans),
-            leaves=list(leaves),
-            fragment_names=list(fragment_names),
+            plans=plans,
+            leaves=leaves,
+            fragment_names=fragment_names,
             roots=roots,
             value_rows=value_rows,
             values=values,
@@ -144,7 +251,7 @@ class BatchBuilder:
 def _keep_batch(
     witnesses: Sequence[Mapping[str, Sequence[WitnessRow]]],
     names: Mapping[str, Names],
-    codes: dict[str, tuple[int, tuple[int, ...], tuple[int, ...]] | None],
+    codes: dict[str, PlanCode],
     plans: dict[str, int],
     leaves: dict[str, int],
     fragment_names: dict[str, int],
@@ -162,16 +269,7 @@ def _keep_batch(
             if not rows:
                 continue
             if plan not in codes:
-                named = names.get(plan)
-                codes[plan] = (
-                    None
-                    if named is None
-                    else (
-                        plans.setdefault(plan, len(plans)),
-                        tuple(leaves.setdefault(name, len(leaves)) for name in named[0]),
-                        tuple(fragment_names.setdefault(name, len(fragment_names)) for name in named[1]),
-                    )
-                )
+                codes[plan] = _plan_code(plan, names, plans, leaves, fragment_names)
             code = codes[plan]
             if code is None:
                 continue

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from lxml import etree
 
@@ -19,6 +19,19 @@ from feedrouter import kernel
 from feedrouter.output.factory import attribute_value, render_items_within
 from feedrouter.plan.context import DocumentContext, element_string
 from feedrouter.plan.results import ReturnItem, TreeReader, element_copies
+
+
+class RowSink(Protocol):
+    """Where a routing task packs its batch's rows (:class:`feedrouter.join.batches.RowSink`)."""
+
+    message: int
+    arrays: tuple[Any, ...]
+
+    def code(self, plan: str) -> tuple[int, tuple[int, ...], tuple[int, ...]] | None: ...
+
+    def truncate(self, mark: Sequence[int]) -> None: ...
+
+    def drop_message(self) -> None: ...
 
 
 class WitnessRow(NamedTuple):
@@ -209,6 +222,45 @@ class Walked:
             rows += more[0]
             size += more[1]
         return rows, size
+
+    def rows_into(
+        self, ctx: DocumentContext, root: etree._Element, limit: int, sink: RowSink, code: tuple[Any, ...]
+    ) -> tuple[list[WitnessRow], int] | None:
+        """:meth:`rows`, the rows the compiled walk reads packed straight into a routing task's batch
+        (``sink``, the plan numbered ``code`` there: :func:`~feedrouter.kernel.walked_into`): the
+        rows left to give are those of the nodes it declines on, read by :meth:`RowReader.rows_of`
+        (the batch packs them later), and the size counts them all. Without the kernel, every row
+        is given. None past ``limit``, with nothing left packed."""
+        reader = self.reader()
+        into = kernel.walked_into
+        if into is None or reader.plain is None:
+            return self.rows(ctx, root, limit)
+        count, size, units, rest, mark = into(
+            root,
+            self._encoded,
+            self.first,
+            reader.names,
+            *reader.plain,
+            limit,
+            ctx.caches.children_charged,
+            ctx.max_work - ctx.work,
+            reader.walks,
+            sink.message,
+            code,
+            sink.arrays,
+        )
+        if units:
+            ctx.charge(units)  # past the document's budget: the router takes the message's rows back
+        if count is None:
+            return None
+        if not rest:
+            return [], size
+        more = reader.rows_of(ctx, rest, limit - size)
+        if more is None:
+            assert mark is not None
+            sink.truncate(mark)
+            return None
+        return more[0], size + more[1]
 
     def __getstate__(self) -> tuple[str, bool, tuple[ReturnItem, ...], int, tuple[str, ...]]:
         return self.name, self.first, self.returns, self.leaves, self.namespaces

@@ -102,6 +102,10 @@ first_named_text: FirstNamedText | None = getattr(_compiled, "first_named_text",
 all_named: AllNamed | None = getattr(_compiled, "all_named", None)
 #: the compiled walk that reads a walked block's rows, or None (a build from before it: None too)
 walked_rows: WalkedRows | None = getattr(_compiled, "walked_rows", None)
+#: the same walk packing its rows straight into a routing task's batch, or None
+walked_into: (
+    Callable[..., tuple[int | None, int, int, list[tuple[int, Any]], tuple[int, ...] | None]] | None
+) = getattr(_compiled, "walked_into", None)
 #: the compiled loops of the witness writer (:class:`feedrouter.join.relations.HourWitnesses`), or None
 file_messages: Callable[..., None] | None = None if _writer is None else _writer.file_messages
 #: the compiled counting sort of the writer's roots by block, or None (a build from before it: None too)
@@ -147,6 +151,7 @@ _KERNELS = (
     "count_items",
     "fill_items",
     "keep_batch",
+    "walked_into",
     "Decider",
     "Tests",
     "bind",

@@ -12,8 +12,10 @@ Only libxml2's node structs are read (through lxml's public declarations); no li
 called, so the module links against nothing but Python.
 """
 
+from cpython cimport array
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
-from cpython.ref cimport Py_INCREF
+from cpython.object cimport Py_SIZE
+from cpython.ref cimport Py_INCREF, PyObject
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.string cimport memcpy, strcmp, strlen
@@ -27,6 +29,8 @@ cimport lxml.includes.etreepublic as cetree
 from lxml.includes cimport tree
 
 cetree.import_lxml__etree()
+
+import array as _array  # cpython.array's functions need the module imported
 
 #: the most child names one call reads (a witness plan's leaves and fragments name far fewer)
 cdef enum:
@@ -327,13 +331,18 @@ cdef Py_ssize_t _fragment_length(tree.xmlNode* first, const char* name, int kind
 cdef bytes _fragment(tree.xmlNode* first, const char* name, int kind, Py_ssize_t size):
     """The fragment :func:`_fragment_length` measured (``size`` bytes)."""
     cdef bytes data
-    cdef char* out
-    cdef Py_ssize_t n = strlen(name)
-    cdef tree.xmlNode* node = first
     if first is NULL:
         return b""
     data = PyBytes_FromStringAndSize(NULL, size)
-    out = PyBytes_AS_STRING(data)
+    _write_fragment(PyBytes_AS_STRING(data), first, name, kind)
+    return data
+
+
+cdef char* _write_fragment(char* out, tree.xmlNode* first, const char* name, int kind):
+    """Write the fragment :func:`_fragment_length` measured at ``out`` (nothing when ``first`` is
+    NULL); where it ends."""
+    cdef Py_ssize_t n = strlen(name)
+    cdef tree.xmlNode* node = first
     while node is not NULL:
         if kind == 0:
             out = _write(out, b"<", 1)
@@ -351,7 +360,7 @@ cdef bytes _fragment(tree.xmlNode* first, const char* name, int kind, Py_ssize_t
                 out = _write(out, b" ", 1)
             out = _write_escaped_chain(out, node.children, _IN_ATTRIBUTE)
         node = _next_named(node, name)
-    return data
+    return out
 
 
 def plain_row(element, tuple names, tuple leaves, tuple fragments, tuple kinds, Py_ssize_t limit):
@@ -578,12 +587,117 @@ def walked_rows(
     block, as for :func:`plain_row`'s False) or the units pass ``work_left`` (the caller's charge
     refuses the document): the walk stops at that element, its children charged. The refusals
     of :func:`plain_row` and :func:`all_named` for anything else."""
+    return _walk(root, name, first, names, leaves, fragments, kinds, limit, charged, work_left, walks, row_type, NULL)
+
+
+#: the arrays a batch's rows are packed in (:func:`walked_into`), in this order
+cdef enum:
+    ROOTS, VALUE_ROWS, VALUES, VALUE_ENDS, FRAGMENT_ROWS, FRAGMENTS, FRAGMENT_ENDS, ARRAYS
+
+
+cdef struct Target:
+    # where :func:`walked_into` packs its rows: the message's and the plan's numbers in the batch,
+    # each leaf's and fragment's, and the batch's arrays (borrowed: the caller's tuple holds them)
+    long long message
+    long long plan
+    long long leaf_codes[MAX_NAMES]
+    long long fragment_codes[MAX_NAMES]
+    PyObject* arrays[ARRAYS]
+    Py_ssize_t entry[ARRAYS]  # their lengths when the walk began
+
+
+def walked_into(
+    root,
+    bytes name not None,
+    bint first,
+    tuple names,
+    tuple leaves,
+    tuple fragments,
+    tuple kinds,
+    Py_ssize_t limit,
+    set charged not None,
+    Py_ssize_t work_left,
+    bint walks,
+    long long message,
+    tuple code not None,
+    tuple arrays not None,
+):
+    """:func:`walked_rows`, the rows packed straight into a routing task's batch (the state's
+    format 2, :class:`feedrouter.join.batches.RowSink`) as :func:`feedrouter.kernel.keep_batch`
+    packs a row, with no object a row, a value or a fragment: ``message`` is the message's number
+    in the batch, ``code`` the plan's numbers there (its own, its leaves', its fragments': what
+    ``keep_batch`` numbers it), ``arrays`` the batch's seven arrays (roots, value rows, values,
+    value ends, fragment rows, fragments, fragment ends: ``array('q')``, the values and fragments
+    ``array('B')``). A value is copied from the nodes' UTF-8 as it is; its size is its length in
+    characters, as a string's.
+
+    Returns ``(count, size, units, rest, mark)``: how many rows were packed (None, with nothing
+    left packed, where :func:`walked_rows` gives None), ``size``, ``units`` and ``rest`` as it gives
+    them, and, where ``rest`` is not empty, the arrays' lengths before the walk (the caller takes
+    the rows back to them if it refuses the rest)."""
+    cdef Target target
+    cdef Py_ssize_t i
+    cdef tuple leaf_codes, fragment_codes
+    cdef array.array numbers
+    if len(arrays) != ARRAYS:
+        raise ValueError(f"walked_into: {ARRAYS} arrays, not {len(arrays)}")
+    for i in range(ARRAYS):
+        numbers = <array.array?>arrays[i]
+        if (numbers.ob_descr.typecode != b'B') if i == VALUES or i == FRAGMENTS else (numbers.ob_descr.typecode != b'q'):
+            raise TypeError("walked_into: rows in array('q'), values and fragments in array('B')")
+        target.arrays[i] = <PyObject*>numbers
+        target.entry[i] = Py_SIZE(numbers)
+    leaf_codes, fragment_codes = <tuple?>code[1], <tuple?>code[2]
+    if len(leaf_codes) != len(leaves) or len(fragment_codes) != len(fragments):
+        raise ValueError("walked_into: a code per leaf and per fragment")
+    if len(leaves) > MAX_NAMES or len(fragments) > MAX_NAMES:
+        raise ValueError(f"walked_into: more than {MAX_NAMES} leaves or fragments")
+    target.message, target.plan = message, code[0]
+    for i in range(len(leaf_codes)):
+        target.leaf_codes[i] = leaf_codes[i]
+    for i in range(len(fragment_codes)):
+        target.fragment_codes[i] = fragment_codes[i]
+    found = _walk(root, name, first, names, leaves, fragments, kinds, limit, charged, work_left, walks, None, &target)
+    rows, size, units, rest = found
+    if rows is None:
+        _truncate(&target)
+        return None, size, units, [], None
+    mark = tuple([target.entry[i] for i in range(ARRAYS)]) if rest else None
+    return rows, size, units, rest, mark
+
+
+cdef int _truncate(Target* target) except -1:
+    """The target's arrays back to their lengths when the walk began."""
+    cdef Py_ssize_t i
+    for i in range(ARRAYS):
+        array.resize_smart(<array.array>target.arrays[i], target.entry[i])
+    return 0
+
+
+cdef tuple _walk(
+    root,
+    bytes name,
+    bint first,
+    tuple names,
+    tuple leaves,
+    tuple fragments,
+    tuple kinds,
+    Py_ssize_t limit,
+    set charged,
+    Py_ssize_t work_left,
+    bint walks,
+    type row_type,
+    Target* target,
+):
+    """:func:`walked_rows`' walk; with a ``target``, each row packed there (:func:`walked_into`)
+    and the first item of the answer the number of rows packed."""
     cdef Located at
     cdef Columns c
     cdef tree.xmlNode* c_root
     cdef tree.xmlNode* node
     cdef const char* c_name = PyBytes_AS_STRING(name)
     cdef Py_ssize_t nid = 0, size = 0, units = 0, nleaves = len(leaves), nfragments = len(fragments)
+    cdef Py_ssize_t count = 0, packed
     cdef list rows = []
     cdef list rest = None
     cdef bint too_many
@@ -614,11 +728,18 @@ def walked_rows(
                                 units += _children_count(node)
                                 if units > work_left:
                                     return None, size, units, []
-                        found = _row(&at, &c, nleaves, nfragments, limit - size)
-                        if found is False:
-                            return None, size, units, []
-                        size += <Py_ssize_t>found[2]
-                        rows.append(tuple.__new__(row_type, (nid, found[0], found[1])))
+                        if target is not NULL:
+                            packed = _packed_row(&at, &c, nleaves, nfragments, limit - size, nid, target)
+                            if packed < 0:
+                                return None, size, units, []
+                            size += packed
+                            count += 1
+                        else:
+                            found = _row(&at, &c, nleaves, nfragments, limit - size)
+                            if found is False:
+                                return None, size, units, []
+                            size += <Py_ssize_t>found[2]
+                            rows.append(tuple.__new__(row_type, (nid, found[0], found[1])))
                     if first:
                         break
                 nid += 1
@@ -633,4 +754,120 @@ def walked_rows(
     finally:
         if collecting:
             PyGC_Enable()
-    return rows, size, units, rest if rest is not None else []
+    return count if target is not NULL else rows, size, units, rest if rest is not None else []
+
+
+cdef inline int _push(object numbers, long long value) except -1:
+    """Append ``value`` to an array of 64-bit integers, growing it as a list grows."""
+    cdef array.array a = <array.array>numbers
+    cdef Py_ssize_t size = Py_SIZE(a)
+    array.resize_smart(a, size + 1)
+    a.data.as_longlongs[size] = value
+    return 0
+
+
+cdef char* _room(object data, Py_ssize_t length) except NULL:
+    """Room for ``length`` more bytes at the end of an array of bytes: where they start."""
+    cdef array.array a = <array.array>data
+    cdef Py_ssize_t size = Py_SIZE(a)
+    array.resize_smart(a, size + length)
+    return a.data.as_chars + size
+
+
+cdef Py_ssize_t _chain_characters(tree.xmlNode* node) noexcept:
+    """How many characters a run of sibling text nodes holds (its UTF-8's lead bytes): the
+    length of the string :func:`_chain_string` makes of it."""
+    cdef Py_ssize_t count = 0
+    cdef const unsigned char* text
+    while node is not NULL:
+        text = node.content
+        if text is not NULL:
+            while text[0] != 0:
+                if (text[0] & 0xC0) != 0x80:
+                    count += 1
+                text += 1
+        node = node.next
+    return count
+
+
+cdef int _pack_value(
+    Target* target, Py_ssize_t leaf, long long node, Py_ssize_t count, tree.xmlNode* texts, Py_ssize_t length
+) except -1:
+    """One value of a leaf: its row (the leaf's code, the message, the node, how many values the
+    leaf has) and its UTF-8 (``length`` bytes of a run of text nodes), packed."""
+    cdef object values = <object>target.arrays[VALUES]
+    cdef object value_rows = <object>target.arrays[VALUE_ROWS]
+    cdef char* out
+    _push(value_rows, target.leaf_codes[leaf])
+    _push(value_rows, target.message)
+    _push(value_rows, node)
+    _push(value_rows, count)
+    out = _room(values, length)
+    while texts is not NULL:
+        if texts.content is not NULL:
+            out = _write(out, <const char*>texts.content, strlen(<const char*>texts.content))
+        texts = texts.next
+    _push(<object>target.arrays[VALUE_ENDS], Py_SIZE(values))
+    return 0
+
+
+cdef Py_ssize_t _packed_row(
+    Located* at, Columns* c, Py_ssize_t nleaves, Py_ssize_t nfragments, Py_ssize_t limit, long long node,
+    Target* target,
+) except -2:
+    """:func:`_row`'s row packed into the target's arrays as :func:`feedrouter.kernel.keep_batch`
+    packs it; its size, or -1 (nothing packed) where it would pass ``limit``."""
+    cdef Py_ssize_t lengths[MAX_NAMES]  # each fragment's, in bytes
+    cdef Py_ssize_t size = 16, i, column, count, length
+    cdef tree.xmlNode* occurrence
+    cdef char* out
+    cdef object data = <object>target.arrays[FRAGMENTS]
+    cdef object fragment_rows = <object>target.arrays[FRAGMENT_ROWS]
+    cdef object fragment_ends = <object>target.arrays[FRAGMENT_ENDS]
+    for i in range(nfragments):
+        if not _is_child(at.names[c.fragments[i]]):
+            raise ValueError("plain_row: a fragment reads child elements, not an attribute or the element")
+    for i in range(nleaves):  # measured first: nothing is packed of a row past the limit
+        column = c.leaves[i]
+        occurrence = at.first[column]
+        if at.count[column] == 1:
+            size += _chain_characters(_texts_of(occurrence, at.names[column]))
+        elif at.count[column] > 1:
+            while occurrence is not NULL:
+                size += _chain_characters(occurrence.children)
+                occurrence = _next_named(occurrence, at.names[column])
+    if size > limit:
+        return -1
+    for i in range(nfragments):
+        column = c.fragments[i]
+        lengths[i] = _fragment_length(at.first[column], at.names[column], c.kinds[i])
+        size += lengths[i]
+        if size > limit:
+            return -1
+    roots = <object>target.arrays[ROOTS]
+    _push(roots, target.plan)
+    _push(roots, target.message)
+    _push(roots, node)
+    for i in range(nleaves):  # each occurrence's value, as _occurrence_strings reads them
+        column = c.leaves[i]
+        count = at.count[column]
+        occurrence = at.first[column]
+        if count == 1:
+            _pack_value(target, i, node, count, _texts_of(occurrence, at.names[column]), at.length[column])
+        elif count > 1:
+            _pack_value(target, i, node, count, occurrence.children, at.length[column])
+            occurrence = _next_named(occurrence, at.names[column])
+            while occurrence is not NULL:
+                length = _text_nodes_length(occurrence.children)
+                _pack_value(target, i, node, count, occurrence.children, length)
+                occurrence = _next_named(occurrence, at.names[column])
+    for i in range(nfragments):
+        column = c.fragments[i]
+        _push(fragment_rows, target.fragment_codes[i])
+        _push(fragment_rows, target.message)
+        _push(fragment_rows, node)
+        out = _room(data, lengths[i])
+        if at.first[column] is not NULL:
+            _write_fragment(out, at.first[column], at.names[column], c.kinds[i])
+        _push(fragment_ends, Py_SIZE(data))
+    return size

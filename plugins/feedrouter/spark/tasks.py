@@ -40,7 +40,7 @@ from feedrouter.delivery import Result, Splitter, dtd_text_of
 from feedrouter.delivery.messages import Message
 from feedrouter.delivery.routing import Routed, route_objects
 from feedrouter.errors import StorageError, TransientStorageError, error
-from feedrouter.join.batches import BatchBuilder, BatchedHour, WitnessBatch
+from feedrouter.join.batches import BatchBuilder, BatchedHour, RowSink, WitnessBatch
 from feedrouter.join.collect import admitted_bounds, joinable_micros, joinable_time
 from feedrouter.join.relations import HourWitnesses, MessageRef, MessageWitnesses, message_witnesses
 from feedrouter.join.witness import WitnessRow
@@ -192,7 +192,14 @@ def _route_object(
     stats = ObjectStats(ordinal)
     with inputs.open(key) as stream:
         # the worker settled its heap when it decoded the plan (plan_for): not again per object
-        routed_messages = route_objects(plan, splitter, [(key, stream)], settle=False, on_read=stats.read)
+        routed_messages = route_objects(
+            plan,
+            splitter,
+            [(key, stream)],
+            settle=False,
+            on_read=stats.read,
+            sink=None if filing is None else filing.sink,
+        )
         for routed in routed_messages:
             stats.count(routed)
             if witnesses_only:  # a back-fill: the hour's deliveries and quarantine stand as they are
@@ -219,7 +226,11 @@ class _Filing:
     batch's as one record of columns (format 2: :class:`~feedrouter.join.batches.WitnessBatch`;
     the join stage files them by block where it reads them), or, ``by_block``, each message's
     filed by block here, a record a message (format 1: :func:`~feedrouter.join.relations.
-    message_witnesses`). It keeps a message's witnesses until then, not its results."""
+    message_witnesses`). It keeps a message's witnesses until then, not its results.
+
+    Format 2's blocks read by a walk pack their rows into :attr:`sink` as each message is routed
+    (the task routes with it): it numbers the next message to be routed by its place in the
+    batch."""
 
     def __init__(
         self, joins: JoinsOfFeed, hour: datetime, lateness: timedelta, by_block: bool = False
@@ -231,11 +242,16 @@ class _Filing:
         self.names = {plan: plans.names(plan) for plan in plans.served}
         #: the event times joins may use, in microseconds (format 2's batches)
         self.bounds = admitted_bounds(hour, lateness)
+        #: where the batch's walked rows are packed as its messages are routed (format 2)
+        self.sink = None if by_block else RowSink(self.names)
 
     def add(self, ordinal: int, routed: Routed) -> list[tuple[Key, MessageWitnesses | WitnessBatch]]:
         """Take one routed message; the records of a full batch, if this filled it."""
         self.pending.append((ordinal, routed.message, routed.error is None, routed.witnesses))
-        return self.flush() if len(self.pending) >= FILING_BATCH else []
+        found = self.flush() if len(self.pending) >= FILING_BATCH else []
+        if self.sink is not None:
+            self.sink.message = len(self.pending)  # the next message's number in the batch
+        return found
 
     def flush(self) -> list[tuple[Key, MessageWitnesses | WitnessBatch]]:
         """The records of the messages taken since the last flush: one a message (format 1), or
@@ -249,7 +265,7 @@ class _Filing:
             ]
         if not pending:
             return []
-        batch = BatchBuilder(self.names)
+        batch = BatchBuilder(self.names, self.sink)
         joins, (earliest, end) = self.joins, self.bounds
         clock, fmt = joins.clock, joins.event_format
         for ordinal, message, routed, rows in pending:

@@ -134,9 +134,11 @@ def test_every_caller_routes_through_the_one_loop(tmp_path: Path, monkeypatch: p
     seen: list[str] = []
     real = loop.route_message
 
-    def spy(router: loop.Routes, message: loop.Message, internal_errors: loop.InternalErrors = "raise"):  # type: ignore[no-untyped-def]
+    def spy(
+        router: loop.Routes, message: loop.Message, internal_errors: loop.InternalErrors = "raise", sink=None
+    ):  # type: ignore[no-untyped-def]
         seen.append(Path(message.source).name)
-        return real(router, message, internal_errors)
+        return real(router, message, internal_errors, sink)
 
     monkeypatch.setattr(loop, "route_message", spy)
     through_a_local_run()

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import contextlib
 import random
+from array import array
+from typing import Any
 
 import pyarrow as pa
 import pytest
 
-from feedrouter import kernel
-from feedrouter.join.batches import BatchBuilder, BatchedHour, WitnessBatch
+from feedrouter import Router, kernel
+from feedrouter.errors import DocumentError
+from feedrouter.join.batches import BatchBuilder, BatchedHour, RowSink, WitnessBatch
 from feedrouter.join.clock import microseconds
 from feedrouter.join.plan import BlockSpec, JoinSet
 from feedrouter.join.selections import WitnessPlans, witness_plans
@@ -18,7 +21,7 @@ from feedrouter.lang import parse
 from feedrouter.spark import witnesses as witnesses_module
 from feedrouter.spark.witnesses import encode
 from tests.unit.join.test_filing import HOUR, generated_items, hour_of_plan_rows, message_ref, routed
-from tests.unit.join.test_selections import PROLOG, block, generated_blocks
+from tests.unit.join.test_selections import CONDITIONS, PROLOG, block, generated_blocks
 
 
 def plans_and_hour(seed: int, messages: int) -> tuple[WitnessPlans, list[dict]]:
@@ -114,3 +117,111 @@ def _unpacked(batch: WitnessBatch) -> list[bytes]:
     """A batch's fragments, each on its own."""
     ends = list(batch.fragment_ends)
     return [bytes(batch.fragments[start:end]) for start, end in zip([0, *ends], ends, strict=False)]
+
+
+def walked_plans() -> WitnessPlans:
+    """Blocks of every generated condition a walk reads (not ``text()``: the general path's) and
+    ``//*``'s: the ``//item`` base is read off the tree, with fragments."""
+    blocks = [block("//item", condition) for condition in CONDITIONS if "text()" not in condition]
+    return witness_plans([*blocks, block("//*"), returning_fragments()])
+
+
+def _router(plans: WitnessPlans) -> Router:
+    router = Router()
+    for spec in plans.bases.values():
+        router.add_witness(spec)
+    return router
+
+
+def _hour_as_a_task(router: Router, plans: WitnessPlans, documents: list[bytes], sink: bool) -> BatchedHour:
+    """``documents`` routed as a routing task routes them, a batch every 16 (a refused document
+    files no rows), its walked blocks' rows packed as they are routed (``sink``) or kept as rows."""
+    names = {plan: plans.names(plan) for plan in plans.served}
+    packing = RowSink(names) if sink else None
+    builder, batches = BatchBuilder(names, packing), []
+    for ordinal, document in enumerate(documents):
+        if packing is not None:
+            packing.message = len(builder)
+        try:
+            witnesses = router.route_outcome(document, sink=packing).witnesses
+        except DocumentError:
+            witnesses = {}
+        ref = message_ref(ordinal)
+        builder.add(ordinal, ref.key, ref.index, None, ref.digest, witnesses)
+        if len(builder) == 16:
+            batches.append(builder.batch())
+            builder = BatchBuilder(names, packing)
+    batches.append(builder.batch())
+    return BatchedHour("f", HOUR, (), batches)
+
+
+@pytest.mark.parametrize("turned_off", [False, True])
+def test_rows_packed_as_their_messages_are_routed_make_the_same_hour(turned_off: bool) -> None:
+    """A routing task's walked blocks pack their rows into the batch as each message is routed
+    (no row objects): the hour is byte for byte the hour of the same messages' rows kept whole
+    (with the kernels and without, where nothing is packed early)."""
+    plans = walked_plans()
+    rng = random.Random(5)
+    documents = [generated_items(rng) for _ in range(40)]
+    documents[7] = b"<rss><item>"  # malformed: refused before any row
+    router = _router(plans)
+    assert router._walked  # the //item base is read by a walk
+    expected = encode(_hour_as_a_task(router, plans, documents, sink=False))
+    with kernel.turned_off() if turned_off else contextlib.nullcontext():
+        packed = _hour_as_a_task(router, plans, documents, sink=True)
+    assert encode(packed) == expected
+
+
+def test_a_message_refused_after_its_rows_were_packed_leaves_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A document refused after its walked rows were packed (past its work budget later on)
+    takes them back: the batch holds the other messages' rows alone, as if it had none."""
+    plans = walked_plans()
+    rng = random.Random(6)
+    documents = [generated_items(rng) for _ in range(20)]
+    documents[5] = b"<rss><channel><item><author>A1</author><refuse/></item></channel></rss>"
+    router = _router(plans)
+    real = Router._read_off_tree
+
+    def refused_after_reading(
+        self: Router, root: Any, ctx: Any, outcome: Any, budget: Any, sink: Any
+    ) -> None:
+        real(self, root, ctx, outcome, budget, sink)
+        if root.find(".//refuse") is not None:
+            assert sink is None or len(sink.arrays[0]) > 0  # its rows were packed by now
+            raise DocumentError("past its work budget", code="FR205")
+
+    monkeypatch.setattr(Router, "_read_off_tree", refused_after_reading)
+    expected = encode(_hour_as_a_task(router, plans, documents, sink=False))
+    assert encode(_hour_as_a_task(router, plans, documents, sink=True)) == expected
+
+
+def test_a_sink_takes_back_the_rows_of_its_message_and_no_others() -> None:
+    names = {"p": (("l",), ("f",))}
+    sink = RowSink(names)
+    code = sink.code("p")
+    assert code == (0, (0,), (0,)) and sink.code("another build's") is None
+    for message, value in ((0, b"kept"), (1, b"dropped")):
+        sink.message = message
+        roots, value_rows, values, value_ends, fragment_rows, fragments, fragment_ends = sink.arrays
+        roots.extend((0, message, 3))
+        value_rows.extend((0, message, 3, 1))
+        values.frombytes(value)
+        value_ends.append(len(values))
+        fragment_rows.extend((0, message, 3))
+        fragments.frombytes(b"<f>" + value + b"</f>")
+        fragment_ends.append(len(fragments))
+    sink.drop_message()
+    assert [list(a) if a.typecode == "q" else bytes(a) for a in sink.arrays] == [
+        [0, 0, 3],
+        [0, 0, 3, 1],
+        b"kept",
+        [4],
+        [0, 0, 3],
+        b"<f>kept</f>",
+        [11],
+    ]
+    mark = tuple(map(len, sink.arrays))
+    sink.arrays[2].frombytes(b"more")
+    sink.truncate(mark)
+    assert bytes(sink.arrays[2]) == b"kept"
+    assert sink.take()[0] == ["p"] and sink.arrays[0] == array("q") and sink.codes == {}

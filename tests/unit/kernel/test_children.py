@@ -5,6 +5,8 @@ not plain or a namespace is in scope it declines, and the Python path answers.""
 from __future__ import annotations
 
 import gc
+from array import array
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -534,3 +536,94 @@ def test_a_walked_block_s_rows_take_their_type_and_check_their_arguments() -> No
             walked(bad, "a", False, 10**6, 10**6, set())  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="plain_row: a column"):
         kernel.walked_rows(root, b"a", False, (b"b",), (3,), (), (), 100, set(), 100, True, tuple)  # type: ignore[misc]
+
+
+@st.composite
+def plain_items(draw: st.DrawFn) -> str:
+    """Items whose children are mostly plain (text beyond ASCII, escapes, a child twice, empty
+    ones, an own attribute), some not (an element or a comment inside), no namespace in scope."""
+    text = st.sampled_from(["", "x", "Zürich ✓", "a&amp;b", "1 &lt; 2 &gt; 0", "tab\there", "<![CDATA[]]>"])
+    items = []
+    for _ in range(draw(st.integers(0, 4))):
+        children = []
+        for _ in range(draw(st.integers(0, 5))):
+            kind = draw(st.sampled_from(["b", "c", "b/", "c/", "text", "d", "inner", "comment"]))
+            if kind in ("b", "c"):
+                children.append(f"<{kind}>{draw(text)}</{kind}>")
+            elif kind.endswith("/"):
+                children.append(f"<{kind}>")
+            elif kind == "text":
+                children.append(draw(text))
+            elif kind == "d":
+                children.append(f"<d>{draw(text)}</d>")
+            else:
+                children.append("<b><e/></b>" if kind == "inner" else "<c><!--n--></c>")
+        attribute = draw(st.sampled_from(["", ' k="v"', ' k="ü &amp; &#10;"', ' j="w"']))
+        items.append(f"<a{attribute}>{''.join(children)}</a>")
+    return f"<r>{''.join(items)}<b>{draw(text)}</b></r>"
+
+
+#: a row read two ways: child values and attributes with copies and values in an attribute; and
+#: the element's own text
+PACKED_CONFIGS = {
+    "children": ("a", (b"b", b"c", b"@k"), (0, 1, 2), (0, 1), (0, 1)),
+    "own text": ("b", (b".",), (0,), (), ()),
+}
+
+
+def _packed_arrays() -> tuple[array[int], ...]:
+    """A batch's arrays with rows of an earlier message in them already (kept as they are)."""
+    arrays = tuple(array(code) for code in "qqBqqBq")
+    earlier_rows: tuple[Any, ...] = ([0, 9, 1], [0, 9, 1, 1], b"earlier", [7], [0, 9, 1], b"<f/>", [4])
+    for numbers, earlier in zip(arrays, earlier_rows, strict=True):
+        numbers.extend(earlier)
+    return arrays
+
+
+@needs_kernel
+@given(plain_items(), st.sampled_from(sorted(PACKED_CONFIGS)), st.booleans())
+@settings(max_examples=200, deadline=None)
+def test_a_walked_block_packs_into_a_batch_what_its_rows_keep(
+    document: str, config: str, first: bool
+) -> None:
+    """``walked_into`` packs into a batch's arrays exactly what ``keep_batch`` packs of the rows
+    ``walked_rows`` reads (their UTF-8 as it is, a value's size in characters), with the same
+    size, charge and rest (and where the arrays stood when the rest is not empty); past the limit
+    or the work left it packs nothing, the rows already in the arrays kept."""
+    name, names, leaves, fragments, kinds = PACKED_CONFIGS[config]
+    root = etree.fromstring(document.encode())
+    arguments = (root, name.encode(), first, names, leaves, fragments, kinds)
+    rows, size, units, rest = kernel.walked_rows(*arguments, 10**9, set(), 10**9, True, tuple)  # type: ignore[misc]
+    code = (0, tuple(range(len(leaves))), tuple(range(len(fragments))))
+    kept = _packed_arrays()
+    named = {"p": (tuple(f"l{i}" for i in leaves), tuple(f"f{i}" for i in range(len(fragments))))}
+    kernel.keep_batch([{"p": rows}], named, {}, {}, {}, {}, *kept)  # type: ignore[misc]
+    packed = _packed_arrays()
+    count, found_size, found_units, found_rest, mark = kernel.walked_into(  # type: ignore[misc]
+        *arguments, 10**9, set(), 10**9, True, 0, code, packed
+    )
+    assert packed == kept and count == len(rows) and (found_size, found_units) == (size, units)
+    assert [(node, id(el)) for node, el in found_rest] == [(node, id(el)) for node, el in rest]
+    assert (mark is None) == (not rest) and (mark is None or mark == tuple(map(len, _packed_arrays())))
+    for limit, work in ((size - 1, 10**9), (10**9, units - 1)):
+        if (limit < size and rows) or (units and work < units):
+            untouched = _packed_arrays()
+            answer = kernel.walked_into(*arguments, limit, set(), work, True, 0, code, untouched)  # type: ignore[misc]
+            assert answer[0] is None and untouched == _packed_arrays()
+
+
+@needs_kernel
+def test_walked_into_checks_its_batch() -> None:
+    root = etree.fromstring("<r><a><b>Zürich</b><c>y</c></a></r>".encode())
+    arguments = (root, b"a", False, (b"b", b"c"), (0, 1), (1,), (0,), 100, set(), 100, True, 5)
+    packed = tuple(array(code) for code in "qqBqqBq")
+    assert kernel.walked_into(*arguments, (2, (3, 4), (6,)), packed)[:2] == (1, 16 + 6 + 1 + 8)  # type: ignore[misc]
+    assert list(packed[0]) == [2, 5, 1] and list(packed[1]) == [3, 5, 1, 1, 4, 5, 1, 1]
+    assert bytes(packed[2]).decode() == "Zürichy" and list(packed[3]) == [7, 8]
+    assert list(packed[4]) == [6, 5, 1] and bytes(packed[5]) == b"<c>y</c>" and list(packed[6]) == [8]
+    with pytest.raises(ValueError, match="7 arrays"):
+        kernel.walked_into(*arguments, (2, (3, 4), (6,)), packed[:6])  # type: ignore[misc]
+    with pytest.raises(TypeError, match="array"):
+        kernel.walked_into(*arguments, (2, (3, 4), (6,)), (array("B"), *packed[1:]))  # type: ignore[misc]
+    with pytest.raises(ValueError, match="a code per leaf"):
+        kernel.walked_into(*arguments, (2, (3,), (6,)), packed)  # type: ignore[misc]

@@ -237,7 +237,8 @@ def _filed(filing: tasks._Filing, router: Router, messages: list[Message]) -> li
     """The records ``filing`` gives for ``messages``, checking that they leave when a batch fills."""
     out = []
     for n, message in enumerate(messages):
-        witnesses = router.route_outcome(message.data).witnesses
+        # as the task routes: format 2's walked rows packed into the filing's batch as they are read
+        witnesses = router.route_outcome(message.data, sink=filing.sink).witnesses
         routed = Routed(message, witnesses=witnesses, error=ValueError("refused") if n == 7 else None)
         records = filing.add(n, routed)
         full = (n + 1) % tasks.FILING_BATCH == 0
