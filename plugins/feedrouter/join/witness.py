@@ -198,19 +198,7 @@ class Walked:
         found and their rows read as :meth:`RowReader.rows_of` reads them, its children's walks
         charged to the document's budget as it charges them; the nodes from one the kernel declines
         on are read by :meth:`RowReader.rows_of` from there."""
-        assert reader.plain is not None
-        rows, size, units, rest = walk(
-            root,
-            self._encoded,
-            self.first,
-            reader.names,
-            *reader.plain,
-            limit,
-            ctx.caches.children_charged,
-            ctx.max_work - ctx.work,
-            reader.walks,
-            WitnessRow,
-        )
+        rows, size, units, rest = walk(*self._walk_arguments(reader, ctx, root, limit), WitnessRow)
         if units:
             ctx.charge(units)
         if rows is None:
@@ -222,6 +210,24 @@ class Walked:
             rows += more[0]
             size += more[1]
         return rows, size
+
+    def _walk_arguments(
+        self, reader: RowReader, ctx: DocumentContext, root: etree._Element, limit: int
+    ) -> tuple[Any, ...]:
+        """What both compiled walks are given first: the element, the name, how the rows are read,
+        the limit, and the document's charged elements and work left."""
+        assert reader.plain is not None
+        return (
+            root,
+            self._encoded,
+            self.first,
+            reader.names,
+            *reader.plain,
+            limit,
+            ctx.caches.children_charged,
+            ctx.max_work - ctx.work,
+            reader.walks,
+        )
 
     def rows_into(
         self, ctx: DocumentContext, root: etree._Element, limit: int, sink: RowSink, code: tuple[Any, ...]
@@ -235,20 +241,8 @@ class Walked:
         into = kernel.walked_into
         if into is None or reader.plain is None:
             return self.rows(ctx, root, limit)
-        count, size, units, rest, mark = into(
-            root,
-            self._encoded,
-            self.first,
-            reader.names,
-            *reader.plain,
-            limit,
-            ctx.caches.children_charged,
-            ctx.max_work - ctx.work,
-            reader.walks,
-            sink.message,
-            code,
-            sink.arrays,
-        )
+        walked = self._walk_arguments(reader, ctx, root, limit)
+        count, size, units, rest, mark = into(walked, sink.message, code, sink.arrays)
         if units:
             ctx.charge(units)  # past the document's budget: the router takes the message's rows back
         if count is None:

@@ -606,25 +606,11 @@ cdef struct Target:
     Py_ssize_t entry[ARRAYS]  # their lengths when the walk began
 
 
-def walked_into(
-    root,
-    bytes name not None,
-    bint first,
-    tuple names,
-    tuple leaves,
-    tuple fragments,
-    tuple kinds,
-    Py_ssize_t limit,
-    set charged not None,
-    Py_ssize_t work_left,
-    bint walks,
-    long long message,
-    tuple code not None,
-    tuple arrays not None,
-):
-    """:func:`walked_rows`, the rows packed straight into a routing task's batch (the state's
-    format 2, :class:`feedrouter.join.batches.RowSink`) as :func:`feedrouter.kernel.keep_batch`
-    packs a row, with no object a row, a value or a fragment: ``message`` is the message's number
+def walked_into(tuple walk not None, long long message, tuple code not None, tuple arrays not None):
+    """:func:`walked_rows` (``walk``: its first eleven arguments, ``row_type`` aside), the rows
+    packed straight into a routing task's batch (the state's format 2,
+    :class:`feedrouter.join.batches.RowSink`) as :func:`feedrouter.kernel.keep_batch` packs a
+    row, with no object a row, a value or a fragment: ``message`` is the message's number
     in the batch, ``code`` the plan's numbers there (its own, its leaves', its fragments': what
     ``keep_batch`` numbers it), ``arrays`` the batch's seven arrays (roots, value rows, values,
     value ends, fragment rows, fragments, fragment ends: ``array('q')``, the values and fragments
@@ -639,6 +625,8 @@ def walked_into(
     cdef Py_ssize_t i
     cdef tuple leaf_codes, fragment_codes
     cdef array.array numbers
+    if len(walk) != 11:
+        raise ValueError(f"walked_into: walked_rows' eleven first arguments, not {len(walk)}")
     if len(arrays) != ARRAYS:
         raise ValueError(f"walked_into: {ARRAYS} arrays, not {len(arrays)}")
     for i in range(ARRAYS):
@@ -647,7 +635,15 @@ def walked_into(
             raise TypeError("walked_into: rows in array('q'), values and fragments in array('B')")
         target.arrays[i] = <PyObject*>numbers
         target.entry[i] = Py_SIZE(numbers)
-    leaf_codes, fragment_codes = <tuple?>code[1], <tuple?>code[2]
+    root, name, first, names, leaves, fragments, kinds, limit, charged, work_left, walks = walk
+    if not (
+        type(name) is bytes and type(names) is tuple and type(leaves) is tuple and type(fragments) is tuple
+        and type(kinds) is tuple and type(charged) is set
+    ):  # the walk reads them as C types, None included
+        raise TypeError("walked_into: walk holds walked_rows' arguments, of their types")
+    leaf_codes, fragment_codes = code[1], code[2]
+    if type(leaf_codes) is not tuple or type(fragment_codes) is not tuple:
+        raise TypeError("walked_into: a plan's code is (its number, its leaves', its fragments')")
     if len(leaf_codes) != len(leaves) or len(fragment_codes) != len(fragments):
         raise ValueError("walked_into: a code per leaf and per fragment")
     if len(leaves) > MAX_NAMES or len(fragments) > MAX_NAMES:
@@ -657,7 +653,9 @@ def walked_into(
         target.leaf_codes[i] = leaf_codes[i]
     for i in range(len(fragment_codes)):
         target.fragment_codes[i] = fragment_codes[i]
-    found = _walk(root, name, first, names, leaves, fragments, kinds, limit, charged, work_left, walks, None, &target)
+    found = _walk(
+        root, name, first, names, leaves, fragments, kinds, limit, charged, work_left, walks, None, &target
+    )
     rows, size, units, rest = found
     if rows is None:
         _truncate(&target)

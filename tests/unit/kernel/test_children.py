@@ -600,7 +600,7 @@ def test_a_walked_block_packs_into_a_batch_what_its_rows_keep(
     kernel.keep_batch([{"p": rows}], named, {}, {}, {}, {}, *kept)  # type: ignore[misc]
     packed = _packed_arrays()
     count, found_size, found_units, found_rest, mark = kernel.walked_into(  # type: ignore[misc]
-        *arguments, 10**9, set(), 10**9, True, 0, code, packed
+        (*arguments, 10**9, set(), 10**9, True), 0, code, packed
     )
     assert packed == kept and count == len(rows) and (found_size, found_units) == (size, units)
     assert [(node, id(el)) for node, el in found_rest] == [(node, id(el)) for node, el in rest]
@@ -608,16 +608,25 @@ def test_a_walked_block_packs_into_a_batch_what_its_rows_keep(
     for limit, work in ((size - 1, 10**9), (10**9, units - 1)):
         if (limit < size and rows) or (units and work < units):
             untouched = _packed_arrays()
-            answer = kernel.walked_into(*arguments, limit, set(), work, True, 0, code, untouched)  # type: ignore[misc]
+            answer = kernel.walked_into((*arguments, limit, set(), work, True), 0, code, untouched)  # type: ignore[misc]
             assert answer[0] is None and untouched == _packed_arrays()
 
 
 @needs_kernel
 def test_walked_into_checks_its_batch() -> None:
     root = etree.fromstring("<r><a><b>Zürich</b><c>y</c></a></r>".encode())
-    arguments = (root, b"a", False, (b"b", b"c"), (0, 1), (1,), (0,), 100, set(), 100, True, 5)
+    arguments = ((root, b"a", False, (b"b", b"c"), (0, 1), (1,), (0,), 100, set(), 100, True), 5)
     packed = tuple(array(code) for code in "qqBqqBq")
     assert kernel.walked_into(*arguments, (2, (3, 4), (6,)), packed)[:2] == (1, 16 + 6 + 1 + 8)  # type: ignore[misc]
+    with pytest.raises(ValueError, match="eleven first arguments"):
+        kernel.walked_into(arguments[0][:10], 5, (2, (3, 4), (6,)), packed)  # type: ignore[misc]
+    for at in (1, 3, 4, 8):  # the name, the names, the leaves, the charged set: None or another type
+        for bad in (None, "x"):
+            walk = (*arguments[0][:at], bad, *arguments[0][at + 1 :])
+            with pytest.raises(TypeError, match="walk holds"):
+                kernel.walked_into(walk, 5, (2, (3, 4), (6,)), packed)  # type: ignore[misc]
+    with pytest.raises(TypeError, match="a plan's code"):
+        kernel.walked_into(arguments[0], 5, (2, None, (6,)), packed)  # type: ignore[misc]
     assert list(packed[0]) == [2, 5, 1] and list(packed[1]) == [3, 5, 1, 1, 4, 5, 1, 1]
     assert bytes(packed[2]).decode() == "Zürichy" and list(packed[3]) == [7, 8]
     assert list(packed[4]) == [6, 5, 1] and bytes(packed[5]) == b"<c>y</c>" and list(packed[6]) == [8]

@@ -381,24 +381,10 @@ def test_the_compiled_batch_loop_fills_what_its_reference_fills() -> None:
     _, _, _, _, value_rows, data, ends, _, fragments, fragment_ends = filled[0]
     assert len(ends) == len(value_rows) // 4 and ends[-1] == len(data)
     kept_values = [bytes(data[start:end]).decode() for start, end in zip([0, *ends], ends, strict=False)]
-    expected = [
-        value
-        for found in witnesses
-        for plan, rows in found.items()
-        if plan in names
-        for row in rows
-        for leaf in row.values
-        for value in leaf
-    ]
+    served = [row for found in witnesses for plan, rows in found.items() if plan in names for row in rows]
+    expected = [value for row in served for leaf in row.values for value in leaf]
     assert kept_values == expected and not all(value.isascii() for value in expected)
-    expected_fragments = [
-        fragment
-        for found in witnesses
-        for plan, rows in found.items()
-        if plan in names
-        for row in rows
-        for fragment in row.fragments
-    ]
+    expected_fragments = [fragment for row in served for fragment in row.fragments]
     assert len(fragment_ends) == len(expected_fragments)
     assert bytes(fragments) == b"".join(expected_fragments)
 
