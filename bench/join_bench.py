@@ -411,8 +411,8 @@ def kept_as_a_task(
         ]
     builder = BatchBuilder(_served_names(plans), _sink_of(plans))  # with what routed_as_a_task packed
     earliest, end = admitted_bounds(hour, LATENESS)
+    clock = _clock_of(*routed)  # the feed's, which a task knows: looked up once a batch
     for at, witnesses in enumerate(routed):
-        clock = _clock_of(witnesses)
         time_ = None if clock is None else joinable_micros(witnesses, clock, CLOCK_FORMAT, earliest, end)
         builder.add(first + at, f"m{first + at}", 0, time_, "", witnesses)
     return builder.batch()
@@ -440,9 +440,9 @@ def _event_time(witnesses: Mapping[str, Sequence[Any]], hour: datetime) -> datet
     return None if clock is None else joinable_time(witnesses, clock, CLOCK_FORMAT, hour, LATENESS)
 
 
-def _clock_of(witnesses: Mapping[str, Sequence[Any]]) -> BlockSpec | None:
-    """The feed's clock among a message's witnesses (:data:`CLOCKS`), or None."""
-    return next((CLOCKS[block] for block in witnesses if block in CLOCKS), None)
+def _clock_of(*found: Mapping[str, Sequence[Any]]) -> BlockSpec | None:
+    """The feed's clock among messages' witnesses (:data:`CLOCKS`), or None."""
+    return next((CLOCKS[block] for witnesses in found for block in witnesses if block in CLOCKS), None)
 
 
 def writer_seconds(
