@@ -249,9 +249,13 @@ class Walked:
             return None
         if not rest:
             return [], size
-        more = reader.rows_of(ctx, rest, limit - size)
+        assert mark is not None
+        try:
+            more = reader.rows_of(ctx, rest, limit - size)
+        except BaseException:  # the block fails alone (or the document): none of its rows stay
+            sink.truncate(mark)
+            raise
         if more is None:
-            assert mark is not None
             sink.truncate(mark)
             return None
         return more[0], size + more[1]

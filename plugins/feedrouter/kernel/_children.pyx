@@ -653,9 +653,13 @@ def walked_into(tuple walk not None, long long message, tuple code not None, tup
         target.leaf_codes[i] = leaf_codes[i]
     for i in range(len(fragment_codes)):
         target.fragment_codes[i] = fragment_codes[i]
-    found = _walk(
-        root, name, first, names, leaves, fragments, kinds, limit, charged, work_left, walks, None, &target
-    )
+    try:
+        found = _walk(
+            root, name, first, names, leaves, fragments, kinds, limit, charged, work_left, walks, None, &target
+        )
+    except BaseException:  # the block fails alone: nothing of it may stay in the batch
+        _truncate(&target)
+        raise
     rows, size, units, rest = found
     if rows is None:
         _truncate(&target)

@@ -17,6 +17,7 @@ from feedrouter.join.batches import BatchBuilder, BatchedHour, RowSink, WitnessB
 from feedrouter.join.clock import microseconds
 from feedrouter.join.plan import BlockSpec, JoinSet
 from feedrouter.join.selections import WitnessPlans, witness_plans
+from feedrouter.join.witness import RowReader
 from feedrouter.lang import parse
 from feedrouter.spark import witnesses as witnesses_module
 from feedrouter.spark.witnesses import encode
@@ -225,3 +226,26 @@ def test_a_sink_takes_back_the_rows_of_its_message_and_no_others() -> None:
     sink.truncate(mark)
     assert bytes(sink.arrays[2]) == b"kept"
     assert sink.take()[0] == ["p"] and sink.arrays[0] == array("q") and sink.codes == {}
+
+
+def test_a_block_that_fails_after_packing_leaves_no_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A walked block whose rest (elements the kernel declines) fails to be read fails alone: the
+    rows the kernel packed for it before are taken back, the message is routed, the block's
+    failure is reported."""
+    plans = walked_plans()
+    router = _router(plans)
+    block = next(iter(router._walked))
+    names = {plan: plans.names(plan) for plan in plans.served}
+    sink = RowSink(names)
+    document = (
+        b"<rss><channel><item><author>A1</author></item><item><author><b/>A2</author></item></channel></rss>"
+    )
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("a bug in the general path")
+
+    assert kernel.walked_into is not None
+    monkeypatch.setattr(RowReader, "rows_of", broken)
+    outcome = router.route_outcome(document, sink=sink)
+    assert block in outcome.failures and block not in outcome.witnesses
+    assert all(len(numbers) == 0 for numbers in sink.arrays)
