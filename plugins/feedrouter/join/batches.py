@@ -185,9 +185,8 @@ class BatchBuilder:
     ``sink`` (a routing task's: its walked rows are there already) or a sink of its own."""
 
     def __init__(self, names: Mapping[str, Names], sink: RowSink | None = None) -> None:
-        #: per witness plan this build serves, its names
-        #: (:meth:`~feedrouter.join.selections.WitnessPlans.names`)
-        self.names = dict(names)
+        #: where the rows are packed, with per witness plan this build serves its names
+        #: (:meth:`~feedrouter.join.selections.WitnessPlans.names`; a given sink's own)
         self.sink = RowSink(names) if sink is None else sink
         self.ordinals: list[int] = []
         self.keys: list[str] = []
@@ -228,7 +227,7 @@ class BatchBuilder:
         if keep is None:
             keep = _keep_batch
         keep(
-            self.witnesses, self.names, sink.codes, sink.plans, sink.leaves, sink.fragment_names, *sink.arrays
+            self.witnesses, sink.names, sink.codes, sink.plans, sink.leaves, sink.fragment_names, *sink.arrays
         )
         plans, leaves, fragment_names, kept = sink.take()
         roots, value_rows, values, value_ends, fragment_rows, fragments, fragment_ends = kept

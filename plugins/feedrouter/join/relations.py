@@ -384,9 +384,6 @@ class PackedItems:
 
     chunks: list[tuple[array[int], array[int]]]
 
-    def __len__(self) -> int:
-        return sum(len(ends) for _, ends in self.chunks)
-
 
 @dataclass(frozen=True)
 class NamedColumns:
