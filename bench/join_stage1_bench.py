@@ -10,8 +10,10 @@ Each part is measured three ways:
   do (:func:`join_bench.per_message`: shuffled turns of 25, the median of per-turn ratios over the
   ordinary router), so a part's figure is what it adds to routing in a worker;
 * **alone**: the same work with nothing around it: the clock and the base routed by a router
-  whose one ordinary subscription never matches, paired against that router alone; filing in a
-  loop over routed outcomes; the writer on a whole filed hour (:func:`join_bench.writer_seconds`).
+  whose one ordinary subscription never matches, paired against that router alone; filing as a
+  routing task files (the walked rows packed into the batch's sink as each message is routed,
+  then the batch kept): keeping the batches, timed apart from routing them, in loops; the
+  writer on a whole filed hour (:func:`join_bench.writer_seconds`).
   The gap between the two is what the ordinary routing around a part costs it (caches it finds
   cold);
 * **in a worker**: each router alone in a fresh process, as a routing task has its plan: it routes
@@ -83,6 +85,7 @@ from join_bench import (
     loaded_after_compiling,
     ordinary_population,
     per_message,
+    routed_as_a_task,
     witness_router,
     worker_passes,
     writer_seconds,
@@ -160,12 +163,12 @@ def alone(
         {"ordinary": routers["never"], "clock and base": (router, None)}, messages, hour, PASSES
     )
     with heap.settled():
-        routed = [router.route_outcome(data).witnesses for data in messages]
         loops = {
             "lxml's parse": _loop(lambda: [etree.fromstring(data) for data in messages]),
             "ordinary routing": _loop(lambda: [ordinary.route_outcome(data) for data in messages]),
-            "filing": _loop(lambda: _kept(routed, plans, hour)),
         }
+        _routed(router, plans, messages, hour)  # untimed, as _loop's first
+        loops["filing"] = statistics.median(_routed(router, plans, messages, hour) for _ in range(LOOPS))
         writer = writer_seconds(router, plans, whole_hour, hour, LOOPS)
     count = len(messages)
     per_message_us = {name: seconds / count * 1e6 for name, seconds in loops.items()}
@@ -190,27 +193,33 @@ def first_filing(
     artifact_bytes: bytes, whole_hour: Sequence[bytes], hour: datetime, warm_with_other_half: bool
 ) -> tuple[float, float]:
     """Microseconds a message to file the first half of the hour's messages in a fresh process
-    straight after routing the hour (or after filing the other half first), and the second time."""
+    straight after routing the hour (or after filing the other half first), and the second time.
+    As a routing task packs the walked rows while it routes, filing is keeping the batches, timed
+    apart from routing them (:func:`_routed`)."""
     half = len(whole_hour) // 2
     routers = loaded_after_compiling({"r": artifact_bytes})
     router, plans = routers["r"]
     with heap.settled():
-        routed = [router.route_outcome(data).witnesses for data in whole_hour]
+        [router.route_outcome(data) for data in whole_hour]
         if warm_with_other_half:
-            _kept(routed[half:], plans, hour)
-        times = []
-        for _ in range(2):
-            started = time.perf_counter()
-            _kept(routed[:half], plans, hour)
-            times.append((time.perf_counter() - started) / half * 1e6)
+            _routed(router, plans, whole_hour[half:], hour)
+        times = [_routed(router, plans, whole_hour[:half], hour) / half * 1e6 for _ in range(2)]
     return times[0], times[1]
 
 
-def _kept(routed: Sequence[Any], plans: Any, hour: datetime) -> None:
-    """``routed``'s witnesses kept as a routing task keeps them, :data:`~feedrouter.spark.tasks.
-    FILING_BATCH` messages a record (:func:`join_bench.kept_as_a_task`)."""
-    for start in range(0, len(routed), FILING_BATCH):
-        kept_as_a_task(routed[start : start + FILING_BATCH], plans, hour, start)
+def _routed(router: Any, plans: Any, messages: Sequence[bytes], hour: datetime) -> float:
+    """``messages`` routed as a routing task routes them, :data:`~feedrouter.spark.tasks.
+    FILING_BATCH` at a time, their walked rows packed into the batch's sink as they are routed
+    (:func:`join_bench.routed_as_a_task`), each batch then kept as one record
+    (:func:`join_bench.kept_as_a_task`); seconds spent keeping them (what filing is now that the
+    walked rows are packed as they are routed)."""
+    keeping = 0.0
+    for start in range(0, len(messages), FILING_BATCH):
+        routed = routed_as_a_task(router, plans, messages[start : start + FILING_BATCH])
+        started = time.perf_counter()
+        kept_as_a_task(routed, plans, hour, start)
+        keeping += time.perf_counter() - started
+    return keeping
 
 
 def _worker(artifact_bytes: bytes, whole_hour: Sequence[bytes], hour: datetime) -> list[tuple[float, float]]:
@@ -498,17 +507,20 @@ routing, the routers taking turns on the same 300 messages (shuffled turns of 25
 per-turn ratios over the ordinary router, times its time; each router its own copy, so filing's row,
 a difference of two copies, carries their 1 to 3% disagreement). `alone`: the same work with nothing
 around it (the clock and base routed by a router whose one ordinary subscription never matches,
-paired in the same turns against that router alone; filing in a loop over routed outcomes; the
-writer's settle and tables on the whole filed hour, divided by its messages, as `join_bench.py`
-times them). The first-pass rows file the first half of the hour's messages in a fresh process right
-after routing the hour, after filing its other half first, and again (warm). `in a worker`: each
-router alone in a fresh process, as a routing task has its plan, routing the whole hour in batches
-of 32 messages and filing each batch's witnesses after routing it, first pass and 3 warm passes, 4
-rounds of fresh processes (the routers in turn, the order reversed every other round); the clock and
-base and stage 1 are paired per round and pass over the ordinary router's routing (medians), filing
-is read off the filing router's own clock. The stage-1 rows add the writer (`alone`) to what routing
-and filing add. Percentages are of the ordinary router's time in context, `in a worker`'s of its
-time in a worker (warm, or its first pass on a first pass's rows)."""
+paired in the same turns against that router alone; filing as a routing task files, the walked rows
+packed into the batch's sink as each message is routed and each batch of 32 then kept: the keeping,
+timed apart from the routing (rows of code f0719d9 and older: rows routed without the sink, then
+kept, the packing in filing's figure); the writer's settle and tables on the whole filed hour,
+divided by its messages, as `join_bench.py` times them). The first-pass rows file the first half of
+the hour's messages in a fresh process right after routing the hour, after filing its other half
+first, and again (warm), each routed as a task with its batches kept, the keeping timed. `in a
+worker`: each router alone in a fresh process, as a routing task has its plan, routing the whole
+hour in batches of 32 messages and filing each batch's witnesses after routing it, first pass and 3
+warm passes, 4 rounds of fresh processes (the routers in turn, the order reversed every other
+round); the clock and base and stage 1 are paired per round and pass over the ordinary router's
+routing (medians), filing is read off the filing router's own clock. The stage-1 rows add the writer
+(`alone`) to what routing and filing add. Percentages are of the ordinary router's time in context,
+`in a worker`'s of its time in a worker (warm, or its first pass on a first pass's rows)."""
 
 
 DETAILS = """\
