@@ -378,7 +378,7 @@ def routed_as_a_task(
     (:class:`~feedrouter.join.batches.RowSink`, :func:`kept_as_a_task` takes them with the rest)."""
     if isinstance(plans, FiledByBlock):
         return [router.route_outcome(data).witnesses for data in block]
-    sink = _sink_of(plans)
+    sink = sink_of(plans)
     routed: list[Mapping[str, Sequence[Any]]] = []
     for data in block:
         sink.message = len(routed)
@@ -386,7 +386,7 @@ def routed_as_a_task(
     return routed
 
 
-def _sink_of(plans: WitnessPlans) -> RowSink:
+def sink_of(plans: WitnessPlans) -> RowSink:
     """The sink of a routing task with these plans (one a task: a batch empties it)."""
     found = plans.__dict__.get("_bench_sink")
     if found is None:
@@ -409,7 +409,7 @@ def kept_as_a_task(
         return [
             filed_as_a_task(witnesses, plans, hour, f"m{first + at}") for at, witnesses in enumerate(routed)
         ]
-    builder = BatchBuilder(_served_names(plans), _sink_of(plans))  # with what routed_as_a_task packed
+    builder = BatchBuilder(_served_names(plans), sink_of(plans))  # with what routed_as_a_task packed
     earliest, end = admitted_bounds(hour, LATENESS)
     clock = _clock_of(*routed)  # the feed's, which a task knows: looked up once a batch
     for at, witnesses in enumerate(routed):

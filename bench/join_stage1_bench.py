@@ -36,10 +36,15 @@ worker builds on first use while it files its first hour (a base's checks, a key
 key's table decider: counted and timed where they are made). These are the figures the README's
 stage-1 paragraphs quote.
 
-Results: ``bench/results/join_stage1_parts.md`` and ``.csv``; the details in
-``join_stage1_details.md`` and ``.csv``.
+A third table takes stage 1 apart inside one router as a worker has it (:func:`one_router`: one
+copy routing as a task, its parts turned off turn by turn), where the tables above compare copies.
 
-Usage: ``.venv/bin/python bench/join_stage1_bench.py [--quick] [--populations A,C] [--details]``
+Results: ``bench/results/join_stage1_parts.md`` and ``.csv``; the details in
+``join_stage1_details.md`` and ``.csv``; the parts in one router in ``join_stage1_one_router.md``
+and ``.csv``.
+
+Usage: ``.venv/bin/python bench/join_stage1_bench.py [--quick] [--populations A,C] [--details]
+[--one-router]``
 (about 7 min a population on 2 cores; ``--details``: the second table only, about 3 min a
 population; ``--quick``: the join bench's small sizes)
 """
@@ -47,12 +52,14 @@ population; ``--quick``: the join bench's small sizes)
 from __future__ import annotations
 
 import argparse
+import random
 import statistics
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from lxml import etree
@@ -70,12 +77,14 @@ from join_bench import (
     CLOCK_FORMAT,
     CLOCK_PATH,
     CLOCKS,
+    FEEDS,
     FULL,
     LATENESS,
     PASSES,
     POPULATIONS,
     QUICK,
     SEED,
+    WRITER_PASSES,
     Sizes,
     artifact,
     build_workload,
@@ -86,6 +95,7 @@ from join_bench import (
     ordinary_population,
     per_message,
     routed_as_a_task,
+    sink_of,
     witness_router,
     worker_passes,
     writer_seconds,
@@ -263,6 +273,118 @@ def in_a_worker(artifacts: dict[str, bytes], whole_hour: Sequence[bytes], hour: 
         "stage 1": (ratio("clock and base, filed", warm) - 1) * plain,
         "stage 1, first pass": (ratio("clock and base, filed", first) - 1) * plain_first,
     }
+
+
+#: passes of :func:`one_router` over the hour
+ONE_ROUTER_PASSES = 9
+
+
+def one_router(
+    artifact_bytes: bytes, messages: Sequence[bytes], hour: datetime, passes: int
+) -> dict[str, float]:
+    """Per cent of the ordinary routing each part of stage 1 adds in one router, as a worker has
+    it: the filing router's one copy (unpickled as a worker unpickles it) routes turns of
+    :data:`~feedrouter.spark.tasks.FILING_BATCH` messages as a task does, with its parts turned
+    off in some turns (in an order shuffled every turn): ``none of it`` routes with neither the
+    clock nor the base and keeps nothing, the ordinary routing of the same copy. Each figure is
+    the median of per-turn ratios over ``none of it``; the writer's tables of the hour
+    (:func:`join_bench.writer_seconds`, the same copy's batches) per message over the ordinary
+    routing's per message. One copy, so that the parts find the caches
+    as the router's own other work leaves them: two copies of one router differ by up to 5% by
+    where the heap puts them, more than some parts cost. The router's blocks are turned off by
+    setting its tables of them aside for the turn (a bench's reach into the router: nothing in
+    the product turns a block off and on)."""
+    router, plans = loaded_after_compiling({"r": artifact_bytes})["r"]
+    clocks, walked = router._clocks, router._walked
+
+    def routed(block: Sequence[bytes], clock: bool = True, base: bool = True, kept: bool = True) -> None:
+        router._clocks, router._walked = (clocks if clock else {}), (walked if base else {})
+        try:
+            if not (clock or base or kept):
+                [router.route_outcome(data) for data in block]
+                return
+            found = routed_as_a_task(router, plans, block)
+            if kept:
+                kept_as_a_task(found, plans, hour)
+            else:
+                sink_of(plans).take()  # the next turn's batch starts empty
+        finally:
+            router._clocks, router._walked = clocks, walked
+
+    variants: dict[str, Callable[[Sequence[bytes]], None]] = {
+        "stage 1": routed,
+        "without the clock": partial(routed, clock=False),
+        "without the base": partial(routed, base=False),
+        "without keeping": partial(routed, kept=False),
+        "none of it": partial(routed, clock=False, base=False, kept=False),
+    }
+    for variant in variants.values():  # caches filled, first uses made
+        variant(messages[:FILING_BATCH])
+    order = random.Random(SEED)
+    ratios: dict[str, list[float]] = {name: [] for name in variants}
+    spent = dict.fromkeys(variants, 0.0)
+    with heap.settled():
+        for _ in range(passes):
+            for start in range(0, len(messages), FILING_BATCH):
+                block = messages[start : start + FILING_BATCH]
+                turn = {}
+                for name in order.sample(list(variants), len(variants)):
+                    started = time.perf_counter()
+                    variants[name](block)
+                    turn[name] = time.perf_counter() - started
+                for name in variants:
+                    ratios[name].append(turn[name] / turn["none of it"])
+                    spent[name] += turn[name]
+        writer = writer_seconds(router, plans, messages, hour, WRITER_PASSES)
+    found = {name: (statistics.median(ratios[name]) - 1) * 100 for name in variants}
+    plain = spent["none of it"] / (passes * len(messages))
+    found["ordinary us/msg"] = plain * 1e6
+    found["the writer"] = writer / plain * 100
+    return found
+
+
+def one_router_rows(population: str, sizes: Sizes) -> list[dict]:
+    """The table of :func:`one_router` on each feed's hour 12 (the whole hour, each in its own
+    fresh process): what stage 1 adds to the ordinary routing with the writer and without, and
+    each part as what turning it off takes away."""
+    rows = []
+    for feed, hour in filed_hours(population, sizes).items():
+        found = in_fresh_process(
+            one_router, hour.artifacts["filed"], hour.messages, hour.hour, ONE_ROUTER_PASSES
+        )
+        whole = found["stage 1"]
+        parts = {
+            "stage 1 with the writer %": whole + found["the writer"],
+            "stage 1 but the writer %": whole,
+            "the clock %": whole - found["without the clock"],
+            "the walked base %": whole - found["without the base"],
+            "keeping the batches %": whole - found["without keeping"],
+            "the writer %": found["the writer"],
+        }
+        rows.append(
+            {
+                "population": population,
+                "feed": feed,
+                "ordinary us/msg": round(found["ordinary us/msg"], 1),
+                **{part: round(share, 1) for part, share in parts.items()},
+            }
+        )
+    return rows
+
+
+def filed_hours(population_name: str, sizes: Sizes) -> dict[str, Hour]:
+    """Per feed, its hour 12 and the router of its clock and factored base beside the ordinary
+    population, with its plans (``filed``), as the join bench's stage 1 has them."""
+    population = next(p for p in POPULATIONS if p.name == population_name)
+    workload = build_workload(population, sizes)
+    ordinary = ordinary_population(sizes.ordinary, workload.vocabulary, SEED)
+    found = {}
+    for feed in FEEDS:
+        plans = witness_plans(workload.joins.specs_for(feed))
+        router = witness_router([*plans.bases.values(), clock_block(feed, CLOCK_PATH)], ordinary)
+        hour = workload.feeds[feed][len(workload.feeds[feed]) // 2]
+        found[feed] = Hour({"filed": artifact((router, plans))}, [m.data for m in hour.messages], hour.hour)
+    return found
 
 
 def measure(population: str, sizes: Sizes) -> list[dict]:
@@ -539,6 +661,22 @@ and timed where each is made (a base's checks, a key's bucket on the key's first
 table decider after 64 rows)."""
 
 
+ONE_ROUTER_TEXT = """\
+`bench/join_stage1_bench.py` (also alone: `--one-router`): stage 1 taken apart inside one router,
+as a worker has it, on each population's hour 12 of both feeds (2,000 messages each) with 10,000
+ordinary subscriptions. The router of the feed's clock and factored base, unpickled once in a fresh
+process, routes turns of 32 messages as a routing task does (the walked rows packed into the
+batch's sink, then the batch kept), 9 passes; in each turn it also routes the same messages with a
+part turned off (the clock, the base, the keeping) and with all of them off (`none of it`: the
+ordinary routing of the same copy, `ordinary us/msg`), in an order shuffled every turn. Figures
+are per cent of that ordinary routing: stage 1 the median of per-turn ratios, a part what turning
+it off takes away (parts taken away one at a time need not add up to the whole), the writer its
+tables of the hour (the same copy's batches, the median of 5 builds, Parquet left out) per
+message. One copy, because two copies of one router differ by up to 5% by where the heap puts
+them, more than a part costs: the join bench's paired figures compare copies, each in its own
+process. Warm only: a part turned on again finds what it made on first use."""
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--populations", default="A,C", help="which populations (A,B,C,D)")
@@ -546,10 +684,22 @@ def main() -> None:
     parser.add_argument(
         "--details", action="store_true", help="the second table only (filing and the writer)"
     )
+    parser.add_argument("--one-router", action="store_true", help="the parts in one router only")
     args = parser.parse_args()
     sizes, out = (QUICK, RESULTS / "quick") if args.quick else (FULL, RESULTS)
     info = machine()
     populations = args.populations.split(",")
+    parted = [row for name in populations for row in one_router_rows(name, sizes)]
+    for row in parted:
+        row["code"], row["cpu"] = info["code"], info["cpu"]
+    write_csv(parted, out / "join_stage1_one_router.csv")
+    text = "\n".join(
+        ["# Stage 1 in one router", "", ONE_ROUTER_TEXT, "", markdown_table(parted, list(parted[0])), ""]
+    )
+    (out / "join_stage1_one_router.md").write_text(text)
+    print(text)
+    if args.one_router:
+        return
     found = [row for name in populations for row in details(name, sizes)]
     for row in found:
         row["code"], row["cpu"] = info["code"], info["cpu"]
