@@ -295,24 +295,40 @@ def per_message(
     points from run to run where the difference of pass means moved by 10). The routers named in
     ``python_rows`` read witness rows without the compiled kernel
     (:func:`feedrouter.kernel.turned_off`)."""
-    names = list(routers)
-    for name, (router, plans) in routers.items():  # plans built, caches filled, checks compiled
-        _route_turn(router, plans, messages[:3], hour, name in python_rows)
+    turns = {
+        name: partial(_route_turn, router, plans, hour=hour, python_rows=name in python_rows)
+        for name, (router, plans) in routers.items()
+    }
+    for turn in turns.values():  # plans built, caches filled, checks compiled
+        turn(messages[:3])
+    return paired_turns(turns, messages, TURN, passes, "ordinary")
+
+
+def paired_turns(
+    turns: Mapping[str, Callable[[Sequence[bytes]], float]],
+    messages: Sequence[bytes],
+    size: int,
+    passes: int,
+    baseline: str,
+) -> dict[str, Timed]:
+    """Each of ``turns`` (seconds it takes over a block of messages) on blocks of ``size`` of
+    ``messages`` over ``passes`` passes, all of them on each block in an order shuffled every
+    block (seeded): its seconds a message (the median of the passes' means) and the median over
+    blocks of its time over ``baseline``'s on the same block (:class:`Timed`). Paired and close in
+    time, so the machine's drift falls on all of them alike (:func:`per_message`)."""
+    names = list(turns)
     order = random.Random(SEED)
     means: dict[str, list[float]] = {name: [] for name in names}
     ratios: dict[str, list[float]] = {name: [] for name in names}
     with heap.settled():
         for _ in range(passes):
             spent = dict.fromkeys(names, 0.0)
-            for start in range(0, len(messages), TURN):
-                block = messages[start : start + TURN]
-                turn = {}
-                for name in order.sample(names, len(names)):
-                    router, plans = routers[name]
-                    turn[name] = _route_turn(router, plans, block, hour, name in python_rows)
+            for start in range(0, len(messages), size):
+                block = messages[start : start + size]
+                turn = {name: turns[name](block) for name in order.sample(names, len(names))}
                 for name in names:
                     spent[name] += turn[name]
-                    ratios[name].append(turn[name] / turn["ordinary"])
+                    ratios[name].append(turn[name] / turn[baseline])
             for name in names:
                 means[name].append(spent[name] / len(messages))
     return {name: Timed(statistics.median(means[name]), statistics.median(ratios[name])) for name in names}
@@ -322,6 +338,7 @@ def _route_turn(
     router: Router,
     plans: WitnessPlans | FiledByBlock | None,
     block: Sequence[bytes],
+    *,
     hour: datetime,
     python_rows: bool,
 ) -> float:

@@ -52,7 +52,6 @@ population; ``--quick``: the join bench's small sizes)
 from __future__ import annotations
 
 import argparse
-import random
 import statistics
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -93,6 +92,7 @@ from join_bench import (
     kept_as_a_task,
     loaded_after_compiling,
     ordinary_population,
+    paired_turns,
     per_message,
     routed_as_a_task,
     sink_of,
@@ -285,15 +285,15 @@ def one_router(
     """Per cent of the ordinary routing each part of stage 1 adds in one router, as a worker has
     it: the filing router's one copy (unpickled as a worker unpickles it) routes turns of
     :data:`~feedrouter.spark.tasks.FILING_BATCH` messages as a task does, with its parts turned
-    off in some turns (in an order shuffled every turn): ``none of it`` routes with neither the
-    clock nor the base and keeps nothing, the ordinary routing of the same copy. Each figure is
-    the median of per-turn ratios over ``none of it``; the writer's tables of the hour
-    (:func:`join_bench.writer_seconds`, the same copy's batches) per message over the ordinary
-    routing's per message. One copy, so that the parts find the caches
-    as the router's own other work leaves them: two copies of one router differ by up to 5% by
-    where the heap puts them, more than some parts cost. The router's blocks are turned off by
-    setting its tables of them aside for the turn (a bench's reach into the router: nothing in
-    the product turns a block off and on)."""
+    off in some turns (in an order shuffled every turn, :func:`join_bench.paired_turns`): ``none
+    of it`` routes with neither the clock nor the base and keeps nothing, the ordinary routing of
+    the same copy. Each figure is the median of per-turn ratios over ``none of it``; the writer's
+    tables of the hour (:func:`join_bench.writer_seconds`, the same copy's batches) per message
+    over the ordinary routing's per message (the median of the passes' means). One copy, so that
+    the parts find the caches as the router's own other work leaves them: two copies of one
+    router differ by up to 5% by where the heap puts them, more than some parts cost. The
+    router's blocks are turned off by setting its tables of them aside for the turn (a bench's
+    reach into the router: nothing in the product turns a block off and on)."""
     router, plans = loaded_after_compiling({"r": artifact_bytes})["r"]
     clocks, walked = router._clocks, router._walked
 
@@ -320,27 +320,21 @@ def one_router(
     }
     for variant in variants.values():  # caches filled, first uses made
         variant(messages[:FILING_BATCH])
-    order = random.Random(SEED)
-    ratios: dict[str, list[float]] = {name: [] for name in variants}
-    spent = dict.fromkeys(variants, 0.0)
-    with heap.settled():
-        for _ in range(passes):
-            for start in range(0, len(messages), FILING_BATCH):
-                block = messages[start : start + FILING_BATCH]
-                turn = {}
-                for name in order.sample(list(variants), len(variants)):
-                    started = time.perf_counter()
-                    variants[name](block)
-                    turn[name] = time.perf_counter() - started
-                for name in variants:
-                    ratios[name].append(turn[name] / turn["none of it"])
-                    spent[name] += turn[name]
-        writer = writer_seconds(router, plans, messages, hour, WRITER_PASSES)
-    found = {name: (statistics.median(ratios[name]) - 1) * 100 for name in variants}
-    plain = spent["none of it"] / (passes * len(messages))
+    turns = {name: partial(_seconds_of, variant) for name, variant in variants.items()}
+    timed = paired_turns(turns, messages, FILING_BATCH, passes, "none of it")
+    writer = writer_seconds(router, plans, messages, hour, WRITER_PASSES)
+    found = {name: (each.ratio - 1) * 100 for name, each in timed.items()}
+    plain = timed["none of it"].seconds
     found["ordinary us/msg"] = plain * 1e6
     found["the writer"] = writer / plain * 100
     return found
+
+
+def _seconds_of(work: Callable[[Sequence[bytes]], None], block: Sequence[bytes]) -> float:
+    """Seconds ``work`` takes over ``block``."""
+    started = time.perf_counter()
+    work(block)
+    return time.perf_counter() - started
 
 
 def one_router_rows(population: str, sizes: Sizes) -> list[dict]:
