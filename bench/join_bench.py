@@ -586,9 +586,10 @@ def stage1(workload: Workload, sizes: Sizes) -> list[dict]:
                 timed |= found[0]
                 writer |= found[1]
             whole_hour = [m.data for m in hour.messages]
-            cold = first_passes(
-                {name: artifacts[name] for name in ("ordinary", "selections factored")}, whole_hour, hour.hour
+            rounds = paired_workers(
+                artifacts["selections factored"], whole_hour, hour.hour, FIRST_PASS_ROUNDS
             )
+            decode_ordinary = in_fresh_process(decode_seconds, artifacts["ordinary"])
             del artifacts
             plain = timed["ordinary"].seconds * 1e3
             uses = sum(count for block, count in used.items() if workload.joins.specs[block].feed == feed)
@@ -612,23 +613,23 @@ def stage1(workload: Workload, sizes: Sizes) -> list[dict]:
             row["records through the shuffle ms/msg, factored / format 1 (not added)"] = (
                 f"{writer[f'{SHUFFLED} selections factored']:.3f} / {writer[f'{SHUFFLED} {FORMAT_1}']:.3f}"
             )
-            factored = (timed["selections factored"].ratio - 1) * plain + writer["selections factored"]
-            judged = [factored / plain]
-            for label, seconds, ratios in (
-                ("first pass", "seconds", "ratios"),
-                ("warm in a worker", "warm_seconds", "warm_ratios"),
+            # the worker's two figures: the rotation above runs routers as no worker does
+            judged = []
+            for label, plain_of, ratio_of in (
+                ("first pass", lambda r: r.ordinary[0], lambda r: r.ratios[0]),
+                ("warm in a worker", lambda r: r.warm_ordinary, lambda r: r.warm_ratio),
             ):
                 judged.append(
                     _added_columns(
                         row,
                         label,
-                        getattr(cold["ordinary"], seconds) * 1e3,
-                        getattr(cold["selections factored"], ratios),
+                        statistics.median(plain_of(r) for r in rounds) * 1e3,
+                        [ratio_of(r) for r in rounds],
                         writer["selections factored"],
                     )
                 )
             row["decode s, ordinary / factored"] = (
-                f"{cold['ordinary'].decode:.2f} / {cold['selections factored'].decode:.2f}"
+                f"{decode_ordinary:.2f} / {statistics.median(r.decode for r in rounds):.2f}"
             )
             row["target <= 20% (factored)"] = "yes" if max(judged) <= 0.2 else "NO"
             row["compile all three s"] = round(compiled, 1)
@@ -740,63 +741,100 @@ def worker_passes(
     return decoded, found
 
 
-def first_pass(
-    artifact_bytes: bytes, messages: Sequence[bytes], hour: datetime
-) -> tuple[float, float, float]:
-    """Seconds to decode a router's artifact, seconds a message to route and file ``messages``
-    once (:func:`worker_passes`), and seconds a message on the :data:`WORKER_WARM_PASSES` passes
-    that follow (their median), as a worker that routes with the plan again has it."""
-    decoded, passes = worker_passes(artifact_bytes, messages, hour, 1 + WORKER_WARM_PASSES)
-    return decoded, sum(passes[0]), statistics.median(sum(each) for each in passes[1:])
+def decode_seconds(artifact_bytes: bytes) -> float:
+    """Seconds to decode a router's artifact in a heap that holds nothing else (a worker's
+    one-off; run it in a fresh process, :func:`in_fresh_process`)."""
+    gc.collect()
+    started = time.perf_counter()
+    pickle.loads(artifact_bytes)
+    return time.perf_counter() - started
 
 
-def first_passes(
-    artifacts: Mapping[str, bytes], messages: Sequence[bytes], hour: datetime
-) -> dict[str, FirstPass]:
-    """Per router, :func:`first_pass` over :data:`FIRST_PASS_ROUNDS` rounds, each in its own fresh
-    process, the routers in turn (the order reversed every round: neither always runs first): the
-    medians of its decode time and time a message, and each round's time a message over the
-    first router's in the same round (the caller takes their median; paired, as :func:`per_message` pairs the
-    warm passes: a round's routers run back to back, so the machine's drift falls on both alike;
-    the difference of unpaired medians gave rows of -1% and +72% beside warm figures of +12% and
-    +39%, results at 5dd4fab and 1da9036)."""
-    found: dict[str, list[tuple[float, float, float]]] = {name: [] for name in artifacts}
-    names = list(artifacts)
-    for round_ in range(FIRST_PASS_ROUNDS):
-        for name in names if round_ % 2 == 0 else names[::-1]:
-            found[name].append(in_fresh_process(first_pass, artifacts[name], messages, hour))
-    first = found[names[0]]
-    return {
-        name: FirstPass(
-            statistics.median(d for d, _, _ in runs),
-            statistics.median(m for _, m, _ in runs),
-            tuple(m / base for (_, m, _), (_, base, _) in zip(runs, first, strict=True)),
-            statistics.median(w for _, _, w in runs),
-            tuple(w / base for (_, _, w), (_, _, base) in zip(runs, first, strict=True)),
-        )
-        for name, runs in found.items()
-    }
+def paired_round(
+    artifact_bytes: bytes, messages: Sequence[bytes], hour: datetime, round_: int
+) -> PairedRound:
+    """One round of :func:`paired_workers`, in a fresh process: the filing router's artifact
+    decoded twice, as a worker decodes it (the first copy's decode timed), one copy routing
+    ``messages`` as a routing task with the feed's blocks does (each batch of
+    :data:`~feedrouter.spark.tasks.FILING_BATCH` routed with its sink, then kept,
+    :func:`kept_as_a_task`), the other routing them as the ordinary router does, its blocks set
+    aside (a bench's reach into the router, as :func:`join_stage1_bench.one_router`'s; routed
+    without them, the copy's heap and every other structure are the filing router's, so the pair
+    differs by stage 1's work alone), batch by batch in an order shuffled every batch, over
+    1 + :data:`WORKER_WARM_PASSES` passes, the first being the worker's first pass (what both
+    build on first use, each builds as it goes). Even rounds give the first copy stage 1, odd
+    ones the second (a copy decoded later lands elsewhere in the heap). Then the hour's writer on
+    the stage-1 copy's batches (:func:`writer_seconds`)."""
+    gc.collect()
+    clock = time.perf_counter
+    started = clock()
+    first = pickle.loads(artifact_bytes)
+    decoded = clock() - started
+    second = pickle.loads(artifact_bytes)
+    (router, plans), (ordinary, _) = (first, second) if round_ % 2 == 0 else (second, first)
+    ordinary._clocks, ordinary._walked = {}, {}
+    order = random.Random(SEED + round_)
+    plain: list[float] = []
+    ratios: list[float] = []
+    with heap.settled():  # as the worker's plan_for settles it after decoding
+        for _ in range(1 + WORKER_WARM_PASSES):
+            spent = {True: 0.0, False: 0.0}
+            for start in range(0, len(messages), FILING_BATCH):
+                block = messages[start : start + FILING_BATCH]
+                for stage1 in order.sample((True, False), 2):
+                    started = clock()
+                    if stage1:
+                        kept_as_a_task(routed_as_a_task(router, plans, block), plans, hour)
+                    else:
+                        [ordinary.route_outcome(data) for data in block]
+                    spent[stage1] += clock() - started
+            plain.append(spent[False] / len(messages))
+            ratios.append(spent[True] / spent[False])
+    writer = writer_seconds(router, plans, messages, hour, WRITER_PASSES)
+    return PairedRound(decoded, tuple(plain), tuple(ratios), writer)
 
 
 @dataclass(frozen=True)
-class FirstPass:
-    """A router's first pass (:func:`first_passes`): seconds to decode, seconds a message, and
-    its time over the first router's in each round (in the rounds' order); the same for the warm
-    passes that followed in its process (a worker's warm case)."""
+class PairedRound:
+    """A round of :func:`paired_workers`: seconds to decode the artifact; per pass (the first
+    pass first) seconds a message of the ordinary routing and the stage-1 copy's time over it;
+    the writer's seconds a message."""
 
     decode: float
-    seconds: float
+    ordinary: tuple[float, ...]
     ratios: tuple[float, ...]
-    warm_seconds: float
-    warm_ratios: tuple[float, ...]
+    writer: float
+
+    @property
+    def warm_ordinary(self) -> float:
+        return statistics.median(self.ordinary[1:])
+
+    @property
+    def warm_ratio(self) -> float:
+        return statistics.median(self.ratios[1:])
 
 
-#: rounds of :func:`first_passes` (a fresh process a router and round). At about 90,000 ordinary
-#: subscriptions a round's paired ratio moves by tens of points (where each process's heap lands):
-#: with 5 rounds, runs at 792ea60 and 8710e18 put A's news first pass at +11% and +42%, where the
-#: code between them added under a point
+def paired_workers(
+    artifact_bytes: bytes, messages: Sequence[bytes], hour: datetime, rounds: int
+) -> list[PairedRound]:
+    """Stage 1 in a worker: :func:`paired_round` ``rounds`` times, each in its own fresh process.
+    Paired inside one process, because a worker's speed moves between processes by more than
+    stage 1 costs: each round's ordinary routing and the stage-1 copy's run batch by batch, so
+    the machine's drift and the process's heap fall on both alike. Measured on C's news hour at
+    10,000 ordinary subscriptions (an AMD EPYC VM whose routing moved from 165 to 295 us a
+    message between processes), eight such rounds put stage 1 at +9% to +16%, where routers in
+    processes of their own (the earlier way: the ordinary router's artifact in one, the filing
+    router's in another, 12 rounds) gave +15% warm and +32% on the first pass, and the filing
+    router's copy with its blocks set aside routed within 1% of the ordinary router's when warm
+    (+6% on the first pass)."""
+    return [
+        in_fresh_process(paired_round, artifact_bytes, messages, hour, round_) for round_ in range(rounds)
+    ]
+
+
+#: rounds of :func:`paired_workers` (a fresh process each)
 FIRST_PASS_ROUNDS = 7
-#: passes over the hour after the first in each of :func:`first_passes`' processes (their median)
+#: passes over the hour after the first in each of :func:`paired_workers`' processes (their median)
 WORKER_WARM_PASSES = 2
 
 
@@ -1414,18 +1452,22 @@ alone is 5%).
 The passes above are warm: a router's structures have seen the messages before. A worker of an
 hour's job is not: it decodes the plan, settles its heap and routes its share of the hour once,
 building what it builds on first use (a base's checks, a key's bucket, a hot bucket's generated
-function) as it goes. `first pass`: the ordinary router and the factored one, each decoded in a
-fresh process (`decode s`: a worker's one-off, left out of the per-message figures), then the
-whole hour's messages routed once and filed 32 at a time; the median of 7 rounds, a fresh process
-per router and round, the two in turn (the order reversed every round). `first pass: added` is
-paired as the warm figure is: the median over rounds of the factored router's time a message over
-the ordinary router's in the same round, minus one, times `first pass: ordinary ms/msg`, plus the
-writer's; `rounds' least / most`: the same share from the round that gave the least and the one
-that gave the most (one round moves by tens of points where each process's heap lands). `warm in
-a worker`: the 2 passes over the hour that follow the first in the same processes (their median),
-paired the same way: a worker that routes with the plan again, with no other router between its
-batches (the warm passes above rotate several routers through one process). The target is judged
-on the largest of the three added costs (their medians)."""
+function) as it goes. `first pass`: in each of 7 rounds a fresh process decodes the factored
+router's artifact twice (`decode s`: a worker's one-off, left out of the per-message figures; the
+ordinary router's decoded in a process of its own); one copy routes the whole hour as a routing
+task does, each batch of 32 routed with its sink and kept, the other routes it with its blocks set
+aside, the ordinary routing of the same router (`first pass: ordinary ms/msg`, the rounds'
+median), batch by batch in a shuffled order, the copies' roles swapped every round. `first pass:
+added`: the median over rounds of the stage-1 copy's time over the other's on the first pass,
+minus one, times `first pass: ordinary ms/msg`, plus the writer's; `rounds' least / most`: the same
+share from the round that gave the least and the one that gave the most. `warm in a worker`: the 2
+passes over the hour that follow the first in the same processes (their median), paired the same
+way: a worker that routes with the plan again. Paired inside one process because a process's
+speed moves by more than stage 1 costs (runs before this way, up to 7ee99dd, timed each router in
+processes of its own, the two in turn: one round's share moved by tens of points). The target is
+judged on the larger of the worker's two added costs (their medians; runs up to 7ee99dd judged on
+the largest of three, the warm rotation's with them: routers rotating through one process, as no
+worker runs them, each its own copy, which moves it by up to 5%)."""
 
 STAGE1_TASK_TEXT = """\
 The same comparison inside the routing task a batch runs (`feedrouter.spark.tasks`, in one process,
