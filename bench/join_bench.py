@@ -613,8 +613,9 @@ def stage1(workload: Workload, sizes: Sizes) -> list[dict]:
             row["records through the shuffle ms/msg, factored / format 1 (not added)"] = (
                 f"{writer[f'{SHUFFLED} selections factored']:.3f} / {writer[f'{SHUFFLED} {FORMAT_1}']:.3f}"
             )
-            # the worker's two figures: the rotation above runs routers as no worker does
-            judged = []
+            # the worker's two figures: the rotation above runs routers as no worker does; the
+            # writer's on the stage-1 copy's batches in the same processes
+            judged, paired_writer = [], statistics.median(r.writer for r in rounds) * 1e3
             for label, plain_of, ratio_of in (
                 ("first pass", lambda r: r.ordinary[0], lambda r: r.ratios[0]),
                 ("warm in a worker", lambda r: r.warm_ordinary, lambda r: r.warm_ratio),
@@ -625,7 +626,7 @@ def stage1(workload: Workload, sizes: Sizes) -> list[dict]:
                         label,
                         statistics.median(plain_of(r) for r in rounds) * 1e3,
                         [ratio_of(r) for r in rounds],
-                        writer["selections factored"],
+                        paired_writer,
                     )
                 )
             row["decode s, ordinary / factored"] = (
@@ -1459,7 +1460,8 @@ task does, each batch of 32 routed with its sink and kept, the other routes it w
 aside, the ordinary routing of the same router (`first pass: ordinary ms/msg`, the rounds'
 median), batch by batch in a shuffled order, the copies' roles swapped every round. `first pass:
 added`: the median over rounds of the stage-1 copy's time over the other's on the first pass,
-minus one, times `first pass: ordinary ms/msg`, plus the writer's; `rounds' least / most`: the same
+minus one, times `first pass: ordinary ms/msg`, plus the writer's (on the stage-1 copy's batches
+in the same processes, the rounds' median); `rounds' least / most`: the same
 share from the round that gave the least and the one that gave the most. `warm in a worker`: the 2
 passes over the hour that follow the first in the same processes (their median), paired the same
 way: a worker that routes with the plan again. Paired inside one process because a process's
