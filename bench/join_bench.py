@@ -616,10 +616,8 @@ def stage1(workload: Workload, sizes: Sizes) -> list[dict]:
             # the worker's two figures: the rotation above runs routers as no worker does; the
             # writer's on the stage-1 copy's batches in the same processes
             judged, paired_writer = [], statistics.median(r.writer for r in rounds) * 1e3
-            for label, plain_of, ratio_of in (
-                ("first pass", lambda r: r.ordinary[0], lambda r: r.ratios[0]),
-                ("warm in a worker", lambda r: r.warm_ordinary, lambda r: r.warm_ratio),
-            ):
+            for kind, (plain_of, ratio_of) in PAIRED_PASSES.items():
+                label = "first pass" if kind == "first pass" else "warm in a worker"
                 judged.append(
                     _added_columns(
                         row,
@@ -831,6 +829,14 @@ def paired_workers(
     return [
         in_fresh_process(paired_round, artifact_bytes, messages, hour, round_) for round_ in range(rounds)
     ]
+
+
+#: the passes of a :class:`PairedRound` the benches report: per kind, a round's ordinary seconds a
+#: message and its stage-1 ratio
+PAIRED_PASSES: dict[str, tuple[Callable[[PairedRound], float], Callable[[PairedRound], float]]] = {
+    "first pass": (lambda r: r.ordinary[0], lambda r: r.ratios[0]),
+    "warm": (lambda r: r.warm_ordinary, lambda r: r.warm_ratio),
+}
 
 
 #: rounds of :func:`paired_workers` (a fresh process each)

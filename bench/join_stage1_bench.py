@@ -90,12 +90,12 @@ from join_bench import (
     FIRST_PASS_ROUNDS,
     FULL,
     LATENESS,
+    PAIRED_PASSES,
     PASSES,
     POPULATIONS,
     QUICK,
     SEED,
     WRITER_PASSES,
-    PairedRound,
     Sizes,
     artifact,
     build_workload,
@@ -417,7 +417,7 @@ def worker_rows(population: str, sizes: Sizes, counts: Sequence[str]) -> list[di
         row: dict[str, object] = {"population": population, "feed": feed, "ordinary subscriptions": count}
         writer = statistics.median(r.writer for r in rounds)
         judged = []
-        for label, plain_of, ratio_of in _WORKER_PASSES:
+        for label, (plain_of, ratio_of) in PAIRED_PASSES.items():
             plain = statistics.median(plain_of(r) for r in rounds)
             shares = sorted(ratio_of(r) - 1 for r in rounds)
             share = statistics.median(shares)
@@ -431,14 +431,6 @@ def worker_rows(population: str, sizes: Sizes, counts: Sequence[str]) -> list[di
         row["target <= 20%"] = "yes" if max(judged) <= 0.2 else "NO"
         rows.append(row)
     return rows
-
-
-#: the worker's passes :func:`worker_rows` reports: its label, a round's ordinary seconds a
-#: message and its stage-1 ratio
-_WORKER_PASSES: tuple[tuple[str, Callable[[PairedRound], float], Callable[[PairedRound], float]], ...] = (
-    ("first pass", lambda r: r.ordinary[0], lambda r: r.ratios[0]),
-    ("warm", lambda r: r.warm_ordinary, lambda r: r.warm_ratio),
-)
 
 
 def measure(population: str, sizes: Sizes) -> list[dict]:
